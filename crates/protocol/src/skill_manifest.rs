@@ -1,0 +1,81 @@
+//! `SkillManifest`: a configured skill (settings), fetched from a public git repository.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ProtocolError;
+use crate::rules;
+
+/// Schema `SkillManifest` (closed object).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillManifest {
+    #[serde(rename = "type")]
+    pub kind: SkillType,
+    pub name: String,
+    /// HTTPS URL of a GitHub or GitLab repository.
+    pub url: String,
+    /// Directory of the skill within the repository; absent for the repository root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Branch, tag or commit.
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    pub description: String,
+}
+
+/// Schema `SkillType`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SkillType {
+    #[default]
+    #[serde(rename = "git")]
+    Git,
+}
+
+impl SkillManifest {
+    /// The settings row key.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Value rules: resource name, repository URL, and a ref and path that cannot escape the
+    /// checkout.
+    pub fn validate(&self) -> Result<(), ProtocolError> {
+        rules::resource_name("name", &self.name)?;
+        if !is_repository_url(&self.url) {
+            return Err(ProtocolError::invalid(
+                "url",
+                "must be https://github.com/<owner>/<repo> or https://gitlab.com/<group>/.../<project>",
+            ));
+        }
+        rules::safe_relative_path("ref", &self.git_ref, false)?;
+        if let Some(path) = &self.path {
+            rules::safe_relative_path("path", path, true)?;
+        }
+        rules::non_empty("description", &self.description)
+    }
+}
+
+/// `https://github.com/<owner>/<repo>` or `https://gitlab.com/<group>/…/<project>`, optionally
+/// ending in `/` or `.git`.
+fn is_repository_url(url: &str) -> bool {
+    let segment_ok = |segment: &str| {
+        !segment.is_empty()
+            && segment
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    };
+    let (host, rest) = if let Some(rest) = url.strip_prefix("https://github.com/") {
+        ("github", rest)
+    } else if let Some(rest) = url.strip_prefix("https://gitlab.com/") {
+        ("gitlab", rest)
+    } else {
+        return false;
+    };
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let segments: Vec<&str> = rest.split('/').collect();
+    let count_ok = match host {
+        "github" => segments.len() == 2,
+        _ => segments.len() >= 2,
+    };
+    count_ok && segments.iter().all(|segment| segment_ok(segment))
+}

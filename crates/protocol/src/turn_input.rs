@@ -1,0 +1,181 @@
+//! Turn input: what a client sends to start a turn (`TurnInputItem`) and its parts.
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::ProtocolError;
+use crate::rules::{self, Checked};
+use crate::tagged::{dispatch_tag, tagged_struct, unknown_tag};
+
+/// Schema `TurnInputItem`, discriminated by `type`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum TurnInputItem {
+    UserMessage(UserMessage),
+    ToolApproval(UserToolApproval),
+    ToolResponse(UserToolResponse),
+}
+
+impl<'de> Deserialize<'de> for TurnInputItem {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        dispatch_tag(deserializer, "type", |tag, value| match tag {
+            UserMessage::TAG => serde_json::from_value(value).map(Self::UserMessage),
+            UserToolApproval::TAG => serde_json::from_value(value).map(Self::ToolApproval),
+            UserToolResponse::TAG => serde_json::from_value(value).map(Self::ToolResponse),
+            other => Err(unknown_tag(
+                "type",
+                other,
+                &[
+                    UserMessage::TAG,
+                    UserToolApproval::TAG,
+                    UserToolResponse::TAG,
+                ],
+            )),
+        })
+    }
+}
+
+impl TurnInputItem {
+    /// The `type` discriminator.
+    pub fn item_type(&self) -> &'static str {
+        match self {
+            Self::UserMessage(_) => UserMessage::TAG,
+            Self::ToolApproval(_) => UserToolApproval::TAG,
+            Self::ToolResponse(_) => UserToolResponse::TAG,
+        }
+    }
+
+    /// Length rules of the schema (`thread_id`, `tool_call_id` and tool-response `content` must be
+    /// non-empty). Whether a user message is blank is a runtime rule, not a schema one.
+    pub fn validate(&self, path: &str) -> Result<(), ProtocolError> {
+        match self {
+            Self::UserMessage(_) => Ok(()),
+            Self::ToolApproval(item) => {
+                rules::non_empty(&format!("{path}.thread_id"), &item.thread_id)?;
+                rules::non_empty(&format!("{path}.tool_call_id"), &item.tool_call_id)
+            }
+            Self::ToolResponse(item) => {
+                rules::non_empty(&format!("{path}.thread_id"), &item.thread_id)?;
+                rules::non_empty(&format!("{path}.tool_call_id"), &item.tool_call_id)?;
+                rules::non_empty(&format!("{path}.content"), &item.content)
+            }
+        }
+    }
+}
+
+/// Checks every item of a turn's `input` with [`TurnInputItem::validate`], then the contract's
+/// batch rule: user messages may not be mixed with approvals or tool responses in one turn.
+pub fn validate_turn_input(items: &[TurnInputItem]) -> Checked {
+    for (index, item) in items.iter().enumerate() {
+        item.validate(&format!("input[{index}]"))?;
+    }
+    let messages = items
+        .iter()
+        .filter(|item| matches!(item, TurnInputItem::UserMessage(_)))
+        .count();
+    if messages != 0 && messages != items.len() {
+        return Err(ProtocolError::invalid(
+            "input",
+            "user messages cannot be mixed with tool approvals or tool responses",
+        ));
+    }
+    Ok(())
+}
+
+/// Schema `UserMessage`: `{"type": "user.message", "content": ...}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
+pub struct UserMessage {
+    pub content: UserMessageContent,
+}
+
+tagged_struct!(UserMessage, type = "user.message");
+
+/// A plain string, or text and file parts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum UserMessageContent {
+    Text(String),
+    Parts(Vec<UserContentPart>),
+}
+
+// By hand rather than `untagged` so that a bad part reports what is wrong with it instead of
+// "did not match any variant".
+impl<'de> Deserialize<'de> for UserMessageContent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::String(text) => Ok(Self::Text(text)),
+            parts @ Value::Array(_) => serde_json::from_value(parts)
+                .map(Self::Parts)
+                .map_err(D::Error::custom),
+            _ => Err(D::Error::custom(
+                "user message content must be a string or an array of content parts",
+            )),
+        }
+    }
+}
+
+impl UserMessageContent {
+    /// The text the user typed: the string, or the text parts joined by newlines.
+    pub fn text(&self) -> String {
+        match self {
+            Self::Text(text) => text.clone(),
+            Self::Parts(parts) => parts
+                .iter()
+                .filter_map(|part| match part {
+                    UserContentPart::Text { text } => Some(text.as_str()),
+                    UserContentPart::File { .. } => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+}
+
+/// Schema `UserMessageContentItem` (`TextContent` | `FileContent`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum UserContentPart {
+    #[serde(rename = "text")]
+    Text { text: String },
+    /// `data` is a data URI (`data:<mime>;base64,<payload>`); `name` is shown to the agent.
+    #[serde(rename = "file")]
+    File { name: String, data: String },
+}
+
+/// Schema `UserToolApprovalEvent`: the user's decision on a call that paused for approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
+pub struct UserToolApproval {
+    pub thread_id: String,
+    pub tool_call_id: String,
+    pub approval: ApprovalDecision,
+}
+
+tagged_struct!(UserToolApproval, type = "user.tool_approval");
+
+/// Schema `UserToolResponseEvent`: the client's result for a client-side tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
+pub struct UserToolResponse {
+    pub thread_id: String,
+    pub tool_call_id: String,
+    pub content: String,
+}
+
+tagged_struct!(UserToolResponse, type = "user.tool_response");
+
+/// Schema `ApprovalDecision`, discriminated by `status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status")]
+pub enum ApprovalDecision {
+    #[serde(rename = "allow")]
+    Allow,
+    /// `reason` is shown to the agent.
+    #[serde(rename = "deny")]
+    Deny {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+}

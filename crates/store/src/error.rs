@@ -1,0 +1,116 @@
+//! The one error type of the store crate. Every constraint a caller can hit has its own variant, so no raw
+//! database error ever reaches a caller; unexpected backend failures are `Backend`.
+
+use trueforge_protocol::TurnState;
+
+/// Errors of the session store and the settings stores.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    // ---- session store: not found ----
+    #[error("session '{session_id}' not found")]
+    SessionNotFound { session_id: String },
+    #[error("turn '{turn_id}' not found")]
+    TurnNotFound { turn_id: String },
+    #[error("previous turn '{turn_id}' not found in this session")]
+    PreviousTurnNotFound { turn_id: String },
+    #[error("thread '{thread_id}' not found on turn '{turn_id}'")]
+    ThreadNotFound { turn_id: String, thread_id: String },
+
+    // ---- session store: conflicts ----
+    #[error("session '{session_id}' already exists")]
+    SessionAlreadyExists { session_id: String },
+    #[error("turn '{turn_id}' already exists")]
+    TurnAlreadyExists { turn_id: String },
+    #[error("thread '{thread_id}' already exists on turn '{turn_id}'")]
+    ThreadAlreadyExists { turn_id: String, thread_id: String },
+    #[error("event '{event_id}' already exists on turn '{turn_id}'")]
+    EventAlreadyExists { turn_id: String, event_id: String },
+    #[error("event sequence {seq} on turn '{turn_id}' is not after the last stored sequence {last_seq}")]
+    EventSequenceConflict { turn_id: String, seq: u64, last_seq: u64 },
+    #[error("previous turn '{previous_turn_id}' is still running")]
+    PreviousTurnRunning { previous_turn_id: String },
+    #[error("turn '{turn_id}' is not running")]
+    TurnNotRunning { turn_id: String, state: Box<TurnState> },
+    #[error("turn '{turn_id}' is leased by another owner")]
+    LeaseHeldByOther { turn_id: String, owner: Option<String> },
+
+    // ---- session store: caller misuse ----
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    #[error("invalid page token")]
+    InvalidPageToken,
+
+    // ---- settings stores ----
+    #[error("{kind} '{name}' already exists")]
+    NameConflict { kind: &'static str, name: String },
+    #[error("{kind} '{name}' not found")]
+    NotFound { kind: &'static str, name: String },
+    #[error("{0}")]
+    MissingStoredSecret(String),
+    #[error(transparent)]
+    Secret(#[from] crate::crypto::SecretError),
+
+    // ---- anything else the backend reports ----
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    #[error("storage backend error: {0}")]
+    Backend(String),
+}
+
+impl StoreError {
+    /// True for the not-found family (maps to 404 at the HTTP edge).
+    pub fn is_not_found(&self) -> bool {
+        matches!(
+            self,
+            Self::SessionNotFound { .. }
+                | Self::TurnNotFound { .. }
+                | Self::PreviousTurnNotFound { .. }
+                | Self::ThreadNotFound { .. }
+                | Self::NotFound { .. }
+        )
+    }
+
+    /// True for the conflict family (maps to 409 at the HTTP edge).
+    pub fn is_conflict(&self) -> bool {
+        matches!(
+            self,
+            Self::SessionAlreadyExists { .. }
+                | Self::TurnAlreadyExists { .. }
+                | Self::ThreadAlreadyExists { .. }
+                | Self::EventAlreadyExists { .. }
+                | Self::EventSequenceConflict { .. }
+                | Self::PreviousTurnRunning { .. }
+                | Self::TurnNotRunning { .. }
+                | Self::LeaseHeldByOther { .. }
+                | Self::NameConflict { .. }
+        )
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        Self::Backend(error.to_string())
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for StoreError {
+    fn from(error: sqlx::migrate::MigrateError) -> Self {
+        Self::Backend(format!("migration failed: {error}"))
+    }
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(error: serde_json::Error) -> Self {
+        Self::Corrupt(error.to_string())
+    }
+}
+
+/// True when a database error is a unique-constraint violation (SQLite and Postgres alike).
+pub(crate) fn is_unique_violation(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(db) => db.is_unique_violation(),
+        _ => false,
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;

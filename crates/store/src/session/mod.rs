@@ -1,0 +1,15 @@
+//! The session store: sessions, turns, segment-chain thread contexts, events, leases and recall.
+
+pub mod memory;
+pub mod model;
+mod page;
+mod rules;
+mod search;
+pub mod sql;
+pub mod store;
+
+pub use memory::MemorySessionStore;
+pub use model::*;
+pub use sql::postgres::PostgresSessionStore;
+pub use sql::sqlite::SqliteSessionStore;
+pub use store::SessionStore;

@@ -1,0 +1,260 @@
+//! Records the session store returns and the inputs its writes take.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+use trueforge_protocol::{
+    AgentInfo, AgentParent, AgentSpec, AgentThreadSnapshot, CancellationReason, ContextMessage,
+    CurrentContextUsage, McpServerInitInfo, SessionAgent, SessionEvent, SubAgentCompletion,
+    TurnInputItem, TurnMetrics, TurnState,
+};
+
+use crate::time::Timestamp;
+
+/// How many ancestor ids a turn record carries (newest last). The store walks the full chain itself; the
+/// window is informational, kept for wire compatibility.
+pub const ANCESTOR_WINDOW: usize = 20;
+
+/// The largest page a list call accepts.
+pub const MAX_PAGE_LIMIT: u32 = 1000;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRecord {
+    pub tenant_id: String,
+    pub session_id: String,
+    pub created_by: String,
+    pub agent: SessionAgent,
+    pub title: Option<String>,
+    /// The most recently created turn on any branch (the session's tip).
+    pub last_turn_id: Option<String>,
+    pub created_at: Timestamp,
+    /// Also the session's last-activity time: bumped, strictly, by every session write and turn creation.
+    pub updated_at: Timestamp,
+    pub custom: Option<Value>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    pub tenant_id: String,
+    pub session_id: String,
+    pub agent: SessionAgent,
+    pub created_by: String,
+    pub custom: Option<Value>,
+}
+
+/// A partial update: `None` leaves a field unchanged; `title: Some(None)` clears the title.
+#[derive(Debug, Clone, Default)]
+pub struct SessionUpdate {
+    /// Replaces the inline spec; rejected on a session bound to a named agent.
+    pub agent_spec: Option<AgentSpec>,
+    pub title: Option<Option<String>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortOrder {
+    Asc,
+    #[default]
+    Desc,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SessionFilter {
+    pub order: SortOrder,
+    /// Inclusive bounds on `created_at`.
+    pub created_from: Option<Timestamp>,
+    pub created_to: Option<Timestamp>,
+    /// Only sessions bound to this named agent.
+    pub agent_id: Option<String>,
+    pub created_by: Option<String>,
+}
+
+/// A page request. `limit` must be 1..=[`MAX_PAGE_LIMIT`]; `page_token` is the opaque token of a previous
+/// page (an empty string means the first page).
+#[derive(Debug, Clone)]
+pub struct PageRequest {
+    pub limit: u32,
+    pub page_token: Option<String>,
+}
+
+impl PageRequest {
+    pub fn first(limit: u32) -> Self {
+        Self { limit, page_token: None }
+    }
+
+    pub fn after(limit: u32, token: impl Into<String>) -> Self {
+        Self { limit, page_token: Some(token.into()) }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub data: Vec<T>,
+    pub limit: u32,
+    /// Present when more rows follow. Keyset-based: stable under concurrent inserts.
+    pub next_page_token: Option<String>,
+}
+
+/// Ownership of a running turn by one executor, until `expires_at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub owner: String,
+    pub expires_at: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseRequest {
+    pub owner: String,
+    pub ttl_ms: i64,
+}
+
+/// A running turn whose lease has run out: its executor is presumed gone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpiredLease {
+    pub tenant_id: String,
+    pub session_id: String,
+    pub turn_id: String,
+    pub owner: String,
+    pub expired_at: Timestamp,
+}
+
+/// A turn without its thread snapshot (what listings return).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnSummary {
+    pub tenant_id: String,
+    pub session_id: String,
+    pub turn_id: String,
+    /// The root of this turn's chain (a fork inherits it).
+    pub first_turn_id: String,
+    /// Up to [`ANCESTOR_WINDOW`] ancestors, newest last.
+    pub ancestor_ids: Vec<String>,
+    pub previous_turn_id: Option<String>,
+    pub state: TurnState,
+    pub input: Vec<TurnInputItem>,
+    pub custom: Option<Value>,
+    pub lease: Option<Lease>,
+    /// The highest event sequence number stored for this turn (0 when none).
+    pub last_seq: u64,
+    pub created_at: Timestamp,
+    /// Bumped by every write to the turn or its threads, context, events and capability state.
+    pub updated_at: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SandboxInfo {
+    pub sandbox_id: String,
+}
+
+/// Turn-level state the runtime resumes from: every live thread, MCP sessions and the sandbox.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TurnSnapshot {
+    pub threads: BTreeMap<String, AgentThreadSnapshot>,
+    pub mcp_servers: Option<BTreeMap<String, McpServerInitInfo>>,
+    pub sandbox_info: Option<SandboxInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnRecord {
+    pub turn: TurnSummary,
+    pub snapshot: TurnSnapshot,
+}
+
+/// A thread that did not exist on the previous turn (turn 1: the root thread).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewThread {
+    pub thread_id: String,
+    pub parent: Option<AgentParent>,
+    pub agent_info: Option<AgentInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextAppend {
+    pub thread_id: String,
+    pub messages: Vec<ContextMessage>,
+    /// Replaces the stored usage when present.
+    pub current_context_usage: Option<CurrentContextUsage>,
+}
+
+/// Creates a running turn. The store derives `first_turn_id` and `ancestor_ids` from the previous turn,
+/// so the topology cannot disagree with `previous_turn_id`.
+#[derive(Debug, Clone)]
+pub struct NewTurn {
+    pub tenant_id: String,
+    pub session_id: String,
+    pub turn_id: String,
+    /// `None`: a new root turn. Otherwise a terminal turn of the same session to continue or fork from.
+    pub previous_turn_id: Option<String>,
+    pub input: Vec<TurnInputItem>,
+    pub custom: Option<Value>,
+    pub new_threads: Vec<NewThread>,
+    pub context_appends: Vec<ContextAppend>,
+    /// Exactly one entry per resulting thread: the complete capability map (nothing is carried forward).
+    pub capability_states: Vec<(String, Option<Map<String, Value>>)>,
+    /// Sets the session title when it has none.
+    pub title_if_unset: Option<String>,
+    pub lease: Option<LeaseRequest>,
+}
+
+/// Addresses one turn of one session of one tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TurnKey {
+    pub tenant_id: String,
+    pub session_id: String,
+    pub turn_id: String,
+}
+
+impl TurnKey {
+    pub fn new(tenant_id: impl Into<String>, session_id: impl Into<String>, turn_id: impl Into<String>) -> Self {
+        Self { tenant_id: tenant_id.into(), session_id: session_id.into(), turn_id: turn_id.into() }
+    }
+}
+
+/// The `turn.done` event a terminal write persists. The store builds the event itself from the state it
+/// writes, so the stored state and the event can never disagree.
+#[derive(Debug, Clone)]
+pub struct TurnDone {
+    /// Id of the `turn.done` event (a monotonic ULID minted by the caller).
+    pub event_id: String,
+    /// The sequence number the live stream would give the event; the store uses
+    /// `max(min_seq, last stored seq + 1)`.
+    pub min_seq: u64,
+}
+
+/// Freezes a running turn as cancelled (a no-op read on a terminal turn).
+#[derive(Debug, Clone)]
+pub struct FreezeTurn {
+    pub reason: CancellationReason,
+    pub metrics: Option<TurnMetrics>,
+    pub done: TurnDone,
+}
+
+/// One event with its per-turn sequence number.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub event: SessionEvent,
+}
+
+/// An event of the session feed, with the turn it belongs to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionEventItem {
+    pub turn_id: String,
+    pub seq: u64,
+    pub event: SessionEvent,
+}
+
+/// One body a thread ever had along a turn's branch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryEntry {
+    /// Stable id of the body (write order).
+    pub message_id: i64,
+    /// The turn that wrote it.
+    pub turn_id: String,
+    /// Its position in the context it was written into.
+    pub position: i64,
+    /// Whether the body is part of the turn's current context (false: superseded by a compaction).
+    pub active: bool,
+    pub message: ContextMessage,
+}
+
+/// Completion marker of a sub-agent thread, set once.
+pub type Completion = SubAgentCompletion;

@@ -1,0 +1,56 @@
+//! Postgres backend: conditional updates as fences (row locks), the database clock, full-text recall.
+
+use sqlx::Transaction;
+
+use crate::db::PostgresDb;
+use crate::error::StoreResult;
+use crate::time::Timestamp;
+
+type Db = sqlx::Postgres;
+type Store = PostgresSessionStore;
+
+/// Session store on Postgres 15+.
+#[derive(Clone, Debug)]
+pub struct PostgresSessionStore {
+    db: PostgresDb,
+}
+
+impl PostgresSessionStore {
+    pub fn new(db: PostgresDb) -> Self {
+        Self { db }
+    }
+
+    async fn write_tx(&self) -> StoreResult<Transaction<'static, Db>> {
+        self.db.begin().await
+    }
+
+    /// Reads that span several statements share one snapshot.
+    async fn read_tx(&self) -> StoreResult<Transaction<'static, Db>> {
+        let mut tx = self.db.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY").execute(&mut *tx).await?;
+        Ok(tx)
+    }
+
+    fn read_pool(&self) -> &sqlx::PgPool {
+        self.db.pool()
+    }
+}
+
+/// Replicas share the database's clock, not their own.
+async fn clock(tx: &mut Transaction<'static, Db>) -> StoreResult<Timestamp> {
+    let millis: i64 = sqlx::query_scalar("SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)")
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(Timestamp(millis))
+}
+
+/// Full-text filter on `$4`, a `to_tsquery` expression over the store's own tokens.
+const SEARCH_CONDITION: &str = "to_tsvector('simple', m.index_text) @@ to_tsquery('simple', $4)";
+
+/// Terms are alphanumeric, so they need no quoting; `&` ANDs them.
+fn search_expression(terms: &[String]) -> String {
+    terms.join(" & ")
+}
+
+#[path = "ops.rs"]
+mod ops;

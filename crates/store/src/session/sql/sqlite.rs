@@ -1,0 +1,51 @@
+//! SQLite backend: WAL, one writer connection with `BEGIN IMMEDIATE`, concurrent readers, FTS5 recall.
+
+use sqlx::Transaction;
+
+use crate::db::SqliteDb;
+use crate::error::StoreResult;
+use crate::time::Timestamp;
+
+type Db = sqlx::Sqlite;
+type Store = SqliteSessionStore;
+
+/// Session store on a SQLite file.
+#[derive(Clone, Debug)]
+pub struct SqliteSessionStore {
+    db: SqliteDb,
+}
+
+impl SqliteSessionStore {
+    pub fn new(db: SqliteDb) -> Self {
+        Self { db }
+    }
+
+    async fn write_tx(&self) -> StoreResult<Transaction<'static, Db>> {
+        self.db.begin_write().await
+    }
+
+    async fn read_tx(&self) -> StoreResult<Transaction<'static, Db>> {
+        self.db.begin_read().await
+    }
+
+    fn read_pool(&self) -> &sqlx::SqlitePool {
+        self.db.reader()
+    }
+}
+
+/// SQLite runs in this process, so the process clock is the database's clock.
+async fn clock(_tx: &mut Transaction<'static, Db>) -> StoreResult<Timestamp> {
+    Ok(Timestamp::now())
+}
+
+/// Full-text filter on `$4`, an FTS5 query.
+const SEARCH_CONDITION: &str =
+    "m.message_id IN (SELECT rowid FROM context_message_fts WHERE context_message_fts MATCH $4)";
+
+/// Every term quoted (terms are alphanumeric, so quoting is exact): FTS5 ANDs juxtaposed terms.
+fn search_expression(terms: &[String]) -> String {
+    terms.iter().map(|term| format!("\"{term}\"")).collect::<Vec<_>>().join(" ")
+}
+
+#[path = "ops.rs"]
+mod ops;

@@ -1,0 +1,176 @@
+//! The session store contract. Pure durability: no streaming surface.
+
+use async_trait::async_trait;
+use serde_json::Value;
+use trueforge_protocol::{
+    AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion,
+    TurnState,
+};
+
+use super::model::{
+    ExpiredLease, FreezeTurn, HistoryEntry, Lease, NewSession, NewTurn, Page, PageRequest,
+    SandboxInfo, SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder,
+    StoredEvent, TurnDone, TurnKey, TurnRecord, TurnSummary,
+};
+use crate::error::StoreResult;
+
+/// Durable sessions, turns, thread contexts and events.
+///
+/// Every call names its tenant; a session or turn of another tenant is indistinguishable from a missing
+/// one. Ids are compared byte-wise. Turn-scoped writes are fenced on the turn still running: on a terminal
+/// turn they fail with [`StoreError::TurnNotRunning`](crate::StoreError::TurnNotRunning), on a missing one
+/// with `TurnNotFound`.
+#[async_trait]
+pub trait SessionStore: Send + Sync {
+    // ---- sessions ----
+
+    /// Creates a session. Session ids are unique across tenants.
+    async fn create_session(&self, session: NewSession) -> StoreResult<SessionRecord>;
+
+    /// Deletes a session with all its turns, contexts and events. Idempotent; a session of another tenant
+    /// is left alone.
+    async fn delete_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<()>;
+
+    /// Reads a session. Never bumps its activity time.
+    async fn get_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<Option<SessionRecord>>;
+
+    /// Applies a partial update and bumps the activity time.
+    async fn update_session(
+        &self,
+        tenant_id: &str,
+        session_id: &str,
+        update: SessionUpdate,
+    ) -> StoreResult<SessionRecord>;
+
+    /// Lists a tenant's sessions by `(updated_at, session_id)`, newest first by default.
+    async fn list_sessions(
+        &self,
+        tenant_id: &str,
+        filter: &SessionFilter,
+        page: &PageRequest,
+    ) -> StoreResult<Page<SessionRecord>>;
+
+    // ---- turns ----
+
+    /// Creates a running turn, continuing or forking from `previous_turn_id` (which must be terminal), and
+    /// makes it the session's tip, in one transaction. Costs O(threads + new messages), whatever the length
+    /// of the inherited context.
+    async fn create_turn(&self, turn: NewTurn) -> StoreResult<TurnSummary>;
+
+    /// Reads a turn with its full snapshot.
+    async fn get_turn(&self, key: &TurnKey) -> StoreResult<Option<TurnRecord>>;
+
+    /// Lists every turn of a session (all branches) in creation order.
+    async fn list_turns(
+        &self,
+        tenant_id: &str,
+        session_id: &str,
+        page: &PageRequest,
+    ) -> StoreResult<Page<TurnSummary>>;
+
+    /// Cancels a running turn with the store's `completed_at` and persists its `turn.done`, in one
+    /// transaction. On a terminal turn it only reads. Returns the turn as it now is.
+    async fn freeze_and_get_turn(&self, key: &TurnKey, freeze: FreezeTurn) -> StoreResult<TurnRecord>;
+
+    /// Moves a running turn to a terminal state and persists its `turn.done`, in one transaction. The first
+    /// terminal write wins. `completed_at` in `state` is replaced by the store's clock. Returns the state
+    /// written.
+    async fn update_turn_state(&self, key: &TurnKey, state: TurnState, done: TurnDone) -> StoreResult<TurnState>;
+
+    // ---- events ----
+
+    /// Appends events with their sequence numbers. Within the call they may come in any order; every seq
+    /// must be above the turn's last stored seq, and seqs and event ids must be unique in the turn.
+    async fn append_events(&self, key: &TurnKey, events: Vec<StoredEvent>) -> StoreResult<()>;
+
+    /// A turn's events by seq. Works on terminal turns.
+    async fn list_turn_events(
+        &self,
+        key: &TurnKey,
+        order: SortOrder,
+        page: &PageRequest,
+    ) -> StoreResult<Page<StoredEvent>>;
+
+    /// A turn's events with seq greater than `after_seq`, ascending, at most `limit`: the resume path.
+    async fn list_turn_events_after(&self, key: &TurnKey, after_seq: u64, limit: u32) -> StoreResult<Vec<StoredEvent>>;
+
+    /// The events of one branch, newest turn first and newest event first within a turn. The branch ends
+    /// at `last_turn_id`, or at the session's tip; a page token keeps the branch it started on.
+    async fn list_session_events(
+        &self,
+        tenant_id: &str,
+        session_id: &str,
+        last_turn_id: Option<&str>,
+        page: &PageRequest,
+    ) -> StoreResult<Page<SessionEventItem>>;
+
+    // ---- threads and context ----
+
+    /// Adds threads (with their initial context and capability state) to a running turn.
+    async fn add_threads(&self, key: &TurnKey, threads: Vec<AgentThreadSnapshot>) -> StoreResult<()>;
+
+    /// Removes threads from this turn only; they do not carry into later turns.
+    async fn remove_threads(&self, key: &TurnKey, thread_ids: &[String]) -> StoreResult<()>;
+
+    /// Appends messages to a thread's context. A usage replaces the stored one; a completion is set once.
+    async fn append_to_thread_context(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        messages: Vec<ContextMessage>,
+        usage: Option<CurrentContextUsage>,
+        completion: Option<SubAgentCompletion>,
+    ) -> StoreResult<()>;
+
+    /// Replaces a thread's context (compaction). The old bodies stay readable through
+    /// [`thread_history`](Self::thread_history).
+    async fn overwrite_thread_context(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        messages: Vec<ContextMessage>,
+        usage: CurrentContextUsage,
+    ) -> StoreResult<()>;
+
+    /// Merges MCP server session info by server id, each id replaced whole.
+    async fn patch_mcp_servers(&self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()>;
+
+    async fn patch_sandbox_info(&self, key: &TurnKey, sandbox: SandboxInfo) -> StoreResult<()>;
+
+    /// Sets one key of a thread's capability state (last write wins). JSON `null` is stored as a value.
+    async fn patch_thread_capability_state(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        state_key: &str,
+        state: Value,
+    ) -> StoreResult<()>;
+
+    // ---- recall ----
+
+    /// Every body the thread ever had along this turn's branch, in write order, flagged active when it is
+    /// part of the current context.
+    async fn thread_history(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Vec<HistoryEntry>>;
+
+    /// The history entries whose text contains every word of `query` (case-insensitive, whole words), in
+    /// write order, at most `limit`.
+    async fn search_thread_history(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        query: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<HistoryEntry>>;
+
+    // ---- leases ----
+
+    /// Extends the lease of a running turn held by `owner`.
+    async fn renew_lease(&self, key: &TurnKey, owner: &str, ttl_ms: i64) -> StoreResult<Lease>;
+
+    /// Takes over a running turn whose lease has expired (or that has none). Exactly one of several
+    /// concurrent claimers wins; the others get `LeaseHeldByOther`.
+    async fn claim_expired_lease(&self, key: &TurnKey, new_owner: &str, ttl_ms: i64) -> StoreResult<Lease>;
+
+    /// Running turns whose lease has expired, across tenants (for the recovery sweeper), oldest expiry first.
+    async fn list_expired_leases(&self, limit: u32) -> StoreResult<Vec<ExpiredLease>>;
+}

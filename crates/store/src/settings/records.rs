@@ -1,0 +1,195 @@
+//! What the settings stores return, and the OAuth values they keep.
+//!
+//! Timestamps are `DateTime<Utc>` with millisecond precision (stored as epoch milliseconds). Types
+//! holding secrets print them redacted in `Debug`, so a log line never leaks a token.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use trueforge_protocol::{
+    AgentSpec, McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest,
+};
+
+/// How long a pending OAuth authorization can be consumed after it was saved.
+pub const PENDING_AUTHORIZATION_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// A named settings row of a tenant. `id` is a lowercase ULID, stable across upserts; `name` is unique
+/// within the tenant and immutable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamedRecord<M> {
+    pub id: String,
+    pub tenant_id: String,
+    pub name: String,
+    pub manifest: M,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+pub type AgentRecord = NamedRecord<AgentSpec>;
+pub type ModelProviderRecord = NamedRecord<ModelProviderManifest>;
+pub type McpServerRecord = NamedRecord<McpServerManifest>;
+pub type SkillRecord = NamedRecord<SkillManifest>;
+
+/// Schema `SandboxBuildStatus`: where the image build of a sandbox provider stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxBuildStatus {
+    Pending,
+    Ready,
+    Failed,
+}
+
+impl SandboxBuildStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Ready => "ready",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        [Self::Pending, Self::Ready, Self::Failed]
+            .into_iter()
+            .find(|status| status.as_str() == value)
+    }
+}
+
+/// The build state of a tenant's sandbox provider (never on the wire except `status`/`status_reason`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxProviderStatus {
+    pub status: SandboxBuildStatus,
+    /// Human-readable detail; `None` when ready.
+    pub status_reason: Option<String>,
+    /// Opaque build data (`image_uri`, `build_ref`, …) kept so upgrades do not rebuild.
+    pub build_metadata: BTreeMap<String, String>,
+}
+
+impl SandboxProviderStatus {
+    /// A freshly configured provider whose image has not been built yet.
+    pub fn pending() -> Self {
+        Self {
+            status: SandboxBuildStatus::Pending,
+            status_reason: None,
+            build_metadata: BTreeMap::new(),
+        }
+    }
+}
+
+/// The per-tenant sandbox provider singleton.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SandboxProviderRecord {
+    pub tenant_id: String,
+    pub manifest: SandboxProviderManifest,
+    pub status: SandboxProviderStatus,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Authorization-server metadata (RFC 8414) needed to run the OAuth flow for an MCP server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthServerMetadata {
+    pub authorization_endpoint: String,
+    pub token_endpoint: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_challenge_methods_supported: Option<Vec<String>>,
+}
+
+/// Client credentials obtained by dynamic client registration (RFC 7591). Without a secret the client
+/// authenticates with `none`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthClientCredentials {
+    pub client_id: String,
+    #[serde(default)]
+    pub client_secret: Option<String>,
+}
+
+impl fmt::Debug for OAuthClientCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthClientCredentials")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| REDACTED),
+            )
+            .finish()
+    }
+}
+
+/// The OAuth client of one MCP server, shared by all users of the tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthClientRegistration {
+    pub server: OAuthServerMetadata,
+    pub client: OAuthClientCredentials,
+}
+
+/// An OAuth token set of one user for one MCP server.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OAuthToken {
+    pub access_token: String,
+    pub refresh_token: Option<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub scope: Option<String>,
+}
+
+impl fmt::Debug for OAuthToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthToken")
+            .field("access_token", &REDACTED)
+            .field(
+                "refresh_token",
+                &self.refresh_token.as_ref().map(|_| REDACTED),
+            )
+            .field("expires_at", &self.expires_at)
+            .field("scope", &self.scope)
+            .finish()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthTokenRecord {
+    pub tenant_id: String,
+    pub server_id: String,
+    pub user_id: String,
+    pub token: OAuthToken,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// An OAuth authorization in flight, keyed by its `state` parameter.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PendingAuthorization {
+    /// The OAuth `state`: high-entropy and single-use, it is the callback's only credential.
+    pub state: String,
+    pub server_id: String,
+    pub user_id: String,
+    pub mcp_server_url: String,
+    /// The PKCE verifier (a secret until the code is exchanged).
+    pub code_verifier: String,
+    pub return_to: Option<String>,
+}
+
+impl fmt::Debug for PendingAuthorization {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingAuthorization")
+            .field("state", &REDACTED)
+            .field("server_id", &self.server_id)
+            .field("user_id", &self.user_id)
+            .field("mcp_server_url", &self.mcp_server_url)
+            .field("code_verifier", &REDACTED)
+            .field("return_to", &self.return_to)
+            .finish()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingAuthorizationRecord {
+    pub tenant_id: String,
+    pub authorization: PendingAuthorization,
+    pub created_at: DateTime<Utc>,
+}
+
+const REDACTED: &str = crate::redaction::SECRET_REDACTION;

@@ -1,0 +1,266 @@
+//! The settings store traits, one per resource. All are object-safe (`Arc<dyn …>`), take the tenant
+//! first on every call, and report every constraint as a typed [`StoreError`](crate::StoreError).
+//!
+//! Shared conventions:
+//! - `get_*` returns `Ok(None)` when nothing matches; the API layer chooses its 404 message.
+//! - `create_*` fails with `NameConflict` when the name is taken in the tenant.
+//! - `upsert_*` inserts or replaces the manifest, keeping `id` and `created_at`.
+//! - `upsert_*_with` is the atomic read-modify-write for keep-the-stored-secret PUTs: the closure sees the
+//!   stored manifest (decrypted) under the write lock and returns the one to store. It must not do I/O.
+//!   The returned manifest must keep the name it was called with (`InvalidInput` otherwise).
+//! - `delete_*` is idempotent and returns whether a row was deleted.
+//! - Lists are ordered by name, byte-wise.
+
+use async_trait::async_trait;
+use trueforge_protocol::{
+    AgentSpec, McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest,
+};
+
+use crate::error::StoreResult;
+use crate::settings::records::{
+    AgentRecord, McpServerRecord, ModelProviderRecord, OAuthClientRegistration, OAuthToken,
+    OAuthTokenRecord, PendingAuthorization, PendingAuthorizationRecord, SandboxProviderRecord,
+    SandboxProviderStatus, SkillRecord,
+};
+
+/// The read-modify-write step of an `upsert_*_with` call: stored manifest (if any) in, manifest to store out.
+pub type ManifestUpdate<'a, M> = Box<dyn FnOnce(Option<&M>) -> StoreResult<M> + Send + 'a>;
+
+/// The read-modify-write step of [`SandboxProviderStore::upsert_sandbox_provider_with`].
+pub type SandboxProviderUpdate<'a> = Box<
+    dyn FnOnce(
+            Option<&SandboxProviderRecord>,
+        ) -> StoreResult<(SandboxProviderManifest, SandboxProviderStatus)>
+        + Send
+        + 'a,
+>;
+
+/// Saved agents. The name is immutable; updates go by id.
+#[async_trait]
+pub trait AgentStore: Send + Sync {
+    async fn list_agents(&self, tenant: &str) -> StoreResult<Vec<AgentRecord>>;
+    async fn get_agent(&self, tenant: &str, id: &str) -> StoreResult<Option<AgentRecord>>;
+    async fn get_agent_by_name(&self, tenant: &str, name: &str)
+    -> StoreResult<Option<AgentRecord>>;
+    async fn create_agent(
+        &self,
+        tenant: &str,
+        name: &str,
+        manifest: AgentSpec,
+    ) -> StoreResult<AgentRecord>;
+    /// Replaces the manifest; `NotFound` when the agent does not exist.
+    async fn update_agent(
+        &self,
+        tenant: &str,
+        id: &str,
+        manifest: AgentSpec,
+    ) -> StoreResult<AgentRecord>;
+    async fn delete_agent(&self, tenant: &str, id: &str) -> StoreResult<bool>;
+}
+
+/// Model providers, keyed by the manifest's name (its type for well-known providers).
+#[async_trait]
+pub trait ModelProviderStore: Send + Sync {
+    async fn list_model_providers(&self, tenant: &str) -> StoreResult<Vec<ModelProviderRecord>>;
+    async fn get_model_provider(
+        &self,
+        tenant: &str,
+        name: &str,
+    ) -> StoreResult<Option<ModelProviderRecord>>;
+    async fn create_model_provider(
+        &self,
+        tenant: &str,
+        manifest: ModelProviderManifest,
+    ) -> StoreResult<ModelProviderRecord>;
+    async fn upsert_model_provider(
+        &self,
+        tenant: &str,
+        manifest: ModelProviderManifest,
+    ) -> StoreResult<ModelProviderRecord>;
+    async fn upsert_model_provider_with(
+        &self,
+        tenant: &str,
+        name: &str,
+        update: ManifestUpdate<'_, ModelProviderManifest>,
+    ) -> StoreResult<ModelProviderRecord>;
+    async fn delete_model_provider(&self, tenant: &str, name: &str) -> StoreResult<bool>;
+}
+
+/// Remote MCP servers and their OAuth client (one per server, tenant-scoped, kept across upserts).
+#[async_trait]
+pub trait McpServerStore: Send + Sync {
+    /// All servers, or only those named in `names` (`Some(&[])` gives none).
+    async fn list_mcp_servers(
+        &self,
+        tenant: &str,
+        names: Option<&[String]>,
+    ) -> StoreResult<Vec<McpServerRecord>>;
+    async fn get_mcp_server(
+        &self,
+        tenant: &str,
+        name: &str,
+    ) -> StoreResult<Option<McpServerRecord>>;
+    async fn get_mcp_server_by_id(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> StoreResult<Option<McpServerRecord>>;
+    async fn create_mcp_server(
+        &self,
+        tenant: &str,
+        manifest: McpServerManifest,
+    ) -> StoreResult<McpServerRecord>;
+    async fn upsert_mcp_server(
+        &self,
+        tenant: &str,
+        manifest: McpServerManifest,
+    ) -> StoreResult<McpServerRecord>;
+    async fn upsert_mcp_server_with(
+        &self,
+        tenant: &str,
+        name: &str,
+        update: ManifestUpdate<'_, McpServerManifest>,
+    ) -> StoreResult<McpServerRecord>;
+    /// Deletes the server with its OAuth client, all users' tokens and pending authorizations.
+    async fn delete_mcp_server(&self, tenant: &str, name: &str) -> StoreResult<bool>;
+
+    async fn get_oauth_client(
+        &self,
+        tenant: &str,
+        server_id: &str,
+    ) -> StoreResult<Option<OAuthClientRegistration>>;
+    /// Stores (replacing) the server's client; `NotFound` when the server does not exist.
+    async fn save_oauth_client(
+        &self,
+        tenant: &str,
+        server_id: &str,
+        client: OAuthClientRegistration,
+    ) -> StoreResult<()>;
+    async fn delete_oauth_client(&self, tenant: &str, server_id: &str) -> StoreResult<bool>;
+}
+
+/// Per-user OAuth tokens of MCP servers, and authorizations in flight.
+#[async_trait]
+pub trait OAuthTokenStore: Send + Sync {
+    async fn get_oauth_token(
+        &self,
+        tenant: &str,
+        server_id: &str,
+        user_id: &str,
+    ) -> StoreResult<Option<OAuthTokenRecord>>;
+    /// The user's tokens for any of `server_ids`, ordered by server id.
+    async fn get_oauth_tokens(
+        &self,
+        tenant: &str,
+        server_ids: &[String],
+        user_id: &str,
+    ) -> StoreResult<Vec<OAuthTokenRecord>>;
+    /// Inserts or replaces the user's token; `NotFound` when the server does not exist.
+    async fn save_oauth_token(
+        &self,
+        tenant: &str,
+        server_id: &str,
+        user_id: &str,
+        token: OAuthToken,
+    ) -> StoreResult<OAuthTokenRecord>;
+    async fn delete_oauth_token(
+        &self,
+        tenant: &str,
+        server_id: &str,
+        user_id: &str,
+    ) -> StoreResult<bool>;
+    /// Deletes every user's token for the server (e.g. after its URL changed); returns how many.
+    async fn delete_oauth_tokens_for_server(
+        &self,
+        tenant: &str,
+        server_id: &str,
+    ) -> StoreResult<u64>;
+
+    /// Saves an authorization in flight, sweeping expired ones first. `NotFound` when the server does
+    /// not exist; `NameConflict` when the state is already pending.
+    async fn save_pending_authorization(
+        &self,
+        tenant: &str,
+        authorization: PendingAuthorization,
+    ) -> StoreResult<PendingAuthorizationRecord>;
+    /// Removes and returns the authorization for `state` if it is younger than
+    /// [`PENDING_AUTHORIZATION_TTL`](crate::settings::PENDING_AUTHORIZATION_TTL). Single use: a second
+    /// call gets `None`. Takes no tenant because the OAuth callback carries nothing but the state (a
+    /// 256-bit random value); the tenant comes back in the record.
+    async fn consume_pending_authorization(
+        &self,
+        state: &str,
+    ) -> StoreResult<Option<PendingAuthorizationRecord>>;
+    async fn delete_pending_authorizations_for_server(
+        &self,
+        tenant: &str,
+        server_id: &str,
+    ) -> StoreResult<u64>;
+    /// Deletes expired pending authorizations of all tenants (a maintenance task); returns how many.
+    async fn sweep_expired_pending_authorizations(&self) -> StoreResult<u64>;
+}
+
+/// The sandbox provider: at most one per tenant, with its image build status.
+#[async_trait]
+pub trait SandboxProviderStore: Send + Sync {
+    async fn get_sandbox_provider(
+        &self,
+        tenant: &str,
+    ) -> StoreResult<Option<SandboxProviderRecord>>;
+    async fn upsert_sandbox_provider(
+        &self,
+        tenant: &str,
+        manifest: SandboxProviderManifest,
+        status: SandboxProviderStatus,
+    ) -> StoreResult<SandboxProviderRecord>;
+    async fn upsert_sandbox_provider_with(
+        &self,
+        tenant: &str,
+        update: SandboxProviderUpdate<'_>,
+    ) -> StoreResult<SandboxProviderRecord>;
+    /// Replaces the status fields only; `NotFound` when no provider is configured.
+    async fn update_sandbox_status(
+        &self,
+        tenant: &str,
+        status: SandboxProviderStatus,
+    ) -> StoreResult<SandboxProviderRecord>;
+    async fn delete_sandbox_provider(&self, tenant: &str) -> StoreResult<bool>;
+}
+
+/// Skills (git repositories of agent skills), keyed by name.
+#[async_trait]
+pub trait SkillStore: Send + Sync {
+    /// All skills, or only those named in `names` (`Some(&[])` gives none).
+    async fn list_skills(
+        &self,
+        tenant: &str,
+        names: Option<&[String]>,
+    ) -> StoreResult<Vec<SkillRecord>>;
+    async fn get_skill(&self, tenant: &str, name: &str) -> StoreResult<Option<SkillRecord>>;
+    async fn create_skill(&self, tenant: &str, manifest: SkillManifest)
+    -> StoreResult<SkillRecord>;
+    async fn upsert_skill(&self, tenant: &str, manifest: SkillManifest)
+    -> StoreResult<SkillRecord>;
+    async fn delete_skill(&self, tenant: &str, name: &str) -> StoreResult<bool>;
+}
+
+/// All settings stores of one backend, as one object.
+pub trait SettingsStore:
+    AgentStore
+    + ModelProviderStore
+    + McpServerStore
+    + OAuthTokenStore
+    + SandboxProviderStore
+    + SkillStore
+{
+}
+
+impl<T> SettingsStore for T where
+    T: AgentStore
+        + ModelProviderStore
+        + McpServerStore
+        + OAuthTokenStore
+        + SandboxProviderStore
+        + SkillStore
+{
+}

@@ -1,0 +1,60 @@
+//! Shared fixtures of the store's integration tests: fresh databases per test.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+
+use trueforge_store::db::{MigrateOnOpen, PostgresDb, SqliteDb};
+
+/// A fresh SQLite database in its own temporary directory (removed when the guard drops).
+pub struct TempSqlite {
+    pub db: SqliteDb,
+    pub path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+pub async fn sqlite_db() -> TempSqlite {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("store.sqlite");
+    let db = SqliteDb::open(&path, MigrateOnOpen::Yes).await.expect("open sqlite");
+    TempSqlite { db, path, _dir: dir }
+}
+
+/// The admin URL of the test Postgres server. `scripts/test.sh` provisions one and exports it; without it
+/// the Postgres tests fail rather than skip.
+pub fn postgres_admin_url() -> String {
+    std::env::var("TRUEFORGE_TEST_POSTGRES_URL").expect(
+        "TRUEFORGE_TEST_POSTGRES_URL is not set: run the tests through scripts/test.sh, which provisions Postgres",
+    )
+}
+
+/// A fresh, migrated Postgres database with a unique name on the test server.
+pub async fn postgres_db() -> PostgresDb {
+    let admin_url = postgres_admin_url();
+    let name = format!("tf_test_{}", ulid::Ulid::new().to_string().to_lowercase());
+    let admin = PostgresDb::connect(&admin_url, 1, MigrateOnOpen::No).await.expect("connect to test postgres");
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(admin.pool())
+        .await
+        .expect("create test database");
+    admin.close().await;
+    let url = replace_database(&admin_url, &name);
+    PostgresDb::connect(&url, 8, MigrateOnOpen::Yes).await.expect("connect to test database")
+}
+
+/// Swaps the database name in a `postgres://…/db?params` URL.
+fn replace_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let authority_end = base.find("://").map(|i| i + 3).unwrap_or(0);
+    let path_start = base[authority_end..].find('/').map(|i| i + authority_end);
+    let host = match path_start {
+        Some(i) => &base[..i],
+        None => base,
+    };
+    match query {
+        Some(query) => format!("{host}/{name}?{query}"),
+        None => format!("{host}/{name}"),
+    }
+}
