@@ -121,6 +121,5 @@ pub struct TurnMetrics {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_reasoning_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[serde(rename = "total_cost_usd")]
     pub total_cost_in_usd: Option<f64>,
 }

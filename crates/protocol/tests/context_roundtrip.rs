@@ -11,12 +11,18 @@ use trueforge_protocol::{
 
 #[test]
 fn each_kind_of_row_round_trips() {
-    assert!(matches!(roundtrip::<ContextMessage>(&examples::context_user_parts()), ContextMessage::User(_)));
+    assert!(matches!(
+        roundtrip::<ContextMessage>(&examples::context_user_parts()),
+        ContextMessage::User(_)
+    ));
     assert!(matches!(
         roundtrip::<ContextMessage>(&json!({"role": "user", "content": "hi"})),
         ContextMessage::User(_)
     ));
-    assert!(matches!(roundtrip::<ContextMessage>(&examples::context_tool()), ContextMessage::Tool(_)));
+    assert!(matches!(
+        roundtrip::<ContextMessage>(&examples::context_tool()),
+        ContextMessage::Tool(_)
+    ));
     assert!(matches!(
         roundtrip::<ContextMessage>(&examples::context_approval()),
         ContextMessage::ToolApproval(_)
@@ -36,13 +42,19 @@ fn assistant_rows_keep_replay_data_and_unknown_keys() {
         panic!("expected an assistant row");
     };
     assert_eq!(message.thinking_blocks.as_ref().unwrap().len(), 2);
-    assert_eq!(message.source.as_deref(), Some("anthropic/anthropic/claude-opus"));
+    assert_eq!(
+        message.source.as_deref(),
+        Some("anthropic/anthropic/claude-opus")
+    );
     assert!(message.extra.contains_key("audio"), "unknown keys are kept");
     let call = &message.tool_calls()[0];
     assert!(call.is_approval_required());
     assert!(!call.is_client_side());
     assert!(!call.is_thread_creation());
-    assert_eq!(call.tool_info.as_ref().unwrap().original_tool_name, "get-weather");
+    assert_eq!(
+        call.tool_info.as_ref().unwrap().original_tool_name,
+        "get-weather"
+    );
 
     let mut odd_call = examples::context_assistant();
     odd_call["tool_calls"][0]["x_vendor"] = json!({"k": 1});
@@ -52,12 +64,27 @@ fn assistant_rows_keep_replay_data_and_unknown_keys() {
 
 #[test]
 fn rows_with_unknown_discriminators_are_rejected() {
-    rejects::<ContextMessage>(&json!({"role": "system", "content": "x"}), "unknown `role` \"system\"");
-    rejects::<ContextMessage>(&json!({"type": "user.message", "content": "x"}), "unknown `type` \"user.message\"");
+    rejects::<ContextMessage>(
+        &json!({"role": "system", "content": "x"}),
+        "unknown `role` \"system\"",
+    );
+    rejects::<ContextMessage>(
+        &json!({"type": "user.message", "content": "x"}),
+        "unknown `type` \"user.message\"",
+    );
     rejects::<ContextMessage>(&json!({"content": "x"}), "missing field `type`");
-    rejects::<ContextMessage>(&json!({"role": "tool", "content": "x"}), "missing field `tool_call_id`");
-    rejects::<ContextMessage>(&json!({"role": "tool", "tool_call_id": "c", "content": ["x"]}), "invalid type");
-    rejects::<ContextMessage>(&json!({"role": "user", "content": [{"type": "video"}]}), "unknown variant `video`");
+    rejects::<ContextMessage>(
+        &json!({"role": "tool", "content": "x"}),
+        "missing field `tool_call_id`",
+    );
+    rejects::<ContextMessage>(
+        &json!({"role": "tool", "tool_call_id": "c", "content": ["x"]}),
+        "invalid type",
+    );
+    rejects::<ContextMessage>(
+        &json!({"role": "user", "content": [{"type": "video"}]}),
+        "unknown variant `video`",
+    );
     rejects::<ContextMessage>(
         &json!({"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "n", "arguments": ""}}]}),
         "missing field `type`",
@@ -83,15 +110,24 @@ fn constructors_build_the_expected_rows() {
 #[test]
 fn search_text_extracts_what_a_person_would_search_for() {
     let parse = |value| serde_json::from_value::<ContextMessage>(value).unwrap();
-    assert_eq!(ContextMessage::user_text("find invoices").search_text(), "find invoices");
-    assert_eq!(parse(examples::context_user_parts()).search_text(), "Describe this.\nThanks.");
+    assert_eq!(
+        ContextMessage::user_text("find invoices").search_text(),
+        "find invoices"
+    );
+    assert_eq!(
+        parse(examples::context_user_parts()).search_text(),
+        "Describe this.\nThanks."
+    );
     assert_eq!(
         parse(examples::context_assistant()).search_text(),
         "Checking the weather.\nNeed the forecast.\nget_weather\n{\"city\":\"Paris\"}"
     );
     // Without reasoning_content, the thinking blocks' text is used instead.
     let mut thinking_only = examples::context_assistant();
-    thinking_only.as_object_mut().unwrap().remove("reasoning_content");
+    thinking_only
+        .as_object_mut()
+        .unwrap()
+        .remove("reasoning_content");
     thinking_only["thinking_blocks"][0]["thinking"] = json!("From the block.");
     assert_eq!(
         parse(thinking_only).search_text(),
@@ -102,14 +138,24 @@ fn search_text_extracts_what_a_person_would_search_for() {
             .search_text(),
         "a\nno"
     );
-    assert_eq!(ContextMessage::tool_result("c", "{\"temp\":21}").search_text(), "{\"temp\":21}");
+    assert_eq!(
+        ContextMessage::tool_result("c", "{\"temp\":21}").search_text(),
+        "{\"temp\":21}"
+    );
     assert_eq!(parse(examples::context_approval()).search_text(), "");
     assert_eq!(
-        parse(with(&examples::context_approval(), "approval", json!({"status": "deny", "reason": "too risky"})))
-            .search_text(),
+        parse(with(
+            &examples::context_approval(),
+            "approval",
+            json!({"status": "deny", "reason": "too risky"})
+        ))
+        .search_text(),
         "too risky"
     );
-    assert_eq!(parse(json!({"role": "assistant", "content": null})).search_text(), "");
+    assert_eq!(
+        parse(json!({"role": "assistant", "content": null})).search_text(),
+        ""
+    );
 }
 
 #[test]
@@ -142,10 +188,20 @@ fn thread_snapshots_round_trip() {
         "output": examples::model_message(),
         "send_to_parent": {"role": "tool", "tool_call_id": "call_3", "content": "Revenue was 10M."}
     });
-    assert!(matches!(roundtrip::<SubAgentCompletion>(&done), SubAgentCompletion::Done { .. }));
-    rejects::<SubAgentCompletion>(&with(&done, "type", json!("finished")), "unknown variant `finished`");
+    assert!(matches!(
+        roundtrip::<SubAgentCompletion>(&done),
+        SubAgentCompletion::Done { .. }
+    ));
     rejects::<SubAgentCompletion>(
-        &with(&done, "send_to_parent", json!({"role": "user", "content": "x"})),
+        &with(&done, "type", json!("finished")),
+        "unknown variant `finished`",
+    );
+    rejects::<SubAgentCompletion>(
+        &with(
+            &done,
+            "send_to_parent",
+            json!({"role": "user", "content": "x"}),
+        ),
         "expected `role` to be \"tool\"",
     );
 }
@@ -162,8 +218,20 @@ fn snapshot_nullable_fields_are_required() {
 #[test]
 fn context_usage_is_integral() {
     roundtrip::<CurrentContextUsage>(&json!({"prompt_tokens": 10, "completion_tokens": 2}));
-    rejects::<CurrentContextUsage>(&json!({"prompt_tokens": 10.5, "completion_tokens": 2}), "invalid type");
-    rejects::<CurrentContextUsage>(&json!({"prompt_tokens": 10.0, "completion_tokens": 2}), "invalid type");
-    rejects::<CurrentContextUsage>(&json!({"prompt_tokens": -1, "completion_tokens": 2}), "invalid value");
-    rejects::<CurrentContextUsage>(&json!({"prompt_tokens": 1}), "missing field `completion_tokens`");
+    rejects::<CurrentContextUsage>(
+        &json!({"prompt_tokens": 10.5, "completion_tokens": 2}),
+        "invalid type",
+    );
+    rejects::<CurrentContextUsage>(
+        &json!({"prompt_tokens": 10.0, "completion_tokens": 2}),
+        "invalid type",
+    );
+    rejects::<CurrentContextUsage>(
+        &json!({"prompt_tokens": -1, "completion_tokens": 2}),
+        "invalid value",
+    );
+    rejects::<CurrentContextUsage>(
+        &json!({"prompt_tokens": 1}),
+        "missing field `completion_tokens`",
+    );
 }

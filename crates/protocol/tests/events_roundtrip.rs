@@ -64,7 +64,10 @@ fn passthrough_events_are_kept_verbatim() {
     assert!(text.contains("\"percent\":42,"), "{text}");
     assert!(text.contains("\"ratio\":0.5"), "{text}");
     let streamed: TurnStreamingEvent = roundtrip(&json);
-    assert!(matches!(streamed, TurnStreamingEvent::Event(SessionEvent::Passthrough(_))));
+    assert!(matches!(
+        streamed,
+        TurnStreamingEvent::Event(SessionEvent::Passthrough(_))
+    ));
 }
 
 #[test]
@@ -80,17 +83,40 @@ fn passthrough_requires_the_common_fields_and_a_free_type() {
 
 #[test]
 fn a_known_type_with_a_bad_body_is_an_error_not_a_passthrough() {
-    rejects::<SessionEvent>(&without(&examples::tool_response(), "content"), "missing field `content`");
-    rejects::<SessionEvent>(&without(&examples::turn_done(), "thread_id"), "missing field `thread_id`");
-    rejects::<SessionEvent>(&without(&examples::sandbox_created(), "thread_id"), "missing field `thread_id`");
-    rejects::<SessionEvent>(&without(&examples::turn_created(), "previous_turn_id"), "missing field `previous_turn_id`");
-    rejects::<SessionEvent>(&without(&examples::thread_created(), "agent_info"), "missing field `agent_info`");
     rejects::<SessionEvent>(
-        &with(&examples::thread_created(), "agent_info", json!({"type": "static", "name": "a", "input": "b"})),
+        &without(&examples::tool_response(), "content"),
+        "missing field `content`",
+    );
+    rejects::<SessionEvent>(
+        &without(&examples::turn_done(), "thread_id"),
+        "missing field `thread_id`",
+    );
+    rejects::<SessionEvent>(
+        &without(&examples::sandbox_created(), "thread_id"),
+        "missing field `thread_id`",
+    );
+    rejects::<SessionEvent>(
+        &without(&examples::turn_created(), "previous_turn_id"),
+        "missing field `previous_turn_id`",
+    );
+    rejects::<SessionEvent>(
+        &without(&examples::thread_created(), "agent_info"),
+        "missing field `agent_info`",
+    );
+    rejects::<SessionEvent>(
+        &with(
+            &examples::thread_created(),
+            "agent_info",
+            json!({"type": "static", "name": "a", "input": "b"}),
+        ),
         "expected `type` to be \"dynamic\"",
     );
     rejects::<SessionEvent>(
-        &with(&examples::mcp_initialize(), "mcp_servers", json!([{"id": "a", "name": "b", "transport_type": "stdio"}])),
+        &with(
+            &examples::mcp_initialize(),
+            "mcp_servers",
+            json!([{"id": "a", "name": "b", "transport_type": "stdio"}]),
+        ),
         "unknown variant `stdio`",
     );
 }
@@ -100,13 +126,27 @@ fn turn_lifecycle_events_check_their_state() {
     let done: TurnDoneEvent = roundtrip(&examples::turn_done());
     assert_eq!(done.thread_id, None);
     assert!(done.state.is_terminal());
-    rejects::<TurnDoneEvent>(&with(&examples::turn_done(), "state", json!({"status": "running"})), "must be terminal");
+    rejects::<TurnDoneEvent>(
+        &with(
+            &examples::turn_done(),
+            "state",
+            json!({"status": "running"}),
+        ),
+        "must be terminal",
+    );
     rejects::<SessionEvent>(
-        &with(&examples::turn_created(), "state", examples::turn_state_error()),
+        &with(
+            &examples::turn_created(),
+            "state",
+            examples::turn_state_error(),
+        ),
         "must be running",
     );
     // A root turn: no previous turn, no input.
-    let root = without(&with(&examples::turn_created(), "previous_turn_id", json!(null)), "input");
+    let root = without(
+        &with(&examples::turn_created(), "previous_turn_id", json!(null)),
+        "input",
+    );
     roundtrip::<SessionEvent>(&root);
     // The store builds turn.done events directly.
     let built = TurnDoneEvent {
@@ -138,7 +178,9 @@ fn model_message_distinguishes_absent_null_and_value() {
     assert_eq!(full.finish_reason, Some(Some(FinishReason::ToolCalls)));
     assert_eq!(full.text(), "Let me look that up.");
     let calls = full.tool_calls.as_ref().unwrap();
-    assert!(matches!(&calls[0].tool_info, ToolInfo::Mcp { server_name, .. } if server_name == "weather"));
+    assert!(
+        matches!(&calls[0].tool_info, ToolInfo::Mcp { server_name, .. } if server_name == "weather")
+    );
     assert!(matches!(&calls[1].tool_info, ToolInfo::System { name } if name == "exec"));
 
     let placeholder = ModelMessageEvent::placeholder("01ja", "main", "2026-01-01T00:00:00.000Z");
@@ -156,21 +198,42 @@ fn model_message_distinguishes_absent_null_and_value() {
         "type": "model.message", "id": "01ja", "thread_id": "main", "created_at": "t",
         "content": [{"type": "text", "text": "a"}, {"type": "refusal", "refusal": "no"}, {"type": "text", "text": "b"}]
     }));
-    assert!(matches!(parts.content, Some(Some(AssistantContent::Parts(_)))));
+    assert!(matches!(
+        parts.content,
+        Some(Some(AssistantContent::Parts(_)))
+    ));
     assert_eq!(parts.text(), "ab");
 
-    rejects::<ModelMessageEvent>(&with(&examples::model_message(), "type", json!("tool.response")), "expected `type` to be \"model.message\"");
-    rejects::<ModelMessageEvent>(&with(&examples::model_message(), "finish_reason", json!("done")), "unknown variant `done`");
     rejects::<ModelMessageEvent>(
-        &with(&examples::model_message(), "usage", json!({"input_tokens": 1, "output_tokens": 1})),
+        &with(&examples::model_message(), "type", json!("tool.response")),
+        "expected `type` to be \"model.message\"",
+    );
+    rejects::<ModelMessageEvent>(
+        &with(&examples::model_message(), "finish_reason", json!("done")),
+        "unknown variant `done`",
+    );
+    rejects::<ModelMessageEvent>(
+        &with(
+            &examples::model_message(),
+            "usage",
+            json!({"input_tokens": 1, "output_tokens": 1}),
+        ),
         "missing field `input_tokens_breakdown`",
     );
     rejects::<ModelMessageEvent>(
-        &with(&examples::model_message(), "tool_calls", json!([{"id": "c", "type": "function", "function": {"name": "n", "arguments": "{}"}}])),
+        &with(
+            &examples::model_message(),
+            "tool_calls",
+            json!([{"id": "c", "type": "function", "function": {"name": "n", "arguments": "{}"}}]),
+        ),
         "missing field `tool_info`",
     );
     rejects::<ModelMessageEvent>(
-        &with(&examples::model_message(), "tool_calls", json!([{"id": "c", "type": "custom", "function": {"name": "n", "arguments": "{}"}, "tool_info": {"type": "truefoundry-system", "name": "n"}}])),
+        &with(
+            &examples::model_message(),
+            "tool_calls",
+            json!([{"id": "c", "type": "custom", "function": {"name": "n", "arguments": "{}"}, "tool_info": {"type": "truefoundry-system", "name": "n"}}]),
+        ),
         "unknown variant `custom`",
     );
 }
@@ -178,9 +241,15 @@ fn model_message_distinguishes_absent_null_and_value() {
 #[test]
 fn thread_states_round_trip() {
     let done = json!({"status": "done", "output": examples::model_message()});
-    assert!(matches!(roundtrip::<ThreadState>(&done), ThreadState::Done { .. }));
+    assert!(matches!(
+        roundtrip::<ThreadState>(&done),
+        ThreadState::Done { .. }
+    ));
     let error = json!({"status": "error", "error": "boom"});
-    assert!(matches!(roundtrip::<ThreadState>(&error), ThreadState::Error { output: None, .. }));
+    assert!(matches!(
+        roundtrip::<ThreadState>(&error),
+        ThreadState::Error { output: None, .. }
+    ));
     rejects::<ThreadState>(&json!({"status": "done"}), "missing field `output`");
     // `parent` is optional on thread.done.
     roundtrip::<SessionEvent>(&without(&examples::thread_done(), "parent"));
@@ -200,13 +269,20 @@ fn action_required_events_dispatch_on_type() {
         let as_session = serde_json::to_value(SessionEvent::from(action)).unwrap();
         assert_eq!(as_session, json);
     }
-    rejects::<ActionRequiredEvent>(&examples::sandbox_created(), "unknown `type` \"sandbox.created\"");
+    rejects::<ActionRequiredEvent>(
+        &examples::sandbox_created(),
+        "unknown `type` \"sandbox.created\"",
+    );
     rejects::<ActionRequiredEvent>(
         &without(&examples::tool_approval_required(), "tool_calls"),
         "missing field `tool_calls`",
     );
     rejects::<ActionRequiredEvent>(
-        &with(&examples::tool_approval_required(), "tool_calls", json!([{"id": "c"}])),
+        &with(
+            &examples::tool_approval_required(),
+            "tool_calls",
+            json!([{"id": "c"}]),
+        ),
         "missing field `source_event_id`",
     );
 }
@@ -228,7 +304,11 @@ fn deltas_round_trip_only_through_the_streaming_union() {
     roundtrip::<TurnStreamingEvent>(&fragment);
     rejects::<TurnStreamingEvent>(&without(&minimal, "thread_id"), "missing field `thread_id`");
     rejects::<TurnStreamingEvent>(
-        &with(&fragment, "tool_calls", json!([{"function": {"name": "x"}}])),
+        &with(
+            &fragment,
+            "tool_calls",
+            json!([{"function": {"name": "x"}}]),
+        ),
         "missing field `index`",
     );
 }

@@ -19,7 +19,8 @@ use trueforge_protocol::{
 use trueforge_protocol::{McpServerManifest, TurnMetrics};
 
 fn openapi() -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/openapi.json");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/openapi.json");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
     serde_json::from_str(&text).expect("openapi.json is JSON")
@@ -108,18 +109,31 @@ impl Checker<'_> {
     fn check(&self, schema: &Value, value: &Value, path: &str, errors: &mut Vec<String>) {
         let schema = self.resolve(schema);
 
-        if let Some(members) = schema.get("oneOf").or_else(|| schema.get("anyOf")).and_then(Value::as_array) {
-            let discriminator = schema.pointer("/discriminator/propertyName").and_then(Value::as_str);
+        if let Some(members) = schema
+            .get("oneOf")
+            .or_else(|| schema.get("anyOf"))
+            .and_then(Value::as_array)
+        {
+            let discriminator = schema
+                .pointer("/discriminator/propertyName")
+                .and_then(Value::as_str);
             let mapped = discriminator
                 .and_then(|key| value.get(key))
                 .and_then(Value::as_str)
-                .and_then(|tag| schema.pointer(&format!("/discriminator/mapping/{}", tag.replace('/', "~1"))))
+                .and_then(|tag| {
+                    schema.pointer(&format!(
+                        "/discriminator/mapping/{}",
+                        tag.replace('/', "~1")
+                    ))
+                })
                 .and_then(Value::as_str);
             match (discriminator, mapped) {
                 (Some(_), Some(reference)) => {
                     self.check(&json!({"$ref": reference}), value, path, errors);
                 }
-                (Some(key), None) => errors.push(format!("{path}: `{key}` not in the discriminator mapping")),
+                (Some(key), None) => {
+                    errors.push(format!("{path}: `{key}` not in the discriminator mapping"))
+                }
                 (None, _) => {
                     let fits = members.iter().any(|member| {
                         let mut member_errors = Vec::new();
@@ -155,10 +169,10 @@ impl Checker<'_> {
                 return;
             }
         }
-        if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
-            if !allowed.contains(value) {
-                errors.push(format!("{path}: {value} is not one of {allowed:?}"));
-            }
+        if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+            && !allowed.contains(value)
+        {
+            errors.push(format!("{path}: {value} is not one of {allowed:?}"));
         }
 
         match value {
@@ -175,9 +189,13 @@ impl Checker<'_> {
                 }
                 for (name, field) in object {
                     match shape.properties.get(name) {
-                        Some(property) => self.check(property, field, &format!("{path}.{name}"), errors),
+                        Some(property) => {
+                            self.check(property, field, &format!("{path}.{name}"), errors)
+                        }
                         None if shape.open => {}
-                        None => errors.push(format!("{path}: property `{name}` is not in the schema")),
+                        None => {
+                            errors.push(format!("{path}: property `{name}` is not in the schema"))
+                        }
                     }
                 }
             }
@@ -201,7 +219,10 @@ fn cases() -> Vec<(&'static str, Value)> {
     let model_message = event(examples::model_message());
     let mut cases = vec![
         ("AgentSpec", spec.clone()),
-        ("AgentSpec", through::<AgentSpec>(json!({"model": {"name": "p/m"}}))),
+        (
+            "AgentSpec",
+            through::<AgentSpec>(json!({"model": {"name": "p/m"}})),
+        ),
         ("Model", spec["model"].clone()),
         ("ModelParams", spec["model"]["params"].clone()),
         ("MCPServer", spec["mcp_servers"][0].clone()),
@@ -212,34 +233,100 @@ fn cases() -> Vec<(&'static str, Value)> {
         ("ResponseFormatText", json!({"type": "text"})),
         ("RuntimeConfig", config.clone()),
         ("SandboxConfig", config["sandbox"].clone()),
-        ("DynamicSubAgentsConfig", config["dynamic_sub_agents"].clone()),
-        ("ContextManagementConfig", config["context_management"].clone()),
-        ("CompactionConfig", config["context_management"]["compaction"].clone()),
-        ("LargeToolResponseConfig", config["context_management"]["large_tool_response"].clone()),
+        (
+            "DynamicSubAgentsConfig",
+            config["dynamic_sub_agents"].clone(),
+        ),
+        (
+            "ContextManagementConfig",
+            config["context_management"].clone(),
+        ),
+        (
+            "CompactionConfig",
+            config["context_management"]["compaction"].clone(),
+        ),
+        (
+            "LargeToolResponseConfig",
+            config["context_management"]["large_tool_response"].clone(),
+        ),
         ("GenerativeUIConfig", config["generative_ui"].clone()),
-        ("AskUserQuestionsConfig", config["ask_user_questions"].clone()),
-        ("SessionAgent", through::<SessionAgent>(examples::session_agent_reference())),
-        ("SessionAgentReference", through::<SessionAgent>(examples::session_agent_reference())),
-        ("SessionAgentInline", through::<SessionAgent>(examples::session_agent_inline())),
-        ("TurnInputItem", through::<TurnInputItem>(examples::user_message_parts())),
-        ("UserMessage", through::<TurnInputItem>(examples::user_message_parts())),
-        ("UserMessage", through::<TurnInputItem>(json!({"type": "user.message", "content": "hi"}))),
-        ("UserToolApprovalEvent", through::<TurnInputItem>(examples::user_tool_approval())),
-        ("UserToolResponseEvent", through::<TurnInputItem>(examples::user_tool_response())),
+        (
+            "AskUserQuestionsConfig",
+            config["ask_user_questions"].clone(),
+        ),
+        (
+            "SessionAgent",
+            through::<SessionAgent>(examples::session_agent_reference()),
+        ),
+        (
+            "SessionAgentReference",
+            through::<SessionAgent>(examples::session_agent_reference()),
+        ),
+        (
+            "SessionAgentInline",
+            through::<SessionAgent>(examples::session_agent_inline()),
+        ),
+        (
+            "TurnInputItem",
+            through::<TurnInputItem>(examples::user_message_parts()),
+        ),
+        (
+            "UserMessage",
+            through::<TurnInputItem>(examples::user_message_parts()),
+        ),
+        (
+            "UserMessage",
+            through::<TurnInputItem>(json!({"type": "user.message", "content": "hi"})),
+        ),
+        (
+            "UserToolApprovalEvent",
+            through::<TurnInputItem>(examples::user_tool_approval()),
+        ),
+        (
+            "UserToolResponseEvent",
+            through::<TurnInputItem>(examples::user_tool_response()),
+        ),
         ("ApprovalDecision", json!({"status": "allow"})),
-        ("TurnState", through::<TurnState>(json!({"status": "running"}))),
-        ("TurnStateDone", through::<TurnState>(examples::turn_state_done())),
-        ("TurnStateCancelled", through::<TurnState>(examples::turn_state_cancelled())),
-        ("TurnStateError", through::<TurnState>(examples::turn_state_error())),
-        ("TurnMetrics", through::<TurnMetrics>(examples::turn_metrics())),
+        (
+            "TurnState",
+            through::<TurnState>(json!({"status": "running"})),
+        ),
+        (
+            "TurnStateDone",
+            through::<TurnState>(examples::turn_state_done()),
+        ),
+        (
+            "TurnStateCancelled",
+            through::<TurnState>(examples::turn_state_cancelled()),
+        ),
+        (
+            "TurnStateError",
+            through::<TurnState>(examples::turn_state_error()),
+        ),
+        (
+            "TurnMetrics",
+            through::<TurnMetrics>(examples::turn_metrics()),
+        ),
         ("ModelMessageEvent", model_message.clone()),
         ("ModelMessageUsage", model_message["usage"].clone()),
         ("ToolCall", model_message["tool_calls"][0].clone()),
-        ("ModelMessageDeltaEvent", through::<TurnStreamingEvent>(examples::model_message_delta())),
-        ("TurnStreamingEvent", through::<TurnStreamingEvent>(examples::model_message_delta())),
+        (
+            "ModelMessageDeltaEvent",
+            through::<TurnStreamingEvent>(examples::model_message_delta()),
+        ),
+        (
+            "TurnStreamingEvent",
+            through::<TurnStreamingEvent>(examples::model_message_delta()),
+        ),
         ("ToolResponseEvent", event(examples::tool_response())),
-        ("ToolApprovalRequiredEvent", event(examples::tool_approval_required())),
-        ("ToolResponseRequiredEvent", event(examples::tool_response_required())),
+        (
+            "ToolApprovalRequiredEvent",
+            event(examples::tool_approval_required()),
+        ),
+        (
+            "ToolResponseRequiredEvent",
+            event(examples::tool_response_required()),
+        ),
         ("MCPAuthRequiredEvent", event(examples::mcp_auth_required())),
         ("MCPInitializeEvent", event(examples::mcp_initialize())),
         ("SandboxCreatedEvent", event(examples::sandbox_created())),
@@ -247,13 +334,34 @@ fn cases() -> Vec<(&'static str, Value)> {
         ("ThreadDoneEvent", event(examples::thread_done())),
         ("TurnCreatedEvent", event(examples::turn_created())),
         ("TurnDoneEvent", event(examples::turn_done())),
-        ("ModelProviderManifest", through::<ModelProviderManifest>(examples::openai_provider())),
-        ("OpenAIModelProvider", through::<ModelProviderManifest>(examples::openai_provider())),
-        ("CustomModelProvider", through::<ModelProviderManifest>(examples::custom_provider())),
-        ("MCPServerManifest", through::<McpServerManifest>(examples::mcp_server_manifest_header())),
-        ("MCPServerManifest", through::<McpServerManifest>(examples::mcp_server_manifest_dcr())),
-        ("SkillManifest", through::<SkillManifest>(examples::skill_manifest())),
-        ("SandboxProviderManifest", through::<SandboxProviderManifest>(examples::sandbox_provider())),
+        (
+            "ModelProviderManifest",
+            through::<ModelProviderManifest>(examples::openai_provider()),
+        ),
+        (
+            "OpenAIModelProvider",
+            through::<ModelProviderManifest>(examples::openai_provider()),
+        ),
+        (
+            "CustomModelProvider",
+            through::<ModelProviderManifest>(examples::custom_provider()),
+        ),
+        (
+            "MCPServerManifest",
+            through::<McpServerManifest>(examples::mcp_server_manifest_header()),
+        ),
+        (
+            "MCPServerManifest",
+            through::<McpServerManifest>(examples::mcp_server_manifest_dcr()),
+        ),
+        (
+            "SkillManifest",
+            through::<SkillManifest>(examples::skill_manifest()),
+        ),
+        (
+            "SandboxProviderManifest",
+            through::<SandboxProviderManifest>(examples::sandbox_provider()),
+        ),
     ];
     for json in [
         examples::turn_created(),
@@ -292,7 +400,9 @@ fn cases() -> Vec<(&'static str, Value)> {
 #[test]
 fn examples_conform_to_the_reference_schemas() {
     let document = openapi();
-    let schemas = document["components"]["schemas"].as_object().expect("components.schemas");
+    let schemas = document["components"]["schemas"]
+        .as_object()
+        .expect("components.schemas");
     let checker = Checker { schemas };
     let mut errors = Vec::new();
     let cases = cases();
@@ -302,7 +412,11 @@ fn examples_conform_to_the_reference_schemas() {
             .unwrap_or_else(|| panic!("schema {name} is not in the reference document"));
         checker.check(schema, value, name, &mut errors);
     }
-    assert!(errors.is_empty(), "schema violations:\n{}", errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "schema violations:\n{}",
+        errors.join("\n")
+    );
     assert!(cases.len() > 60, "the case list shrank");
 }
 
@@ -310,7 +424,9 @@ fn examples_conform_to_the_reference_schemas() {
 #[test]
 fn the_checker_notices_renamed_and_extra_fields() {
     let document = openapi();
-    let schemas = document["components"]["schemas"].as_object().expect("components.schemas");
+    let schemas = document["components"]["schemas"]
+        .as_object()
+        .expect("components.schemas");
     let checker = Checker { schemas };
     let run = |schema: &str, value: Value| {
         let mut errors = Vec::new();
@@ -322,17 +438,28 @@ fn the_checker_notices_renamed_and_extra_fields() {
     let content = renamed.as_object_mut().unwrap().remove("content").unwrap();
     renamed["body"] = content;
     let errors = run("ToolResponseEvent", renamed);
-    assert!(errors.iter().any(|e| e.contains("`content` is missing")), "{errors:?}");
+    assert!(
+        errors.iter().any(|e| e.contains("`content` is missing")),
+        "{errors:?}"
+    );
 
     let mut misspelled = examples::turn_metrics();
     misspelled["total_cost_usd"] = json!(1.0);
     let errors = run("TurnMetrics", misspelled);
-    assert!(errors.iter().any(|e| e.contains("`total_cost_usd` is not in the schema")), "{errors:?}");
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("`total_cost_usd` is not in the schema")),
+        "{errors:?}"
+    );
 
     let mut float_tokens = examples::turn_state_done();
     float_tokens["metrics"]["total_tokens"] = json!(1.5);
     let errors = run("TurnState", float_tokens);
-    assert!(errors.iter().any(|e| e.contains("not of type")), "{errors:?}");
+    assert!(
+        errors.iter().any(|e| e.contains("not of type")),
+        "{errors:?}"
+    );
 
     let mut nested = examples::thread_done();
     nested["state"]["output"]["usage"]["input_tokens_breakdown"]
@@ -340,8 +467,17 @@ fn the_checker_notices_renamed_and_extra_fields() {
         .unwrap()
         .remove("skills");
     let errors = run("SessionEvent", nested);
-    assert!(errors.iter().any(|e| e.contains("`skills` is missing")), "{errors:?}");
+    assert!(
+        errors.iter().any(|e| e.contains("`skills` is missing")),
+        "{errors:?}"
+    );
 
-    let errors = run("TurnStateCancelled", json!({"status": "cancelled", "reason": "bored", "completed_at": "t"}));
-    assert!(errors.iter().any(|e| e.contains("is not one of")), "{errors:?}");
+    let errors = run(
+        "TurnStateCancelled",
+        json!({"status": "cancelled", "reason": "bored", "completed_at": "t"}),
+    );
+    assert!(
+        errors.iter().any(|e| e.contains("is not one of")),
+        "{errors:?}"
+    );
 }

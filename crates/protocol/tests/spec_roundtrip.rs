@@ -15,12 +15,18 @@ fn full_agent_spec_round_trips() {
     spec.validate().unwrap();
     assert_eq!(spec.config.iteration_limit, 42);
     assert!(spec.config.sandbox.enabled);
-    assert_eq!(spec.config.context_management.compaction.threshold_tokens(), 80_000);
+    assert_eq!(
+        spec.config.context_management.compaction.threshold_tokens(),
+        80_000
+    );
     let params = spec.model.params.as_ref().unwrap();
     assert_eq!(params.reasoning_effort.as_deref(), Some("high"));
     assert!(params.extra.contains_key("service_tier"));
     assert!(params.extra.contains_key("thinking"));
-    assert!(!params.extra.contains_key("max_tokens"), "known keys are not duplicated in extra");
+    assert!(
+        !params.extra.contains_key("max_tokens"),
+        "known keys are not duplicated in extra"
+    );
 }
 
 #[test]
@@ -39,7 +45,10 @@ fn partial_config_blocks_fill_in_their_own_defaults() {
         "context_management": {"compaction": {"compaction_threshold_tokens": 1000}}
     }));
     assert_eq!(out["iteration_limit"], json!(100));
-    assert_eq!(out["sandbox"], json!({"enabled": true, "file_downloads": true}));
+    assert_eq!(
+        out["sandbox"],
+        json!({"enabled": true, "file_downloads": true})
+    );
     assert_eq!(
         out["context_management"],
         json!({
@@ -64,14 +73,20 @@ fn mcp_server_ref_defaults_materialise() {
             "preload": false
         })
     );
-    assert_eq!(serde_json::to_value(McpServerRef::named("github")).unwrap(), out);
+    assert_eq!(
+        serde_json::to_value(McpServerRef::named("github")).unwrap(),
+        out
+    );
     roundtrip::<McpServerRef>(&examples::mcp_server_ref());
 }
 
 #[test]
 fn for_model_serializes_like_a_parsed_minimal_spec() {
     let built = serde_json::to_value(AgentSpec::for_model("p/m")).unwrap();
-    assert_eq!(built, normalise::<AgentSpec>(&json!({"model": {"name": "p/m"}})));
+    assert_eq!(
+        built,
+        normalise::<AgentSpec>(&json!({"model": {"name": "p/m"}}))
+    );
 }
 
 #[test]
@@ -91,21 +106,26 @@ fn model_params_keep_number_representation_and_extras() {
 
 #[test]
 fn model_params_reject_null_for_known_keys() {
-    rejects::<AgentSpec>(&json!({"model": {"name": "p/m", "params": {"max_tokens": null}}}), "invalid type");
+    rejects::<AgentSpec>(
+        &json!({"model": {"name": "p/m", "params": {"max_tokens": null}}}),
+        "invalid type",
+    );
 }
 
 #[test]
 fn iteration_limit_range_is_enforced() {
     for limit in [1, 1024] {
-        let spec: AgentSpec =
-            serde_json::from_value(json!({"model": {"name": "p/m"}, "config": {"iteration_limit": limit}}))
-                .unwrap();
+        let spec: AgentSpec = serde_json::from_value(
+            json!({"model": {"name": "p/m"}, "config": {"iteration_limit": limit}}),
+        )
+        .unwrap();
         spec.validate().unwrap();
     }
     for limit in [0, 1025] {
-        let spec: AgentSpec =
-            serde_json::from_value(json!({"model": {"name": "p/m"}, "config": {"iteration_limit": limit}}))
-                .unwrap();
+        let spec: AgentSpec = serde_json::from_value(
+            json!({"model": {"name": "p/m"}, "config": {"iteration_limit": limit}}),
+        )
+        .unwrap();
         let error = spec.validate().unwrap_err();
         assert_eq!(error.path(), "config.iteration_limit");
     }
@@ -127,15 +147,30 @@ fn iteration_limit_range_is_enforced() {
 fn spec_shape_errors_are_rejected() {
     rejects::<AgentSpec>(&json!({}), "missing field `model`");
     rejects::<AgentSpec>(&json!({"model": {}}), "missing field `name`");
-    rejects::<AgentSpec>(&json!({"model": {"name": "p/m"}, "config": {"sandbox": {}}}), "missing field `enabled`");
-    rejects::<AgentSpec>(&json!({"model": {"name": "p/m"}, "config": null}), "invalid type");
+    rejects::<AgentSpec>(
+        &json!({"model": {"name": "p/m"}, "config": {"sandbox": {}}}),
+        "missing field `enabled`",
+    );
+    rejects::<AgentSpec>(
+        &json!({"model": {"name": "p/m"}, "config": null}),
+        "invalid type",
+    );
     rejects::<AgentSpec>(
         &json!({"model": {"name": "p/m"}, "messages": [{"type": "user.tool_response", "content": "x"}]}),
         "user.message",
     );
-    rejects::<AgentSpec>(&json!({"model": {"name": "p/m"}, "messages": [{"content": "x"}]}), "missing field `type`");
-    rejects::<AgentSpec>(&json!({"model": {"name": "p/m"}, "skills": [{"name": "a", "url": "x"}]}), "unknown field");
-    rejects::<AgentSpec>(&json!({"model": {"name": "p/m"}, "response_format": {"type": "yaml"}}), "unknown variant");
+    rejects::<AgentSpec>(
+        &json!({"model": {"name": "p/m"}, "messages": [{"content": "x"}]}),
+        "missing field `type`",
+    );
+    rejects::<AgentSpec>(
+        &json!({"model": {"name": "p/m"}, "skills": [{"name": "a", "url": "x"}]}),
+        "unknown field",
+    );
+    rejects::<AgentSpec>(
+        &json!({"model": {"name": "p/m"}, "response_format": {"type": "yaml"}}),
+        "unknown variant",
+    );
     rejects::<AgentSpec>(
         &json!({"model": {"name": "p/m"}, "response_format": {"type": "json_schema", "json_schema": {}}}),
         "missing field `name`",
@@ -150,31 +185,54 @@ fn value_rules_are_validated() {
         assert_eq!(error.path(), path, "{error}");
     };
     check(json!({"model": {"name": ""}}), "model.name");
-    check(json!({"model": {"name": "p/m"}, "messages": [{"type": "user.message", "content": "  \n"}]}), "messages[0].content");
+    check(
+        json!({"model": {"name": "p/m"}, "messages": [{"type": "user.message", "content": "  \n"}]}),
+        "messages[0].content",
+    );
     check(
         json!({"model": {"name": "p/m"}, "config": {"context_management": {"compaction": {"compaction_threshold_tokens": 0}}}}),
         "config.context_management.compaction.compaction_threshold_tokens",
     );
-    check(json!({"model": {"name": "p/m"}, "mcp_servers": [{"name": ""}]}), "mcp_servers[0].name");
-    check(json!({"model": {"name": "p/m"}, "mcp_servers": [{"name": "a", "enable_tools": [""]}]}), "mcp_servers[0].enable_tools[0]");
+    check(
+        json!({"model": {"name": "p/m"}, "mcp_servers": [{"name": ""}]}),
+        "mcp_servers[0].name",
+    );
+    check(
+        json!({"model": {"name": "p/m"}, "mcp_servers": [{"name": "a", "enable_tools": [""]}]}),
+        "mcp_servers[0].enable_tools[0]",
+    );
     for bad in ["..", ".", ".tfy-x", "has space", "a/b", ""] {
-        check(json!({"model": {"name": "p/m"}, "skills": [{"name": bad}]}), "skills[0].name");
+        check(
+            json!({"model": {"name": "p/m"}, "skills": [{"name": bad}]}),
+            "skills[0].name",
+        );
     }
-    rejects::<AgentSpec>(&json!({"model": {"name": "p/m"}, "config": {"context_management": {"compaction": {"compaction_threshold_tokens": -5}}}}), "invalid value");
+    rejects::<AgentSpec>(
+        &json!({"model": {"name": "p/m"}, "config": {"context_management": {"compaction": {"compaction_threshold_tokens": -5}}}}),
+        "invalid value",
+    );
 }
 
 #[test]
 fn skill_names_are_trimmed_like_the_reference() {
-    let spec: AgentSpec =
-        serde_json::from_value(json!({"model": {"name": "p/m"}, "skills": [{"name": "  pdf-tools "}]})).unwrap();
+    let spec: AgentSpec = serde_json::from_value(
+        json!({"model": {"name": "p/m"}, "skills": [{"name": "  pdf-tools "}]}),
+    )
+    .unwrap();
     spec.validate().unwrap();
     assert_eq!(spec.skills.unwrap()[0].name, "pdf-tools");
 }
 
 #[test]
 fn model_fqn_splits_on_exactly_one_slash() {
-    let model = |name: &str| ModelRef { name: name.to_owned(), params: None };
-    assert_eq!(model("openai/gpt-5").provider_and_model(), Some(("openai", "gpt-5")));
+    let model = |name: &str| ModelRef {
+        name: name.to_owned(),
+        params: None,
+    };
+    assert_eq!(
+        model("openai/gpt-5").provider_and_model(),
+        Some(("openai", "gpt-5"))
+    );
     assert_eq!(model("gpt-5").provider_and_model(), None);
     assert_eq!(model("a/b/c").provider_and_model(), None);
     assert_eq!(model("/m").provider_and_model(), None);
@@ -196,7 +254,11 @@ fn response_formats_round_trip_with_extras() {
 fn session_agent_bindings_round_trip() {
     let reference: SessionAgent = roundtrip(&examples::session_agent_reference());
     assert_eq!(reference.agent_id(), Some("01jabcagent"));
-    roundtrip::<SessionAgent>(&with(&examples::session_agent_reference(), "name", json!(null)));
+    roundtrip::<SessionAgent>(&with(
+        &examples::session_agent_reference(),
+        "name",
+        json!(null),
+    ));
     let inline: SessionAgent = roundtrip(&examples::session_agent_inline());
     inline.validate().unwrap();
     assert_eq!(inline.agent_id(), None);
@@ -215,5 +277,8 @@ fn session_agent_rejects_bad_shapes() {
     assert_eq!(empty_id.validate().unwrap_err().path(), "agent.id");
     let bad_inline: SessionAgent =
         serde_json::from_value(json!({"type": "inline", "spec": {"model": {"name": ""}}})).unwrap();
-    assert_eq!(bad_inline.validate().unwrap_err().path(), "agent.spec.model.name");
+    assert_eq!(
+        bad_inline.validate().unwrap_err().path(),
+        "agent.spec.model.name"
+    );
 }

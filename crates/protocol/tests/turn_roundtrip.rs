@@ -48,10 +48,16 @@ fn input_items_round_trip() {
 
 #[test]
 fn input_items_reject_bad_shapes() {
-    rejects::<TurnInputItem>(&json!({"type": "user.shout", "content": "x"}), "unknown `type` \"user.shout\"");
+    rejects::<TurnInputItem>(
+        &json!({"type": "user.shout", "content": "x"}),
+        "unknown `type` \"user.shout\"",
+    );
     rejects::<TurnInputItem>(&json!({"content": "x"}), "missing field `type`");
     rejects::<TurnInputItem>(&json!({"type": "user.message"}), "missing field `content`");
-    rejects::<TurnInputItem>(&json!({"type": "user.message", "content": 5}), "string or an array");
+    rejects::<TurnInputItem>(
+        &json!({"type": "user.message", "content": 5}),
+        "string or an array",
+    );
     rejects::<TurnInputItem>(
         &json!({"type": "user.message", "content": [{"type": "image", "url": "x"}]}),
         "unknown variant `image`",
@@ -60,12 +66,22 @@ fn input_items_reject_bad_shapes() {
         &json!({"type": "user.message", "content": [{"type": "file", "name": "a"}]}),
         "missing field `data`",
     );
-    rejects::<TurnInputItem>(&without(&examples::user_tool_approval(), "thread_id"), "missing field `thread_id`");
     rejects::<TurnInputItem>(
-        &with(&examples::user_tool_approval(), "approval", json!({"status": "maybe"})),
+        &without(&examples::user_tool_approval(), "thread_id"),
+        "missing field `thread_id`",
+    );
+    rejects::<TurnInputItem>(
+        &with(
+            &examples::user_tool_approval(),
+            "approval",
+            json!({"status": "maybe"}),
+        ),
         "unknown variant `maybe`",
     );
-    rejects::<TurnInputItem>(&without(&examples::user_tool_response(), "content"), "missing field `content`");
+    rejects::<TurnInputItem>(
+        &without(&examples::user_tool_response(), "content"),
+        "missing field `content`",
+    );
 }
 
 #[test]
@@ -83,11 +99,20 @@ fn input_batches_are_validated() {
 
     let empty_content = parse(with(&examples::user_tool_response(), "content", json!("")));
     assert_eq!(
-        validate_turn_input(&[response, empty_content]).unwrap_err().path(),
+        validate_turn_input(&[response, empty_content])
+            .unwrap_err()
+            .path(),
         "input[1].content"
     );
-    let empty_thread = parse(with(&examples::user_tool_approval(), "thread_id", json!("")));
-    assert_eq!(empty_thread.validate("x").unwrap_err().path(), "x.thread_id");
+    let empty_thread = parse(with(
+        &examples::user_tool_approval(),
+        "thread_id",
+        json!(""),
+    ));
+    assert_eq!(
+        empty_thread.validate("x").unwrap_err().path(),
+        "x.thread_id"
+    );
 }
 
 #[test]
@@ -100,17 +125,39 @@ fn turn_states_round_trip() {
     let done: TurnState = roundtrip(&examples::turn_state_done());
     assert!(done.is_terminal());
     assert_eq!(done.status_str(), "done");
-    let TurnState::Done { output, required_actions, .. } = &done else {
+    let TurnState::Done {
+        output,
+        required_actions,
+        ..
+    } = &done
+    else {
         panic!("expected done");
     };
     assert_eq!(output.as_ref().unwrap().id, "01jaaaaaaaaaaaaaaaaaaaaaaa");
-    let kinds: Vec<_> = required_actions.iter().map(|action| action.event_type()).collect();
-    assert_eq!(kinds, ["tool.approval_required", "tool.response_required", "mcp.auth_required"]);
+    let kinds: Vec<_> = required_actions
+        .iter()
+        .map(|action| action.event_type())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "tool.approval_required",
+            "tool.response_required",
+            "mcp.auth_required"
+        ]
+    );
 
     let paused: TurnState = roundtrip(&json!({
         "status": "done", "output": null, "required_actions": [], "completed_at": "2026-01-01T00:00:00.000Z"
     }));
-    assert!(matches!(paused, TurnState::Done { output: None, metrics: None, .. }));
+    assert!(matches!(
+        paused,
+        TurnState::Done {
+            output: None,
+            metrics: None,
+            ..
+        }
+    ));
 
     let cancelled: TurnState = roundtrip(&examples::turn_state_cancelled());
     assert_eq!(cancelled.status_str(), "cancelled");
@@ -125,12 +172,32 @@ fn turn_states_reject_bad_shapes() {
     rejects::<TurnState>(&json!({"status": "paused"}), "unknown variant `paused`");
     rejects::<TurnState>(&json!({}), "missing field `status`");
     // `output` is required even though it may be null.
-    rejects::<TurnState>(&without(&examples::turn_state_done(), "output"), "missing field `output`");
-    rejects::<TurnState>(&without(&examples::turn_state_done(), "required_actions"), "missing field `required_actions`");
-    rejects::<TurnState>(&without(&examples::turn_state_error(), "completed_at"), "missing field `completed_at`");
-    rejects::<TurnState>(&with(&examples::turn_state_cancelled(), "reason", json!("timeout")), "unknown variant `timeout`");
     rejects::<TurnState>(
-        &with(&examples::turn_state_done(), "required_actions", json!([examples::tool_response()])),
+        &without(&examples::turn_state_done(), "output"),
+        "missing field `output`",
+    );
+    rejects::<TurnState>(
+        &without(&examples::turn_state_done(), "required_actions"),
+        "missing field `required_actions`",
+    );
+    rejects::<TurnState>(
+        &without(&examples::turn_state_error(), "completed_at"),
+        "missing field `completed_at`",
+    );
+    rejects::<TurnState>(
+        &with(
+            &examples::turn_state_cancelled(),
+            "reason",
+            json!("timeout"),
+        ),
+        "unknown variant `timeout`",
+    );
+    rejects::<TurnState>(
+        &with(
+            &examples::turn_state_done(),
+            "required_actions",
+            json!([examples::tool_response()]),
+        ),
         "unknown `type` \"tool.response\"",
     );
 }
@@ -138,14 +205,23 @@ fn turn_states_reject_bad_shapes() {
 #[test]
 fn cancellation_reasons_use_kebab_case() {
     for (reason, text) in [
-        (CancellationReason::ServerExecutionTimeout, "server-execution-timeout"),
+        (
+            CancellationReason::ServerExecutionTimeout,
+            "server-execution-timeout",
+        ),
         (CancellationReason::ClientCancelled, "client-cancelled"),
-        (CancellationReason::CancelledForNextTurn, "cancelled-for-next-turn"),
+        (
+            CancellationReason::CancelledForNextTurn,
+            "cancelled-for-next-turn",
+        ),
         (CancellationReason::Abandoned, "abandoned"),
     ] {
         assert_eq!(serde_json::to_value(reason).unwrap(), json!(text));
         assert_eq!(reason.as_str(), text);
-        assert_eq!(serde_json::from_value::<CancellationReason>(json!(text)).unwrap(), reason);
+        assert_eq!(
+            serde_json::from_value::<CancellationReason>(json!(text)).unwrap(),
+            reason
+        );
     }
 }
 

@@ -1,5 +1,6 @@
 //! The session-store contract suite, run against every backend: memory, SQLite and Postgres. Each case is a
 //! function of `session_suite` taking a fresh store; the macro below instantiates every case per backend.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

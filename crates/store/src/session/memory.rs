@@ -146,8 +146,8 @@ impl State {
     }
 
     fn append_messages(&mut self, segment_id: i64, turn_id: &str, messages: Vec<ContextMessage>) {
-        let mut position = self.segment_len(segment_id);
-        for message in messages {
+        let start = self.segment_len(segment_id);
+        for (position, message) in (start..).zip(messages) {
             self.next_message += 1;
             let id = self.next_message;
             let index_text = search::index_text(&message.search_text());
@@ -155,7 +155,6 @@ impl State {
             if let Some(segment) = self.segments.get_mut(&segment_id) {
                 segment.own.push(id);
             }
-            position += 1;
         }
     }
 
@@ -196,7 +195,7 @@ impl State {
                 let snapshot = AgentThreadSnapshot {
                     thread_id: thread_id.clone(),
                     context: self.context(thread.segment_id),
-                    current_context_usage: thread.usage.clone(),
+                    current_context_usage: thread.usage,
                     parent: thread.parent.clone(),
                     agent_info: thread.agent_info.clone(),
                     completion: thread.completion.clone(),
@@ -571,10 +570,8 @@ impl SessionStore for MemorySessionStore {
                 event_id: duplicate.event.id().to_string(),
             });
         }
-        if let Some(last) = events.last() {
-            if let Some(row) = state.turns.get_mut(&turn_map_key(key)) {
-                row.summary.last_seq = last.seq;
-            }
+        if let (Some(last), Some(row)) = (events.last(), state.turns.get_mut(&turn_map_key(key))) {
+            row.summary.last_seq = last.seq;
         }
         for stored in events {
             state.events.insert((key.session_id.clone(), key.turn_id.clone(), stored.seq), stored);

@@ -1,3 +1,429 @@
-//! (being written)
+//! Real parallel writers (spawned tasks on the multi-thread runtime): context appends, event batches,
+//! terminal writes, forks, readers during writes, and writers racing a session delete.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-contract_group!();
+use std::collections::{BTreeMap, BTreeSet};
+
+use trueforge_protocol::{AgentThreadSnapshot, CancellationReason, TurnState};
+use trueforge_store::StoreError;
+use trueforge_store::session::{FreezeTurn, PageRequest, SortOrder, StoredEvent, TurnDone, TurnKey};
+use tokio::task::JoinHandle;
+
+use super::fixtures::*;
+
+const TASKS: usize = 8;
+
+async fn join_all<T>(handles: Vec<JoinHandle<T>>) -> Vec<T> {
+    let mut results = Vec::with_capacity(handles.len());
+    for handle in handles {
+        results.push(handle.await.expect("task panicked"));
+    }
+    results
+}
+
+async fn running_turn(store: &Store) -> TurnKey {
+    seed_session(store, TENANT, SESSION).await;
+    store.create_turn(turn("turn-1", None)).await.expect("create turn");
+    key("turn-1")
+}
+
+/// `(task, index)` of a message written as `task-{task}-{index}`.
+fn parse(text: &str) -> (usize, usize) {
+    let mut parts = text.split('-').skip(1);
+    let task = parts.next().and_then(|part| part.parse().ok()).expect("task number");
+    let index = parts.next().and_then(|part| part.parse().ok()).expect("message number");
+    (task, index)
+}
+
+/// Checks that every task's messages are present once and in the task's own order.
+fn assert_per_task_order(context: &[String], tasks: usize, per_task: usize) {
+    assert_eq!(context.len(), tasks * per_task, "every message present exactly once");
+    let unique: BTreeSet<&String> = context.iter().collect();
+    assert_eq!(unique.len(), context.len(), "no message duplicated");
+    let mut next: BTreeMap<usize, usize> = BTreeMap::new();
+    for text in context {
+        let (task, index) = parse(text);
+        let expected = next.entry(task).or_insert(0);
+        assert_eq!(index, *expected, "task {task}'s messages are in its own order");
+        *expected += 1;
+    }
+    assert_eq!(next.len(), tasks);
+}
+
+pub async fn parallel_appends_to_one_thread_all_land_once_in_order(store: Store) {
+    let turn_key = running_turn(&store).await;
+    const PER_TASK: usize = 20;
+    const BATCH: usize = 4;
+    let handles = (0..TASKS)
+        .map(|task| {
+            let store = store.clone();
+            let turn_key = turn_key.clone();
+            tokio::spawn(async move {
+                for batch in 0..PER_TASK / BATCH {
+                    let messages = (0..BATCH).map(|n| user(&format!("task-{task}-{}", batch * BATCH + n))).collect();
+                    store.append_to_thread_context(&turn_key, MAIN, messages, None, None).await.expect("append");
+                }
+            })
+        })
+        .collect();
+    join_all(handles).await;
+
+    let context = main_context(&store, &turn_key).await;
+    assert_per_task_order(&context, TASKS, PER_TASK);
+    // Batches stay contiguous: an append is atomic.
+    for chunk in context.chunks(BATCH) {
+        let (task, first) = parse(&chunk[0]);
+        assert_eq!(first % BATCH, 0, "a batch starts at a batch boundary: {chunk:?}");
+        for (offset, text) in chunk.iter().enumerate() {
+            assert_eq!(parse(text), (task, first + offset), "batch interleaved: {chunk:?}");
+        }
+    }
+    let history = store.thread_history(&turn_key, MAIN).await.unwrap();
+    let texts_in_write_order: Vec<String> = history.iter().map(|entry| entry.message.search_text()).collect();
+    assert_eq!(texts_in_write_order, context, "write order is context order");
+    let positions: Vec<i64> = history.iter().map(|entry| entry.position).collect();
+    assert_eq!(positions, (0..(TASKS * PER_TASK) as i64).collect::<Vec<_>>(), "positions are dense");
+}
+
+pub async fn parallel_appends_to_different_threads_stay_separate(store: Store) {
+    let turn_key = running_turn(&store).await;
+    let threads: Vec<AgentThreadSnapshot> =
+        (1..TASKS).map(|task| AgentThreadSnapshot::empty(format!("thread-{task}"))).collect();
+    store.add_threads(&turn_key, threads).await.unwrap();
+    const PER_TASK: usize = 15;
+    let handles = (0..TASKS)
+        .map(|task| {
+            let store = store.clone();
+            let turn_key = turn_key.clone();
+            tokio::spawn(async move {
+                let thread_id = if task == 0 { MAIN.to_string() } else { format!("thread-{task}") };
+                for index in 0..PER_TASK / 3 {
+                    let messages = (0..3).map(|n| user(&format!("task-{task}-{}", index * 3 + n))).collect();
+                    store.append_to_thread_context(&turn_key, &thread_id, messages, Some(usage(index as u64)), None).await.expect("append");
+                }
+            })
+        })
+        .collect();
+    join_all(handles).await;
+
+    let record = store.get_turn(&turn_key).await.unwrap().unwrap();
+    assert_eq!(record.snapshot.threads.len(), TASKS);
+    for task in 0..TASKS {
+        let thread_id = if task == 0 { MAIN.to_string() } else { format!("thread-{task}") };
+        let thread = &record.snapshot.threads[&thread_id];
+        let expected: Vec<String> = (0..PER_TASK).map(|index| format!("task-{task}-{index}")).collect();
+        assert_eq!(texts(&thread.context), expected, "{thread_id} holds exactly its own messages");
+        assert_eq!(thread.current_context_usage, usage((PER_TASK / 3 - 1) as u64));
+        let history = store.thread_history(&turn_key, &thread_id).await.unwrap();
+        assert_eq!(history.len(), PER_TASK);
+    }
+}
+
+pub async fn parallel_append_events_keep_seqs_monotonic(store: Store) {
+    let turn_key = running_turn(&store).await;
+    const ROUNDS: u64 = 5;
+    // Round r, task k appends {100r + k + 1, 100r + k + 50}: ranges interleave within a round, so a batch
+    // committed after a higher one must fail.
+    let handles = (0..TASKS as u64)
+        .map(|task| {
+            let store = store.clone();
+            let turn_key = turn_key.clone();
+            tokio::spawn(async move {
+                let mut outcomes = Vec::new();
+                for round in 0..ROUNDS {
+                    let batch: Vec<StoredEvent> = [round * 100 + task + 50, round * 100 + task + 1]
+                        .into_iter()
+                        .map(|seq| stored(seq, model_message(&event_id(), &format!("task-{task}-round-{round}"))))
+                        .collect();
+                    let result = store.append_events(&turn_key, batch.clone()).await;
+                    outcomes.push((batch, result));
+                }
+                outcomes
+            })
+        })
+        .collect();
+    let outcomes: Vec<_> = join_all(handles).await.into_iter().flatten().collect();
+
+    let mut accepted: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    let mut rejected: BTreeSet<String> = BTreeSet::new();
+    for (batch, result) in &outcomes {
+        let label = batch[0].event.id().to_string();
+        match result {
+            Ok(()) => {
+                for event in batch {
+                    accepted.insert(event.event.id().to_string(), (event.seq, label.clone()));
+                }
+            }
+            Err(StoreError::EventSequenceConflict { .. }) => {
+                rejected.extend(batch.iter().map(|event| event.event.id().to_string()));
+            }
+            Err(other) => panic!("unexpected error {other:?}"),
+        }
+    }
+    assert!(!accepted.is_empty(), "at least one batch succeeds");
+
+    let listed = store.list_turn_events(&turn_key, SortOrder::Asc, &PageRequest::first(1000)).await.unwrap().data;
+    let listed_ids: Vec<&str> = listed.iter().map(|event| event.event.id()).collect();
+    assert_eq!(listed.len(), accepted.len(), "every accepted event once, nothing else");
+    assert_eq!(listed_ids.iter().collect::<BTreeSet<_>>().len(), listed.len(), "no duplicates");
+    for event in &listed {
+        let (seq, _) = accepted.get(event.event.id()).expect("a listed event belongs to an accepted batch");
+        assert_eq!(*seq, event.seq, "stored under its own seq");
+        assert!(!rejected.contains(event.event.id()), "nothing of a rejected batch is stored");
+    }
+    assert!(listed.windows(2).all(|pair| pair[0].seq < pair[1].seq));
+    // Accepted batches never interleave: in seq order each batch's events are contiguous.
+    let mut seen_batches = Vec::new();
+    for event in &listed {
+        let (_, label) = &accepted[event.event.id()];
+        if seen_batches.last() != Some(label) {
+            assert!(!seen_batches.contains(label), "batch {label} interleaved with another");
+            seen_batches.push(label.clone());
+        }
+    }
+    let record = store.get_turn(&turn_key).await.unwrap().unwrap();
+    assert_eq!(record.turn.last_seq, listed.last().unwrap().seq);
+}
+
+pub async fn parallel_freeze_and_finish_write_one_terminal_transition(store: Store) {
+    let turn_key = running_turn(&store).await;
+    store.append_events(&turn_key, vec![stored(1, turn_created(&event_id(), "turn-1"))]).await.unwrap();
+
+    enum Outcome {
+        Updated(String),
+        Frozen(String, TurnState),
+        UpdateRefused,
+        AppendDone,
+        AppendRefused,
+    }
+    let handles = (0..12u64)
+        .map(|index| {
+            let store = store.clone();
+            let turn_key = turn_key.clone();
+            tokio::spawn(async move {
+                let done = TurnDone { event_id: event_id(), min_seq: index };
+                let id = done.event_id.clone();
+                match index % 3 {
+                    0 => match store.update_turn_state(&turn_key, done_state(), done).await {
+                        Ok(_) => Outcome::Updated(id),
+                        Err(StoreError::TurnNotRunning { .. }) => Outcome::UpdateRefused,
+                        Err(other) => panic!("update: {other:?}"),
+                    },
+                    1 => {
+                        let freeze = FreezeTurn { reason: CancellationReason::ClientCancelled, metrics: None, done };
+                        let record = store.freeze_and_get_turn(&turn_key, freeze).await.expect("freeze");
+                        Outcome::Frozen(id, record.turn.state)
+                    }
+                    _ => {
+                        // Appenders race the terminal write; each uses a seq far above any done seq.
+                        let event = stored(1_000 + index, model_message(&event_id(), "late"));
+                        match store.append_events(&turn_key, vec![event]).await {
+                            Ok(()) => Outcome::AppendDone,
+                            Err(StoreError::TurnNotRunning { .. } | StoreError::EventSequenceConflict { .. }) => {
+                                Outcome::AppendRefused
+                            }
+                            Err(other) => panic!("append: {other:?}"),
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    let outcomes = join_all(handles).await;
+
+    let record = store.get_turn(&turn_key).await.unwrap().unwrap();
+    assert!(record.turn.state.is_terminal());
+    let events = store.list_turn_events(&turn_key, SortOrder::Asc, &PageRequest::first(100)).await.unwrap().data;
+    let dones: Vec<&StoredEvent> = events.iter().filter(|event| event.event.event_type() == "turn.done").collect();
+    assert_eq!(dones.len(), 1, "exactly one turn.done: {events:?}");
+    let done = dones[0];
+    assert_eq!(events.last().unwrap(), done, "turn.done is the last event");
+    assert_eq!(record.turn.last_seq, done.seq);
+    match &done.event {
+        trueforge_protocol::SessionEvent::TurnDone(event) => assert_eq!(event.state, record.turn.state),
+        other => panic!("{other:?}"),
+    }
+
+    let mut transitions = 0;
+    for outcome in &outcomes {
+        match outcome {
+            Outcome::Updated(id) => {
+                transitions += 1;
+                assert_eq!(id, done.event.id(), "the winning update wrote the turn.done");
+            }
+            Outcome::Frozen(id, state) => {
+                assert_eq!(state, &record.turn.state, "every freeze returns the one terminal state");
+                if id == done.event.id() {
+                    transitions += 1;
+                }
+            }
+            Outcome::UpdateRefused | Outcome::AppendDone | Outcome::AppendRefused => {}
+        }
+    }
+    assert_eq!(transitions, 1, "exactly one terminal transition");
+    let appended = outcomes.iter().filter(|outcome| matches!(outcome, Outcome::AppendDone)).count();
+    assert_eq!(events.len(), 2 + appended, "turn.created, the accepted appends and turn.done");
+}
+
+pub async fn parallel_forks_of_one_turn_are_isolated(store: Store) {
+    seed_session(&store, TENANT, SESSION).await;
+    finished_turn(&store, with_messages(turn("turn-1", None), MAIN, &["base"])).await;
+    let handles = (0..TASKS)
+        .map(|task| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let turn_id = format!("fork-{task}");
+                let text = format!("task-{task}-0");
+                store
+                    .create_turn(with_messages(turn(&turn_id, Some("turn-1")), MAIN, &[text.as_str()]))
+                    .await
+                    .expect("fork");
+                let turn_key = key(&turn_id);
+                for index in 1..4 {
+                    let text = format!("task-{task}-{index}");
+                    store.append_to_thread_context(&turn_key, MAIN, vec![user(&text)], None, None).await.expect("append");
+                }
+                turn_id
+            })
+        })
+        .collect();
+    let forks = join_all(handles).await;
+
+    for (task, turn_id) in forks.iter().enumerate() {
+        let mut expected = vec!["base".to_string()];
+        expected.extend((0..4).map(|index| format!("task-{task}-{index}")));
+        let turn_key = key(turn_id);
+        assert_eq!(main_context(&store, &turn_key).await, expected, "{turn_id} is isolated");
+        let record = store.get_turn(&turn_key).await.unwrap().unwrap();
+        assert_eq!(record.turn.previous_turn_id.as_deref(), Some("turn-1"));
+        assert_eq!(record.turn.first_turn_id, "turn-1");
+        let history = store.thread_history(&turn_key, MAIN).await.unwrap();
+        assert_eq!(history.len(), 5, "{turn_id}'s history has no sibling bodies");
+    }
+    let session = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
+    let tip = session.last_turn_id.expect("a tip");
+    assert!(forks.contains(&tip), "the tip {tip} is one of the forks");
+    let turns = store.list_turns(TENANT, SESSION, &PageRequest::first(100)).await.unwrap().data;
+    assert_eq!(turns.len(), TASKS + 1);
+    assert_eq!(turns.last().unwrap().turn_id, tip, "the tip is the last turn created");
+    assert_eq!(main_context(&store, &key("turn-1")).await, ["base"]);
+}
+
+pub async fn parallel_readers_never_see_partial_writes(store: Store) {
+    let turn_key = running_turn(&store).await;
+    const WRITERS: usize = 4;
+    const BATCHES: usize = 10;
+    const BATCH: usize = 5;
+    let writers: Vec<JoinHandle<()>> = (0..WRITERS)
+        .map(|task| {
+            let store = store.clone();
+            let turn_key = turn_key.clone();
+            tokio::spawn(async move {
+                for batch in 0..BATCHES {
+                    let messages = (0..BATCH).map(|n| user(&format!("task-{task}-{}", batch * BATCH + n))).collect();
+                    store.append_to_thread_context(&turn_key, MAIN, messages, None, None).await.expect("append");
+                }
+            })
+        })
+        .collect();
+    let readers: Vec<JoinHandle<usize>> = (0..4)
+        .map(|_| {
+            let store = store.clone();
+            let turn_key = turn_key.clone();
+            tokio::spawn(async move {
+                let mut reads = 0;
+                let mut last_len = 0;
+                while last_len < WRITERS * BATCHES * BATCH {
+                    let record = store.get_turn(&turn_key).await.expect("read").expect("turn");
+                    let context = texts(&record.snapshot.threads[MAIN].context);
+                    assert_eq!(context.len() % BATCH, 0, "a read saw half a batch: {} messages", context.len());
+                    assert!(context.len() >= last_len, "reads never go back in time");
+                    let mut next: BTreeMap<usize, usize> = BTreeMap::new();
+                    for text in &context {
+                        let (task, index) = parse(text);
+                        let expected = next.entry(task).or_insert(0);
+                        assert_eq!(index, *expected, "a read saw task {task} out of order");
+                        *expected += 1;
+                    }
+                    let history = store.thread_history(&turn_key, MAIN).await.expect("history");
+                    assert!(history.len() >= context.len());
+                    assert_eq!(history.len() % BATCH, 0, "history saw half a batch");
+                    last_len = context.len();
+                    reads += 1;
+                    tokio::task::yield_now().await;
+                }
+                reads
+            })
+        })
+        .collect();
+    join_all(writers).await;
+    let reads = join_all(readers).await;
+    assert!(reads.iter().all(|count| *count > 0));
+    assert_per_task_order(&main_context(&store, &turn_key).await, WRITERS, BATCHES * BATCH);
+}
+
+pub async fn parallel_writes_racing_delete_session_fail_as_not_found(store: Store) {
+    let turn_key = running_turn(&store).await;
+    store.add_threads(&turn_key, vec![AgentThreadSnapshot::empty("sub")]).await.unwrap();
+    let writers: Vec<JoinHandle<Vec<StoreError>>> = (0..TASKS)
+        .map(|task| {
+            let store = store.clone();
+            let turn_key = turn_key.clone();
+            tokio::spawn(async move {
+                let mut errors = Vec::new();
+                for step in 0..30u64 {
+                    let result = match (task + step as usize) % 5 {
+                        0 => store.append_to_thread_context(&turn_key, MAIN, vec![user(&format!("task-{task}-{step}"))], None, None).await,
+                        1 => {
+                            let seq = 1 + task as u64 * 1_000 + step;
+                            store.append_events(&turn_key, vec![stored(seq, model_message(&event_id(), "racing"))]).await
+                        }
+                        2 => store.add_threads(&turn_key, vec![AgentThreadSnapshot::empty(format!("thread-{task}-{step}"))]).await,
+                        3 => store.overwrite_thread_context(&turn_key, "sub", vec![user(&format!("sub-{task}-{step}"))], usage(step)).await,
+                        _ => store.patch_thread_capability_state(&turn_key, MAIN, "k", serde_json::json!(step)).await,
+                    };
+                    match result {
+                        Ok(()) => {}
+                        // A seq below another task's committed batch is an ordinary conflict, not the race.
+                        Err(StoreError::EventSequenceConflict { .. }) => {}
+                        Err(error) => errors.push(error),
+                    }
+                }
+                errors
+            })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    store.delete_session(TENANT, SESSION).await.expect("delete session");
+    let errors: Vec<StoreError> = join_all(writers).await.into_iter().flatten().collect();
+    for error in &errors {
+        assert!(error.is_not_found(), "a write racing the delete failed with {error:?}");
+    }
+
+    // Nothing remains: recreating the same ids starts empty.
+    assert!(store.get_session(TENANT, SESSION).await.unwrap().is_none());
+    assert!(store.get_turn(&turn_key).await.unwrap().is_none());
+    seed_session(&store, TENANT, SESSION).await;
+    assert!(store.list_turns(TENANT, SESSION, &PageRequest::first(10)).await.unwrap().data.is_empty());
+    store.create_turn(turn("turn-1", None)).await.expect("the same turn id is free again");
+    let record = store.get_turn(&turn_key).await.unwrap().unwrap();
+    assert_eq!(record.snapshot.threads.keys().collect::<Vec<_>>(), [MAIN], "no thread survived");
+    assert!(record.snapshot.threads[MAIN].context.is_empty(), "no message survived");
+    assert!(record.snapshot.threads[MAIN].capability_state.is_none());
+    assert!(store.thread_history(&turn_key, MAIN).await.unwrap().is_empty(), "no body survived");
+    assert_eq!(record.turn.last_seq, 0);
+    assert!(event_types(&store, &turn_key).await.is_empty(), "no event survived");
+    store.append_events(&turn_key, vec![stored(1, turn_created(&event_id(), "turn-1"))]).await.unwrap();
+    let page = store.list_session_events(TENANT, SESSION, None, &PageRequest::first(100)).await.unwrap();
+    assert_eq!(page.data.len(), 1);
+}
+
+contract_group!(
+    parallel_appends_to_one_thread_all_land_once_in_order,
+    parallel_appends_to_different_threads_stay_separate,
+    parallel_append_events_keep_seqs_monotonic,
+    parallel_freeze_and_finish_write_one_terminal_transition,
+    parallel_forks_of_one_turn_are_isolated,
+    parallel_readers_never_see_partial_writes,
+    parallel_writes_racing_delete_session_fail_as_not_found,
+);

@@ -29,27 +29,29 @@ pub trait SqlFixture: Fixture {
     async fn texts(&self, sql: &str) -> Vec<Option<String>>;
     /// Runs a statement (portable SQL, no parameters).
     async fn execute(&self, sql: &str);
+    /// The key the store was opened with.
+    fn cipher(&self) -> SecretCipher;
     /// Opens the stores again over the same database with `cipher`.
     async fn reopen(&self, cipher: SecretCipher) -> StoreResult<Arc<dyn SettingsStore>>;
 }
 
-/// A clock the test moves by hand.
-#[derive(Debug)]
-pub struct ManualClock(AtomicI64);
+/// The process clock plus an offset the test moves forward by hand.
+#[derive(Debug, Default)]
+pub struct ShiftedClock(AtomicI64);
 
-impl Clock for ManualClock {
+impl Clock for ShiftedClock {
     fn now_ms(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
+        chrono::Utc::now().timestamp_millis() + self.0.load(Ordering::SeqCst)
     }
 }
 
 pub struct MemoryFixture {
     store: Arc<MemorySettingsStore>,
-    clock: Arc<ManualClock>,
+    clock: Arc<ShiftedClock>,
 }
 
 pub async fn memory() -> MemoryFixture {
-    let clock = Arc::new(ManualClock(AtomicI64::new(chrono::Utc::now().timestamp_millis())));
+    let clock = Arc::new(ShiftedClock::default());
     MemoryFixture { store: Arc::new(MemorySettingsStore::with_clock(clock.clone())), clock }
 }
 
@@ -66,13 +68,15 @@ impl Fixture for MemoryFixture {
 
 pub struct SqliteFixture {
     temp: common::TempSqlite,
+    cipher: SecretCipher,
     store: Arc<SqliteSettingsStore>,
 }
 
 pub async fn sqlite() -> SqliteFixture {
     let temp = common::sqlite_db().await;
-    let store = SqliteSettingsStore::open(temp.db.clone(), SecretCipher::generate()).await.unwrap();
-    SqliteFixture { temp, store: Arc::new(store) }
+    let cipher = SecretCipher::generate();
+    let store = SqliteSettingsStore::open(temp.db.clone(), cipher.clone()).await.unwrap();
+    SqliteFixture { temp, cipher, store: Arc::new(store) }
 }
 
 #[async_trait::async_trait]
@@ -100,6 +104,10 @@ impl SqlFixture for SqliteFixture {
         tx.commit().await.unwrap();
     }
 
+    fn cipher(&self) -> SecretCipher {
+        self.cipher.clone()
+    }
+
     async fn reopen(&self, cipher: SecretCipher) -> StoreResult<Arc<dyn SettingsStore>> {
         Ok(Arc::new(SqliteSettingsStore::open(self.temp.db.clone(), cipher).await?))
     }
@@ -107,13 +115,15 @@ impl SqlFixture for SqliteFixture {
 
 pub struct PostgresFixture {
     db: PostgresDb,
+    cipher: SecretCipher,
     store: Arc<PostgresSettingsStore>,
 }
 
 pub async fn postgres() -> PostgresFixture {
     let db = common::postgres_db().await;
-    let store = PostgresSettingsStore::open(db.clone(), SecretCipher::generate()).await.unwrap();
-    PostgresFixture { db, store: Arc::new(store) }
+    let cipher = SecretCipher::generate();
+    let store = PostgresSettingsStore::open(db.clone(), cipher.clone()).await.unwrap();
+    PostgresFixture { db, cipher, store: Arc::new(store) }
 }
 
 #[async_trait::async_trait]
@@ -137,6 +147,10 @@ impl SqlFixture for PostgresFixture {
 
     async fn execute(&self, sql: &str) {
         sqlx::query(sql).execute(self.db.pool()).await.unwrap();
+    }
+
+    fn cipher(&self) -> SecretCipher {
+        self.cipher.clone()
     }
 
     async fn reopen(&self, cipher: SecretCipher) -> StoreResult<Arc<dyn SettingsStore>> {

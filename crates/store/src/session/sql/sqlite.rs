@@ -47,5 +47,7 @@ fn search_expression(terms: &[String]) -> String {
     terms.iter().map(|term| format!("\"{term}\"")).collect::<Vec<_>>().join(" ")
 }
 
+// Deliberate: the shared SQL is compiled once per backend, against that backend's `Db`.
+#[allow(clippy::duplicate_mod)]
 #[path = "ops.rs"]
 mod ops;

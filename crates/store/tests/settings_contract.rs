@@ -1,0 +1,103 @@
+//! The settings-store contract suite, run against every backend: memory, SQLite and Postgres. Each case
+//! is a function taking a fresh fixture; the macros below instantiate it per backend, so a case reads as
+//! `settings_contract <backend>::<case>`. Cases about what is at rest (encryption, keys, tampering) need
+//! raw SQL and run on the SQL backends only; redaction and key loading do not depend on a backend.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+#[path = "settings_contract/data.rs"]
+mod data;
+#[path = "settings_contract/fixture.rs"]
+mod fixture;
+#[path = "settings_contract/mcp.rs"]
+mod mcp;
+#[path = "settings_contract/named.rs"]
+mod named;
+#[path = "settings_contract/oauth.rs"]
+mod oauth;
+#[path = "settings_contract/redaction.rs"]
+mod redaction;
+#[path = "settings_contract/sandbox.rs"]
+mod sandbox;
+#[path = "settings_contract/secret_key.rs"]
+mod secret_key;
+#[path = "settings_contract/secrets.rs"]
+mod secrets;
+
+/// One `#[tokio::test]` per `module::case`, on a fresh fixture from `$fixture`.
+macro_rules! cases {
+    ($fixture:path => $($module:ident :: $case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let fixture = $fixture().await;
+                crate::$module::$case(&fixture).await;
+            }
+        )*
+    };
+}
+
+/// The cases every backend must pass.
+macro_rules! contract {
+    ($fixture:path) => {
+        cases!($fixture =>
+            named::agents_create_get_list_order,
+            named::agents_create_conflict,
+            named::agents_update,
+            named::agents_delete,
+            named::agents_tenant_isolation,
+            named::model_providers_crud_and_order,
+            named::model_providers_create_conflict,
+            named::model_providers_upsert_keeps_identity,
+            named::model_providers_upsert_with_keeps_stored_secret,
+            named::model_providers_upsert_with_is_atomic,
+            named::model_providers_delete_and_tenant_isolation,
+            named::skills_crud_filter_and_order,
+            named::skills_upsert_delete_and_tenant_isolation,
+            mcp::mcp_servers_crud_filter_and_order,
+            mcp::mcp_servers_create_conflict,
+            mcp::mcp_servers_upsert_keeps_id_and_client,
+            mcp::mcp_servers_upsert_with_keeps_header_by_name,
+            mcp::mcp_oauth_client_roundtrip,
+            mcp::mcp_oauth_client_is_tenant_scoped,
+            mcp::mcp_server_delete_cascades,
+            mcp::mcp_servers_tenant_isolation,
+            oauth::oauth_tokens_upsert_per_user,
+            oauth::oauth_tokens_tenant_isolation,
+            oauth::pending_authorization_single_use,
+            oauth::pending_authorization_expires_after_ttl,
+            oauth::pending_authorization_sweep,
+            sandbox::sandbox_provider_singleton,
+            sandbox::sandbox_status_update,
+            sandbox::sandbox_upsert_with_and_delete,
+        );
+    };
+}
+
+/// The cases about what SQL backends keep at rest.
+macro_rules! at_rest {
+    ($fixture:path) => {
+        cases!($fixture =>
+            secrets::secrets_encrypted_at_rest,
+            secrets::wrong_key_fails_at_open,
+            secrets::wrong_key_on_a_value_is_a_clear_error,
+            secrets::ciphertext_moved_to_another_row_fails,
+        );
+    };
+}
+
+mod memory {
+    contract!(crate::fixture::memory);
+}
+
+mod sqlite {
+    contract!(crate::fixture::sqlite);
+    at_rest!(crate::fixture::sqlite);
+}
+
+mod postgres {
+    contract!(crate::fixture::postgres);
+    at_rest!(crate::fixture::postgres);
+}
