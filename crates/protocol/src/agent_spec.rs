@@ -170,10 +170,7 @@ impl SkillRef {
             return Err(ProtocolError::invalid(path, "must not be '.' or '..'"));
         }
         if name.starts_with(".tfy-") {
-            return Err(ProtocolError::invalid(
-                path,
-                "must not use the reserved '.tfy-' prefix",
-            ));
+            return Err(ProtocolError::invalid(path, "must not use the reserved '.tfy-' prefix"));
         }
         Ok(())
     }

@@ -27,16 +27,10 @@ pub enum ContextMessage {
 impl<'de> Deserialize<'de> for ContextMessage {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
-        let key = if value.get("role").is_some() {
-            "role"
-        } else {
-            "type"
-        };
+        let key = if value.get("role").is_some() { "role" } else { "type" };
         dispatch_tag(value, key, |tag, value| match (key, tag) {
             ("role", ContextUserMessage::TAG) => serde_json::from_value(value).map(Self::User),
-            ("role", ContextAssistantMessage::TAG) => {
-                serde_json::from_value(value).map(Self::Assistant)
-            }
+            ("role", ContextAssistantMessage::TAG) => serde_json::from_value(value).map(Self::Assistant),
             ("role", ContextToolMessage::TAG) => serde_json::from_value(value).map(Self::Tool),
             ("role", other) => Err(unknown_tag(
                 "role",
@@ -88,10 +82,7 @@ impl ContextMessage {
             Self::Assistant(message) => message.push_search_text(&mut pieces),
             Self::Tool(message) => pieces.push(&message.content),
             Self::ToolApproval(row) => {
-                if let ApprovalDecision::Deny {
-                    reason: Some(reason),
-                } = &row.approval
-                {
+                if let ApprovalDecision::Deny { reason: Some(reason) } = &row.approval {
                     pieces.push(reason);
                 }
             }
@@ -123,9 +114,7 @@ impl<'de> Deserialize<'de> for ContextUserContent {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match Value::deserialize(deserializer)? {
             Value::String(text) => Ok(Self::Text(text)),
-            parts @ Value::Array(_) => serde_json::from_value(parts)
-                .map(Self::Parts)
-                .map_err(D::Error::custom),
+            parts @ Value::Array(_) => serde_json::from_value(parts).map(Self::Parts).map_err(D::Error::custom),
             _ => Err(D::Error::custom(
                 "user content must be a string or an array of content parts",
             )),
@@ -191,19 +180,11 @@ pub struct FileData {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct ContextAssistantMessage {
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "crate::nullable::optional"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable::optional")]
     pub content: Option<Option<AssistantContent>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "crate::nullable::optional"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable::optional")]
     pub refusal: Option<Option<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<ContextToolCall>>,

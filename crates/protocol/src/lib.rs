@@ -43,48 +43,41 @@ mod skill_manifest;
 pub use error::ProtocolError;
 
 pub use agent_spec::{AgentSpec, InitialUserMessage, ModelParams, ModelRef, SkillRef};
-pub use mcp_server_ref::{
-    McpServerRef, TOOLS_ALL, TOOLS_DESTRUCTIVE, TOOLS_READ_ONLY, TOOLS_WRITE,
-};
+pub use mcp_server_ref::{McpServerRef, TOOLS_ALL, TOOLS_DESTRUCTIVE, TOOLS_READ_ONLY, TOOLS_WRITE};
 pub use response_format::{JsonSchemaFormat, ResponseFormat};
 pub use runtime_config::{
-    AskUserQuestionsConfig, CompactionConfig, ContextManagementConfig,
-    DEFAULT_COMPACTION_THRESHOLD_TOKENS, DEFAULT_ITERATION_LIMIT, DynamicSubAgentsConfig,
-    GenerativeUiConfig, LargeToolResponseConfig, MAX_ITERATION_LIMIT, RuntimeConfig, SandboxConfig,
+    AskUserQuestionsConfig, CompactionConfig, ContextManagementConfig, DEFAULT_COMPACTION_THRESHOLD_TOKENS,
+    DEFAULT_ITERATION_LIMIT, DynamicSubAgentsConfig, GenerativeUiConfig, LargeToolResponseConfig, MAX_ITERATION_LIMIT,
+    RuntimeConfig, SandboxConfig,
 };
 pub use session_agent::SessionAgent;
 
 pub use turn_input::{
-    ApprovalDecision, TurnInputItem, UserContentPart, UserMessage, UserMessageContent,
-    UserToolApproval, UserToolResponse, validate_turn_input,
+    ApprovalDecision, TurnInputItem, UserContentPart, UserMessage, UserMessageContent, UserToolApproval,
+    UserToolResponse, validate_turn_input,
 };
 pub use turn_state::{CancellationReason, TurnMetrics, TurnState};
 
 pub use model_message::{
-    AssistantContent, AssistantContentPart, DeltaToolCall, DeltaToolFunction, FinishReason,
-    InputTokensBreakdown, ModelMessageDeltaEvent, ModelMessageEvent, ModelMessageUsage, ToolCall,
-    ToolCallKind, ToolFunction, ToolInfo,
+    AssistantContent, AssistantContentPart, DeltaToolCall, DeltaToolFunction, FinishReason, InputTokensBreakdown,
+    ModelMessageDeltaEvent, ModelMessageEvent, ModelMessageUsage, ToolCall, ToolCallKind, ToolFunction, ToolInfo,
 };
 pub use required_actions::{
-    ActionRequiredEvent, McpAuthRequiredEvent, McpServerAuthInfo, ToolApprovalRequiredEvent,
-    ToolCallRef, ToolResponseRequiredEvent,
+    ActionRequiredEvent, McpAuthRequiredEvent, McpServerAuthInfo, ToolApprovalRequiredEvent, ToolCallRef,
+    ToolResponseRequiredEvent,
 };
-pub use resource_events::{
-    McpInitializeEvent, McpServerInitInfo, McpTransportType, SandboxCreatedEvent,
-};
+pub use resource_events::{McpInitializeEvent, McpServerInitInfo, McpTransportType, SandboxCreatedEvent};
 pub use session_event::{PassthroughEvent, SESSION_EVENT_TYPES, SessionEvent, TurnStreamingEvent};
 pub use thread_events::{ThreadCreatedEvent, ThreadDoneEvent, ThreadState};
 pub use tool_response::ToolResponseEvent;
 pub use turn_events::{TurnCreatedEvent, TurnDoneEvent};
 
 pub use context::{
-    ContextAssistantMessage, ContextContentPart, ContextMessage, ContextToolApproval,
-    ContextToolCall, ContextToolInfo, ContextToolMessage, ContextUserContent, ContextUserMessage,
-    FileData, ImageUrl, InputAudio, ToolSource,
+    ContextAssistantMessage, ContextContentPart, ContextMessage, ContextToolApproval, ContextToolCall, ContextToolInfo,
+    ContextToolMessage, ContextUserContent, ContextUserMessage, FileData, ImageUrl, InputAudio, ToolSource,
 };
 pub use thread::{
-    AgentInfo, AgentParent, AgentThreadSnapshot, CurrentContextUsage, MAIN_THREAD_ID,
-    SubAgentCompletion,
+    AgentInfo, AgentParent, AgentThreadSnapshot, CurrentContextUsage, MAIN_THREAD_ID, SubAgentCompletion,
 };
 
 pub use mcp_server_manifest::{McpServerAuth, McpServerManifest, McpServerType};

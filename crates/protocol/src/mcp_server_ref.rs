@@ -59,10 +59,7 @@ impl McpServerRef {
             ("enable_tools", &self.enable_tools),
             ("disable_tools", &self.disable_tools),
             ("preload_tools", &self.preload_tools),
-            (
-                "require_approval_for_tools",
-                &self.require_approval_for_tools,
-            ),
+            ("require_approval_for_tools", &self.require_approval_for_tools),
         ];
         for (field, selectors) in lists {
             if let Some(index) = selectors.iter().position(String::is_empty) {

@@ -16,29 +16,17 @@ pub struct ModelMessageEvent {
     pub thread_id: String,
     pub created_at: String,
     /// Absent, `null`, text or parts: the contract allows each.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "crate::nullable::optional"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable::optional")]
     pub content: Option<Option<AssistantContent>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "crate::nullable::optional"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable::optional")]
     pub refusal: Option<Option<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<ToolCall>>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "crate::nullable::optional"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable::optional")]
     pub finish_reason: Option<Option<FinishReason>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<ModelMessageUsage>,
@@ -48,11 +36,7 @@ tagged_struct!(ModelMessageEvent, type = "model.message");
 
 impl ModelMessageEvent {
     /// The placeholder streamed before the first delta: identity only, no content.
-    pub fn placeholder(
-        id: impl Into<String>,
-        thread_id: impl Into<String>,
-        created_at: impl Into<String>,
-    ) -> Self {
+    pub fn placeholder(id: impl Into<String>, thread_id: impl Into<String>, created_at: impl Into<String>) -> Self {
         Self {
             id: id.into(),
             thread_id: thread_id.into(),
@@ -88,9 +72,7 @@ impl<'de> Deserialize<'de> for AssistantContent {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match Value::deserialize(deserializer)? {
             Value::String(text) => Ok(Self::Text(text)),
-            parts @ Value::Array(_) => serde_json::from_value(parts)
-                .map(Self::Parts)
-                .map_err(D::Error::custom),
+            parts @ Value::Array(_) => serde_json::from_value(parts).map(Self::Parts).map_err(D::Error::custom),
             _ => Err(D::Error::custom(
                 "assistant content must be a string or an array of content parts",
             )),
@@ -211,27 +193,15 @@ pub struct ModelMessageDeltaEvent {
     /// Only on the first delta of a message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "crate::nullable::optional"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable::optional")]
     pub content: Option<Option<String>>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "crate::nullable::optional"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable::optional")]
     pub refusal: Option<Option<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<DeltaToolCall>>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "crate::nullable::optional"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable::optional")]
     pub finish_reason: Option<Option<FinishReason>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<ModelMessageUsage>,

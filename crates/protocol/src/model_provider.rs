@@ -206,10 +206,7 @@ impl<'de> Deserialize<'de> for ModelProviderManifest {
                 return serde_json::from_value(value).map(Self::Custom);
             }
             let Some(provider) = WellKnownProviderType::parse(tag) else {
-                let mut expected: Vec<&str> = WellKnownProviderType::ALL
-                    .iter()
-                    .map(|kind| kind.as_str())
-                    .collect();
+                let mut expected: Vec<&str> = WellKnownProviderType::ALL.iter().map(|kind| kind.as_str()).collect();
                 expected.push(CUSTOM_PROVIDER_TYPE);
                 return Err(unknown_tag("type", tag, &expected));
             };
@@ -219,9 +216,7 @@ impl<'de> Deserialize<'de> for ModelProviderManifest {
                 config: WellKnownModelProvider {
                     auth: input.auth,
                     models: input.models,
-                    base_url: input
-                        .base_url
-                        .unwrap_or_else(|| provider.default_base_url().to_owned()),
+                    base_url: input.base_url.unwrap_or_else(|| provider.default_base_url().to_owned()),
                 },
             })
         })
@@ -295,10 +290,7 @@ impl ModelProviderManifest {
 
 fn validate_models(models: &[ConfiguredModel]) -> Checked {
     if models.is_empty() {
-        return Err(ProtocolError::invalid(
-            "models",
-            "must list at least one model",
-        ));
+        return Err(ProtocolError::invalid("models", "must list at least one model"));
     }
     for (index, model) in models.iter().enumerate() {
         rules::non_empty(&format!("models[{index}].model_id"), &model.model_id)?;
@@ -310,23 +302,13 @@ fn validate_models(models: &[ConfiguredModel]) -> Checked {
                 "token limits must be positive",
             ));
         }
-        if properties
-            .reasoning_efforts
-            .as_ref()
-            .is_some_and(Vec::is_empty)
-        {
+        if properties.reasoning_efforts.as_ref().is_some_and(Vec::is_empty) {
             return Err(ProtocolError::invalid(
                 format!("models[{index}].properties.reasoning_efforts"),
                 "must list at least one effort when present",
             ));
         }
     }
-    rules::unique(
-        "models[].name",
-        models.iter().map(|model| model.name.as_str()),
-    )?;
-    rules::unique(
-        "models[].model_id",
-        models.iter().map(|model| model.model_id.as_str()),
-    )
+    rules::unique("models[].name", models.iter().map(|model| model.name.as_str()))?;
+    rules::unique("models[].model_id", models.iter().map(|model| model.model_id.as_str()))
 }

@@ -23,10 +23,7 @@ where
 pub(crate) mod optional {
     use super::{Deserialize, Deserializer, Serialize, Serializer};
 
-    pub(crate) fn serialize<S, T>(
-        value: &Option<Option<T>>,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error>
+    pub(crate) fn serialize<S, T>(value: &Option<Option<T>>, serializer: S) -> Result<S::Ok, S::Error>
     where
         S: Serializer,
         T: Serialize,

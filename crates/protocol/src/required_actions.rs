@@ -70,12 +70,8 @@ pub enum ActionRequiredEvent {
 impl<'de> Deserialize<'de> for ActionRequiredEvent {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         dispatch_tag(deserializer, "type", |tag, value| match tag {
-            ToolApprovalRequiredEvent::TAG => {
-                serde_json::from_value(value).map(Self::ToolApprovalRequired)
-            }
-            ToolResponseRequiredEvent::TAG => {
-                serde_json::from_value(value).map(Self::ToolResponseRequired)
-            }
+            ToolApprovalRequiredEvent::TAG => serde_json::from_value(value).map(Self::ToolApprovalRequired),
+            ToolResponseRequiredEvent::TAG => serde_json::from_value(value).map(Self::ToolResponseRequired),
             McpAuthRequiredEvent::TAG => serde_json::from_value(value).map(Self::McpAuthRequired),
             other => Err(unknown_tag(
                 "type",

@@ -41,11 +41,7 @@ pub struct JsonSchemaFormat {
     pub schema: Option<Map<String, Value>>,
     /// Absent, `null` or a boolean: the contract allows all three and they reach providers
     /// differently, so the distinction is kept.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "crate::nullable::optional"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable::optional")]
     pub strict: Option<Option<bool>>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,

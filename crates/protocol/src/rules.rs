@@ -23,8 +23,7 @@ pub(crate) fn non_blank(path: &str, value: &str) -> Checked {
 /// lowercase letters, digits, `.`, `_` and `-` in between. Settings rows are keyed by it.
 pub(crate) fn resource_name(path: &str, value: &str) -> Checked {
     let bytes = value.as_bytes();
-    let inner_ok =
-        |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-');
+    let inner_ok = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-');
     let valid = (2..=64).contains(&bytes.len())
         && bytes.first().is_some_and(u8::is_ascii_lowercase)
         && bytes
@@ -45,10 +44,7 @@ pub(crate) fn resource_name(path: &str, value: &str) -> Checked {
 /// a bare host name.
 pub(crate) fn absolute_url(path: &str, value: &str) -> Checked {
     let valid = value.split_once(':').is_some_and(|(scheme, rest)| {
-        scheme
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic())
+        scheme.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
             && scheme
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
@@ -76,10 +72,7 @@ pub(crate) fn safe_relative_path(path: &str, value: &str, reject_dot: bool) -> C
         ));
     }
     if value.chars().all(|c| c == '/') {
-        return Err(ProtocolError::invalid(
-            path,
-            "must not consist only of slashes",
-        ));
+        return Err(ProtocolError::invalid(path, "must not consist only of slashes"));
     }
     for segment in value.split('/') {
         if segment == ".." || (reject_dot && segment == ".") {
@@ -97,10 +90,7 @@ pub(crate) fn unique<'a>(path: &str, values: impl IntoIterator<Item = &'a str>) 
     let mut seen = std::collections::BTreeSet::new();
     for value in values {
         if !seen.insert(value) {
-            return Err(ProtocolError::invalid(
-                path,
-                format!("duplicate value '{value}'"),
-            ));
+            return Err(ProtocolError::invalid(path, format!("duplicate value '{value}'")));
         }
     }
     Ok(())

@@ -65,12 +65,7 @@ impl RuntimeConfig {
                 format!("must be between 1 and {MAX_ITERATION_LIMIT}"),
             ));
         }
-        if self
-            .context_management
-            .compaction
-            .compaction_threshold_tokens
-            == Some(0)
-        {
+        if self.context_management.compaction.compaction_threshold_tokens == Some(0) {
             return Err(ProtocolError::invalid(
                 format!("{path}.context_management.compaction.compaction_threshold_tokens"),
                 "must be a positive integer",

@@ -54,10 +54,7 @@ impl SandboxProviderManifest {
             Self::Daytona(daytona) => {
                 rules::non_empty("auth.api_key", &daytona.auth.api_key)?;
                 if daytona.exec_timeout_ms == 0 {
-                    return Err(ProtocolError::invalid(
-                        "exec_timeout_ms",
-                        "must be positive",
-                    ));
+                    return Err(ProtocolError::invalid("exec_timeout_ms", "must be positive"));
                 }
                 Ok(())
             }

@@ -7,10 +7,9 @@ use serde_json::{Map, Value};
 
 use crate::tagged::dispatch_tag;
 use crate::{
-    ActionRequiredEvent, McpAuthRequiredEvent, McpInitializeEvent, ModelMessageDeltaEvent,
-    ModelMessageEvent, SandboxCreatedEvent, ThreadCreatedEvent, ThreadDoneEvent,
-    ToolApprovalRequiredEvent, ToolResponseEvent, ToolResponseRequiredEvent, TurnCreatedEvent,
-    TurnDoneEvent,
+    ActionRequiredEvent, McpAuthRequiredEvent, McpInitializeEvent, ModelMessageDeltaEvent, ModelMessageEvent,
+    SandboxCreatedEvent, ThreadCreatedEvent, ThreadDoneEvent, ToolApprovalRequiredEvent, ToolResponseEvent,
+    ToolResponseRequiredEvent, TurnCreatedEvent, TurnDoneEvent,
 };
 
 /// The `type`s of the contract's `SessionEvent` union.

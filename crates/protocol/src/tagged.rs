@@ -79,11 +79,7 @@ where
     }
 }
 
-pub(crate) fn deserialize_tagged<'de, D, T>(
-    deserializer: D,
-    key: TagKey,
-    tag: &'static str,
-) -> Result<T, D::Error>
+pub(crate) fn deserialize_tagged<'de, D, T>(deserializer: D, key: TagKey, tag: &'static str) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: TaggedBody,
@@ -98,10 +94,7 @@ where
             )));
         }
         Some(_) => {
-            return Err(D::Error::custom(format!(
-                "`{}` must be a string",
-                key.as_str()
-            )));
+            return Err(D::Error::custom(format!("`{}` must be a string", key.as_str())));
         }
         None => return Err(D::Error::missing_field(key.as_str())),
     }

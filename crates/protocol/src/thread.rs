@@ -108,9 +108,7 @@ impl SubAgentCompletion {
     /// The result to deliver to the parent thread.
     pub fn send_to_parent(&self) -> &ContextToolMessage {
         match self {
-            Self::Done { send_to_parent, .. } | Self::Error { send_to_parent, .. } => {
-                send_to_parent
-            }
+            Self::Done { send_to_parent, .. } | Self::Error { send_to_parent, .. } => send_to_parent,
         }
     }
 

@@ -58,9 +58,7 @@ fn running_state<'de, D: Deserializer<'de>>(deserializer: D) -> Result<TurnState
 fn terminal_state<'de, D: Deserializer<'de>>(deserializer: D) -> Result<TurnState, D::Error> {
     let state = TurnState::deserialize(deserializer)?;
     if !state.is_terminal() {
-        return Err(D::Error::custom(
-            "turn.done state must be terminal, found running",
-        ));
+        return Err(D::Error::custom("turn.done state must be terminal, found running"));
     }
     Ok(state)
 }

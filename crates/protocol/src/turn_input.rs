@@ -26,11 +26,7 @@ impl<'de> Deserialize<'de> for TurnInputItem {
             other => Err(unknown_tag(
                 "type",
                 other,
-                &[
-                    UserMessage::TAG,
-                    UserToolApproval::TAG,
-                    UserToolResponse::TAG,
-                ],
+                &[UserMessage::TAG, UserToolApproval::TAG, UserToolResponse::TAG],
             )),
         })
     }
@@ -106,9 +102,7 @@ impl<'de> Deserialize<'de> for UserMessageContent {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match Value::deserialize(deserializer)? {
             Value::String(text) => Ok(Self::Text(text)),
-            parts @ Value::Array(_) => serde_json::from_value(parts)
-                .map(Self::Parts)
-                .map_err(D::Error::custom),
+            parts @ Value::Array(_) => serde_json::from_value(parts).map(Self::Parts).map_err(D::Error::custom),
             _ => Err(D::Error::custom(
                 "user message content must be a string or an array of content parts",
             )),

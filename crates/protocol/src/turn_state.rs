@@ -72,9 +72,9 @@ impl TurnState {
     pub fn metrics(&self) -> Option<&TurnMetrics> {
         match self {
             Self::Running => None,
-            Self::Done { metrics, .. }
-            | Self::Cancelled { metrics, .. }
-            | Self::Error { metrics, .. } => metrics.as_ref(),
+            Self::Done { metrics, .. } | Self::Cancelled { metrics, .. } | Self::Error { metrics, .. } => {
+                metrics.as_ref()
+            }
         }
     }
 }

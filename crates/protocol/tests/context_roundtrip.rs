@@ -42,19 +42,13 @@ fn assistant_rows_keep_replay_data_and_unknown_keys() {
         panic!("expected an assistant row");
     };
     assert_eq!(message.thinking_blocks.as_ref().unwrap().len(), 2);
-    assert_eq!(
-        message.source.as_deref(),
-        Some("anthropic/anthropic/claude-opus")
-    );
+    assert_eq!(message.source.as_deref(), Some("anthropic/anthropic/claude-opus"));
     assert!(message.extra.contains_key("audio"), "unknown keys are kept");
     let call = &message.tool_calls()[0];
     assert!(call.is_approval_required());
     assert!(!call.is_client_side());
     assert!(!call.is_thread_creation());
-    assert_eq!(
-        call.tool_info.as_ref().unwrap().original_tool_name,
-        "get-weather"
-    );
+    assert_eq!(call.tool_info.as_ref().unwrap().original_tool_name, "get-weather");
 
     let mut odd_call = examples::context_assistant();
     odd_call["tool_calls"][0]["x_vendor"] = json!({"k": 1});
@@ -64,19 +58,13 @@ fn assistant_rows_keep_replay_data_and_unknown_keys() {
 
 #[test]
 fn rows_with_unknown_discriminators_are_rejected() {
-    rejects::<ContextMessage>(
-        &json!({"role": "system", "content": "x"}),
-        "unknown `role` \"system\"",
-    );
+    rejects::<ContextMessage>(&json!({"role": "system", "content": "x"}), "unknown `role` \"system\"");
     rejects::<ContextMessage>(
         &json!({"type": "user.message", "content": "x"}),
         "unknown `type` \"user.message\"",
     );
     rejects::<ContextMessage>(&json!({"content": "x"}), "missing field `type`");
-    rejects::<ContextMessage>(
-        &json!({"role": "tool", "content": "x"}),
-        "missing field `tool_call_id`",
-    );
+    rejects::<ContextMessage>(&json!({"role": "tool", "content": "x"}), "missing field `tool_call_id`");
     rejects::<ContextMessage>(
         &json!({"role": "tool", "tool_call_id": "c", "content": ["x"]}),
         "invalid type",
@@ -124,10 +112,7 @@ fn search_text_extracts_what_a_person_would_search_for() {
     );
     // Without reasoning_content, the thinking blocks' text is used instead.
     let mut thinking_only = examples::context_assistant();
-    thinking_only
-        .as_object_mut()
-        .unwrap()
-        .remove("reasoning_content");
+    thinking_only.as_object_mut().unwrap().remove("reasoning_content");
     thinking_only["thinking_blocks"][0]["thinking"] = json!("From the block.");
     assert_eq!(
         parse(thinking_only).search_text(),
@@ -152,10 +137,7 @@ fn search_text_extracts_what_a_person_would_search_for() {
         .search_text(),
         "too risky"
     );
-    assert_eq!(
-        parse(json!({"role": "assistant", "content": null})).search_text(),
-        ""
-    );
+    assert_eq!(parse(json!({"role": "assistant", "content": null})).search_text(), "");
 }
 
 #[test]
@@ -192,16 +174,9 @@ fn thread_snapshots_round_trip() {
         roundtrip::<SubAgentCompletion>(&done),
         SubAgentCompletion::Done { .. }
     ));
+    rejects::<SubAgentCompletion>(&with(&done, "type", json!("finished")), "unknown variant `finished`");
     rejects::<SubAgentCompletion>(
-        &with(&done, "type", json!("finished")),
-        "unknown variant `finished`",
-    );
-    rejects::<SubAgentCompletion>(
-        &with(
-            &done,
-            "send_to_parent",
-            json!({"role": "user", "content": "x"}),
-        ),
+        &with(&done, "send_to_parent", json!({"role": "user", "content": "x"})),
         "expected `role` to be \"tool\"",
     );
 }
@@ -218,20 +193,8 @@ fn snapshot_nullable_fields_are_required() {
 #[test]
 fn context_usage_is_integral() {
     roundtrip::<CurrentContextUsage>(&json!({"prompt_tokens": 10, "completion_tokens": 2}));
-    rejects::<CurrentContextUsage>(
-        &json!({"prompt_tokens": 10.5, "completion_tokens": 2}),
-        "invalid type",
-    );
-    rejects::<CurrentContextUsage>(
-        &json!({"prompt_tokens": 10.0, "completion_tokens": 2}),
-        "invalid type",
-    );
-    rejects::<CurrentContextUsage>(
-        &json!({"prompt_tokens": -1, "completion_tokens": 2}),
-        "invalid value",
-    );
-    rejects::<CurrentContextUsage>(
-        &json!({"prompt_tokens": 1}),
-        "missing field `completion_tokens`",
-    );
+    rejects::<CurrentContextUsage>(&json!({"prompt_tokens": 10.5, "completion_tokens": 2}), "invalid type");
+    rejects::<CurrentContextUsage>(&json!({"prompt_tokens": 10.0, "completion_tokens": 2}), "invalid type");
+    rejects::<CurrentContextUsage>(&json!({"prompt_tokens": -1, "completion_tokens": 2}), "invalid value");
+    rejects::<CurrentContextUsage>(&json!({"prompt_tokens": 1}), "missing field `completion_tokens`");
 }

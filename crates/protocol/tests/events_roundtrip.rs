@@ -6,8 +6,8 @@ mod common;
 use common::{examples, normalise, rejects, roundtrip, with, without};
 use serde_json::{Value, json};
 use trueforge_protocol::{
-    ActionRequiredEvent, AssistantContent, FinishReason, ModelMessageEvent, SessionEvent,
-    ThreadState, ToolInfo, TurnDoneEvent, TurnState, TurnStreamingEvent,
+    ActionRequiredEvent, AssistantContent, FinishReason, ModelMessageEvent, SessionEvent, ThreadState, ToolInfo,
+    TurnDoneEvent, TurnState, TurnStreamingEvent,
 };
 
 fn all_contract_events() -> Vec<Value> {
@@ -127,19 +127,11 @@ fn turn_lifecycle_events_check_their_state() {
     assert_eq!(done.thread_id, None);
     assert!(done.state.is_terminal());
     rejects::<TurnDoneEvent>(
-        &with(
-            &examples::turn_done(),
-            "state",
-            json!({"status": "running"}),
-        ),
+        &with(&examples::turn_done(), "state", json!({"status": "running"})),
         "must be terminal",
     );
     rejects::<SessionEvent>(
-        &with(
-            &examples::turn_created(),
-            "state",
-            examples::turn_state_error(),
-        ),
+        &with(&examples::turn_created(), "state", examples::turn_state_error()),
         "must be running",
     );
     // A root turn: no previous turn, no input.
@@ -178,9 +170,7 @@ fn model_message_distinguishes_absent_null_and_value() {
     assert_eq!(full.finish_reason, Some(Some(FinishReason::ToolCalls)));
     assert_eq!(full.text(), "Let me look that up.");
     let calls = full.tool_calls.as_ref().unwrap();
-    assert!(
-        matches!(&calls[0].tool_info, ToolInfo::Mcp { server_name, .. } if server_name == "weather")
-    );
+    assert!(matches!(&calls[0].tool_info, ToolInfo::Mcp { server_name, .. } if server_name == "weather"));
     assert!(matches!(&calls[1].tool_info, ToolInfo::System { name } if name == "exec"));
 
     let placeholder = ModelMessageEvent::placeholder("01ja", "main", "2026-01-01T00:00:00.000Z");
@@ -198,10 +188,7 @@ fn model_message_distinguishes_absent_null_and_value() {
         "type": "model.message", "id": "01ja", "thread_id": "main", "created_at": "t",
         "content": [{"type": "text", "text": "a"}, {"type": "refusal", "refusal": "no"}, {"type": "text", "text": "b"}]
     }));
-    assert!(matches!(
-        parts.content,
-        Some(Some(AssistantContent::Parts(_)))
-    ));
+    assert!(matches!(parts.content, Some(Some(AssistantContent::Parts(_)))));
     assert_eq!(parts.text(), "ab");
 
     rejects::<ModelMessageEvent>(
@@ -241,10 +228,7 @@ fn model_message_distinguishes_absent_null_and_value() {
 #[test]
 fn thread_states_round_trip() {
     let done = json!({"status": "done", "output": examples::model_message()});
-    assert!(matches!(
-        roundtrip::<ThreadState>(&done),
-        ThreadState::Done { .. }
-    ));
+    assert!(matches!(roundtrip::<ThreadState>(&done), ThreadState::Done { .. }));
     let error = json!({"status": "error", "error": "boom"});
     assert!(matches!(
         roundtrip::<ThreadState>(&error),
@@ -269,20 +253,13 @@ fn action_required_events_dispatch_on_type() {
         let as_session = serde_json::to_value(SessionEvent::from(action)).unwrap();
         assert_eq!(as_session, json);
     }
-    rejects::<ActionRequiredEvent>(
-        &examples::sandbox_created(),
-        "unknown `type` \"sandbox.created\"",
-    );
+    rejects::<ActionRequiredEvent>(&examples::sandbox_created(), "unknown `type` \"sandbox.created\"");
     rejects::<ActionRequiredEvent>(
         &without(&examples::tool_approval_required(), "tool_calls"),
         "missing field `tool_calls`",
     );
     rejects::<ActionRequiredEvent>(
-        &with(
-            &examples::tool_approval_required(),
-            "tool_calls",
-            json!([{"id": "c"}]),
-        ),
+        &with(&examples::tool_approval_required(), "tool_calls", json!([{"id": "c"}])),
         "missing field `source_event_id`",
     );
 }
@@ -304,11 +281,7 @@ fn deltas_round_trip_only_through_the_streaming_union() {
     roundtrip::<TurnStreamingEvent>(&fragment);
     rejects::<TurnStreamingEvent>(&without(&minimal, "thread_id"), "missing field `thread_id`");
     rejects::<TurnStreamingEvent>(
-        &with(
-            &fragment,
-            "tool_calls",
-            json!([{"function": {"name": "x"}}]),
-        ),
+        &with(&fragment, "tool_calls", json!([{"function": {"name": "x"}}])),
         "missing field `index`",
     );
 }

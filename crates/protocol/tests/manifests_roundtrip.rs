@@ -6,15 +6,11 @@ mod common;
 use common::{examples, normalise, rejects, roundtrip, with, without};
 use serde_json::json;
 use trueforge_protocol::{
-    McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest,
-    WellKnownProviderType,
+    McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest, WellKnownProviderType,
 };
 
 fn secret_paths(secrets: Vec<(String, &mut String)>) -> Vec<(String, String)> {
-    secrets
-        .into_iter()
-        .map(|(path, value)| (path, value.clone()))
-        .collect()
+    secrets.into_iter().map(|(path, value)| (path, value.clone())).collect()
 }
 
 #[test]
@@ -35,11 +31,7 @@ fn well_known_providers_round_trip_and_default_their_base_url() {
         assert_eq!(out["base_url"], json!(provider.default_base_url()));
         assert_eq!(out["type"], json!(provider.as_str()));
         let parsed: ModelProviderManifest = serde_json::from_value(out).unwrap();
-        assert_eq!(
-            parsed.name(),
-            provider.as_str(),
-            "well-known rows are keyed by type"
-        );
+        assert_eq!(parsed.name(), provider.as_str(), "well-known rows are keyed by type");
     }
     let out = normalise::<ModelProviderManifest>(&with(
         &without(&examples::openai_provider(), "base_url"),
@@ -63,8 +55,7 @@ fn custom_providers_round_trip_with_and_without_auth() {
         secret_paths(custom.secrets_mut()),
         [("auth.api_key".to_owned(), "token-abc".to_owned())]
     );
-    let mut keyless: ModelProviderManifest =
-        roundtrip(&without(&examples::custom_provider(), "auth"));
+    let mut keyless: ModelProviderManifest = roundtrip(&without(&examples::custom_provider(), "auth"));
     assert!(keyless.secrets_mut().is_empty());
     assert_eq!(keyless.api_key(), None);
 }
@@ -75,14 +66,8 @@ fn provider_shape_errors_are_rejected() {
         &with(&examples::openai_provider(), "type", json!("mistral")),
         "unknown `type` \"mistral\"",
     );
-    rejects::<ModelProviderManifest>(
-        &without(&examples::openai_provider(), "type"),
-        "missing field `type`",
-    );
-    rejects::<ModelProviderManifest>(
-        &without(&examples::openai_provider(), "auth"),
-        "missing field `auth`",
-    );
+    rejects::<ModelProviderManifest>(&without(&examples::openai_provider(), "type"), "missing field `type`");
+    rejects::<ModelProviderManifest>(&without(&examples::openai_provider(), "auth"), "missing field `auth`");
     rejects::<ModelProviderManifest>(
         &with(&examples::openai_provider(), "name", json!("x")),
         "unknown field `name`",
@@ -91,15 +76,9 @@ fn provider_shape_errors_are_rejected() {
         &without(&examples::custom_provider(), "base_url"),
         "missing field `base_url`",
     );
-    rejects::<ModelProviderManifest>(
-        &without(&examples::custom_provider(), "name"),
-        "missing field `name`",
-    );
+    rejects::<ModelProviderManifest>(&without(&examples::custom_provider(), "name"), "missing field `name`");
     let mut bad_model = examples::openai_provider();
-    bad_model["models"][0]
-        .as_object_mut()
-        .unwrap()
-        .remove("properties");
+    bad_model["models"][0].as_object_mut().unwrap().remove("properties");
     rejects::<ModelProviderManifest>(&bad_model, "missing field `properties`");
     let mut bad_effort = examples::openai_provider();
     bad_effort["models"][0]["properties"]["reasoning_efforts"] = json!(["extreme"]);
@@ -115,26 +94,16 @@ fn provider_value_rules_are_validated() {
         let manifest: ModelProviderManifest = serde_json::from_value(json).unwrap();
         assert_eq!(manifest.validate().unwrap_err().path(), path);
     };
-    check(
-        with(&examples::openai_provider(), "models", json!([])),
-        "models",
-    );
+    check(with(&examples::openai_provider(), "models", json!([])), "models");
     check(
         with(&examples::openai_provider(), "auth", json!({"api_key": ""})),
         "auth.api_key",
     );
     check(
-        with(
-            &examples::openai_provider(),
-            "base_url",
-            json!("api.openai.com"),
-        ),
+        with(&examples::openai_provider(), "base_url", json!("api.openai.com")),
         "base_url",
     );
-    check(
-        with(&examples::custom_provider(), "name", json!("Local VLLM")),
-        "name",
-    );
+    check(with(&examples::custom_provider(), "name", json!("Local VLLM")), "name");
     let mut duplicate = examples::custom_provider();
     duplicate["models"][1]["name"] = json!("qwen3-8b");
     check(duplicate, "models[].name");
@@ -145,8 +114,7 @@ fn provider_value_rules_are_validated() {
 
 #[test]
 fn provider_secrets_can_be_rewritten_in_place() {
-    let mut openai: ModelProviderManifest =
-        serde_json::from_value(examples::openai_provider()).unwrap();
+    let mut openai: ModelProviderManifest = serde_json::from_value(examples::openai_provider()).unwrap();
     for (path, value) in openai.secrets_mut() {
         assert_eq!(path, "auth.api_key");
         *value = format!("enc:{value}");
@@ -162,10 +130,7 @@ fn mcp_server_manifests_round_trip() {
     assert_eq!(
         secret_paths(header.secrets_mut()),
         [
-            (
-                "auth.headers.Authorization".to_owned(),
-                "Bearer ghp_secret".to_owned()
-            ),
+            ("auth.headers.Authorization".to_owned(), "Bearer ghp_secret".to_owned()),
             ("auth.headers.X-Org".to_owned(), "acme".to_owned()),
         ]
     );
@@ -180,22 +145,15 @@ fn mcp_server_manifests_round_trip() {
     let mut dcr: McpServerManifest = roundtrip(&examples::mcp_server_manifest_dcr());
     dcr.validate().unwrap();
     assert!(dcr.secrets_mut().is_empty());
-    let mut open: McpServerManifest =
-        roundtrip(&without(&examples::mcp_server_manifest_dcr(), "auth"));
+    let mut open: McpServerManifest = roundtrip(&without(&examples::mcp_server_manifest_dcr(), "auth"));
     assert!(open.secrets_mut().is_empty());
 }
 
 #[test]
 fn mcp_server_manifests_reject_bad_input() {
     let header = examples::mcp_server_manifest_header();
-    rejects::<McpServerManifest>(
-        &with(&header, "type", json!("stdio")),
-        "unknown variant `stdio`",
-    );
-    rejects::<McpServerManifest>(
-        &without(&header, "description"),
-        "missing field `description`",
-    );
+    rejects::<McpServerManifest>(&with(&header, "type", json!("stdio")), "unknown variant `stdio`");
+    rejects::<McpServerManifest>(&without(&header, "description"), "missing field `description`");
     rejects::<McpServerManifest>(&with(&header, "token", json!("x")), "unknown field `token`");
     rejects::<McpServerManifest>(
         &with(&header, "auth", json!({"type": "oauth"})),
@@ -219,11 +177,7 @@ fn mcp_server_manifests_reject_bad_input() {
         "auth.headers",
     );
     check(
-        with(
-            &header,
-            "auth",
-            json!({"type": "header", "headers": {"X-Key": ""}}),
-        ),
+        with(&header, "auth", json!({"type": "header", "headers": {"X-Key": ""}})),
         "auth.headers.X-Key",
     );
     check(with(&header, "url", json!("not a url")), "url");
@@ -238,10 +192,7 @@ fn skill_manifests_round_trip_and_validate() {
     assert_eq!(skill.name(), "pdf-tools");
     assert_eq!(skill.git_ref, "main");
     roundtrip::<SkillManifest>(&without(&examples::skill_manifest(), "path"));
-    rejects::<SkillManifest>(
-        &without(&examples::skill_manifest(), "ref"),
-        "missing field `ref`",
-    );
+    rejects::<SkillManifest>(&without(&examples::skill_manifest(), "ref"), "missing field `ref`");
     rejects::<SkillManifest>(
         &with(&examples::skill_manifest(), "type", json!("zip")),
         "unknown variant `zip`",
@@ -252,8 +203,7 @@ fn skill_manifests_round_trip_and_validate() {
     );
 
     let check = |key: &str, value: serde_json::Value, path: &str| {
-        let manifest: SkillManifest =
-            serde_json::from_value(with(&examples::skill_manifest(), key, value)).unwrap();
+        let manifest: SkillManifest = serde_json::from_value(with(&examples::skill_manifest(), key, value)).unwrap();
         assert_eq!(manifest.validate().unwrap_err().path(), path);
     };
     check("ref", json!("../main"), "ref");
@@ -273,12 +223,8 @@ fn skill_manifests_round_trip_and_validate() {
             serde_json::from_value(with(&examples::skill_manifest(), "url", json!(url))).unwrap();
         manifest.validate().unwrap();
     }
-    let nested_ref: SkillManifest = serde_json::from_value(with(
-        &examples::skill_manifest(),
-        "ref",
-        json!("release/v1.2_hotfix-3"),
-    ))
-    .unwrap();
+    let nested_ref: SkillManifest =
+        serde_json::from_value(with(&examples::skill_manifest(), "ref", json!("release/v1.2_hotfix-3"))).unwrap();
     nested_ref.validate().unwrap();
 }
 
@@ -311,11 +257,7 @@ fn sandbox_provider_manifests_round_trip() {
         ),
         "invalid value",
     );
-    let zero: SandboxProviderManifest = serde_json::from_value(with(
-        &examples::sandbox_provider(),
-        "exec_timeout_ms",
-        json!(0),
-    ))
-    .unwrap();
+    let zero: SandboxProviderManifest =
+        serde_json::from_value(with(&examples::sandbox_provider(), "exec_timeout_ms", json!(0))).unwrap();
     assert_eq!(zero.validate().unwrap_err().path(), "exec_timeout_ms");
 }

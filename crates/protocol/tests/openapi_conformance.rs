@@ -13,16 +13,14 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use trueforge_protocol::{
-    AgentSpec, ModelProviderManifest, RuntimeConfig, SandboxProviderManifest, SessionAgent,
-    SessionEvent, SkillManifest, TurnInputItem, TurnState, TurnStreamingEvent,
+    AgentSpec, ModelProviderManifest, RuntimeConfig, SandboxProviderManifest, SessionAgent, SessionEvent,
+    SkillManifest, TurnInputItem, TurnState, TurnStreamingEvent,
 };
 use trueforge_protocol::{McpServerManifest, TurnMetrics};
 
 fn openapi() -> Value {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/openapi.json");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/openapi.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
     serde_json::from_str(&text).expect("openapi.json is JSON")
 }
 
@@ -114,26 +112,17 @@ impl Checker<'_> {
             .or_else(|| schema.get("anyOf"))
             .and_then(Value::as_array)
         {
-            let discriminator = schema
-                .pointer("/discriminator/propertyName")
-                .and_then(Value::as_str);
+            let discriminator = schema.pointer("/discriminator/propertyName").and_then(Value::as_str);
             let mapped = discriminator
                 .and_then(|key| value.get(key))
                 .and_then(Value::as_str)
-                .and_then(|tag| {
-                    schema.pointer(&format!(
-                        "/discriminator/mapping/{}",
-                        tag.replace('/', "~1")
-                    ))
-                })
+                .and_then(|tag| schema.pointer(&format!("/discriminator/mapping/{}", tag.replace('/', "~1"))))
                 .and_then(Value::as_str);
             match (discriminator, mapped) {
                 (Some(_), Some(reference)) => {
                     self.check(&json!({"$ref": reference}), value, path, errors);
                 }
-                (Some(key), None) => {
-                    errors.push(format!("{path}: `{key}` not in the discriminator mapping"))
-                }
+                (Some(key), None) => errors.push(format!("{path}: `{key}` not in the discriminator mapping")),
                 (None, _) => {
                     let fits = members.iter().any(|member| {
                         let mut member_errors = Vec::new();
@@ -189,13 +178,9 @@ impl Checker<'_> {
                 }
                 for (name, field) in object {
                     match shape.properties.get(name) {
-                        Some(property) => {
-                            self.check(property, field, &format!("{path}.{name}"), errors)
-                        }
+                        Some(property) => self.check(property, field, &format!("{path}.{name}"), errors),
                         None if shape.open => {}
-                        None => {
-                            errors.push(format!("{path}: property `{name}` is not in the schema"))
-                        }
+                        None => errors.push(format!("{path}: property `{name}` is not in the schema")),
                     }
                 }
             }
@@ -219,10 +204,7 @@ fn cases() -> Vec<(&'static str, Value)> {
     let model_message = event(examples::model_message());
     let mut cases = vec![
         ("AgentSpec", spec.clone()),
-        (
-            "AgentSpec",
-            through::<AgentSpec>(json!({"model": {"name": "p/m"}})),
-        ),
+        ("AgentSpec", through::<AgentSpec>(json!({"model": {"name": "p/m"}}))),
         ("Model", spec["model"].clone()),
         ("ModelParams", spec["model"]["params"].clone()),
         ("MCPServer", spec["mcp_servers"][0].clone()),
@@ -233,27 +215,15 @@ fn cases() -> Vec<(&'static str, Value)> {
         ("ResponseFormatText", json!({"type": "text"})),
         ("RuntimeConfig", config.clone()),
         ("SandboxConfig", config["sandbox"].clone()),
-        (
-            "DynamicSubAgentsConfig",
-            config["dynamic_sub_agents"].clone(),
-        ),
-        (
-            "ContextManagementConfig",
-            config["context_management"].clone(),
-        ),
-        (
-            "CompactionConfig",
-            config["context_management"]["compaction"].clone(),
-        ),
+        ("DynamicSubAgentsConfig", config["dynamic_sub_agents"].clone()),
+        ("ContextManagementConfig", config["context_management"].clone()),
+        ("CompactionConfig", config["context_management"]["compaction"].clone()),
         (
             "LargeToolResponseConfig",
             config["context_management"]["large_tool_response"].clone(),
         ),
         ("GenerativeUIConfig", config["generative_ui"].clone()),
-        (
-            "AskUserQuestionsConfig",
-            config["ask_user_questions"].clone(),
-        ),
+        ("AskUserQuestionsConfig", config["ask_user_questions"].clone()),
         (
             "SessionAgent",
             through::<SessionAgent>(examples::session_agent_reference()),
@@ -270,10 +240,7 @@ fn cases() -> Vec<(&'static str, Value)> {
             "TurnInputItem",
             through::<TurnInputItem>(examples::user_message_parts()),
         ),
-        (
-            "UserMessage",
-            through::<TurnInputItem>(examples::user_message_parts()),
-        ),
+        ("UserMessage", through::<TurnInputItem>(examples::user_message_parts())),
         (
             "UserMessage",
             through::<TurnInputItem>(json!({"type": "user.message", "content": "hi"})),
@@ -287,26 +254,14 @@ fn cases() -> Vec<(&'static str, Value)> {
             through::<TurnInputItem>(examples::user_tool_response()),
         ),
         ("ApprovalDecision", json!({"status": "allow"})),
-        (
-            "TurnState",
-            through::<TurnState>(json!({"status": "running"})),
-        ),
-        (
-            "TurnStateDone",
-            through::<TurnState>(examples::turn_state_done()),
-        ),
+        ("TurnState", through::<TurnState>(json!({"status": "running"}))),
+        ("TurnStateDone", through::<TurnState>(examples::turn_state_done())),
         (
             "TurnStateCancelled",
             through::<TurnState>(examples::turn_state_cancelled()),
         ),
-        (
-            "TurnStateError",
-            through::<TurnState>(examples::turn_state_error()),
-        ),
-        (
-            "TurnMetrics",
-            through::<TurnMetrics>(examples::turn_metrics()),
-        ),
+        ("TurnStateError", through::<TurnState>(examples::turn_state_error())),
+        ("TurnMetrics", through::<TurnMetrics>(examples::turn_metrics())),
         ("ModelMessageEvent", model_message.clone()),
         ("ModelMessageUsage", model_message["usage"].clone()),
         ("ToolCall", model_message["tool_calls"][0].clone()),
@@ -319,14 +274,8 @@ fn cases() -> Vec<(&'static str, Value)> {
             through::<TurnStreamingEvent>(examples::model_message_delta()),
         ),
         ("ToolResponseEvent", event(examples::tool_response())),
-        (
-            "ToolApprovalRequiredEvent",
-            event(examples::tool_approval_required()),
-        ),
-        (
-            "ToolResponseRequiredEvent",
-            event(examples::tool_response_required()),
-        ),
+        ("ToolApprovalRequiredEvent", event(examples::tool_approval_required())),
+        ("ToolResponseRequiredEvent", event(examples::tool_response_required())),
         ("MCPAuthRequiredEvent", event(examples::mcp_auth_required())),
         ("MCPInitializeEvent", event(examples::mcp_initialize())),
         ("SandboxCreatedEvent", event(examples::sandbox_created())),
@@ -354,10 +303,7 @@ fn cases() -> Vec<(&'static str, Value)> {
             "MCPServerManifest",
             through::<McpServerManifest>(examples::mcp_server_manifest_dcr()),
         ),
-        (
-            "SkillManifest",
-            through::<SkillManifest>(examples::skill_manifest()),
-        ),
+        ("SkillManifest", through::<SkillManifest>(examples::skill_manifest())),
         (
             "SandboxProviderManifest",
             through::<SandboxProviderManifest>(examples::sandbox_provider()),
@@ -412,11 +358,7 @@ fn examples_conform_to_the_reference_schemas() {
             .unwrap_or_else(|| panic!("schema {name} is not in the reference document"));
         checker.check(schema, value, name, &mut errors);
     }
-    assert!(
-        errors.is_empty(),
-        "schema violations:\n{}",
-        errors.join("\n")
-    );
+    assert!(errors.is_empty(), "schema violations:\n{}", errors.join("\n"));
     assert!(cases.len() > 60, "the case list shrank");
 }
 
@@ -438,10 +380,7 @@ fn the_checker_notices_renamed_and_extra_fields() {
     let content = renamed.as_object_mut().unwrap().remove("content").unwrap();
     renamed["body"] = content;
     let errors = run("ToolResponseEvent", renamed);
-    assert!(
-        errors.iter().any(|e| e.contains("`content` is missing")),
-        "{errors:?}"
-    );
+    assert!(errors.iter().any(|e| e.contains("`content` is missing")), "{errors:?}");
 
     let mut misspelled = examples::turn_metrics();
     misspelled["total_cost_usd"] = json!(1.0);
@@ -456,10 +395,7 @@ fn the_checker_notices_renamed_and_extra_fields() {
     let mut float_tokens = examples::turn_state_done();
     float_tokens["metrics"]["total_tokens"] = json!(1.5);
     let errors = run("TurnState", float_tokens);
-    assert!(
-        errors.iter().any(|e| e.contains("not of type")),
-        "{errors:?}"
-    );
+    assert!(errors.iter().any(|e| e.contains("not of type")), "{errors:?}");
 
     let mut nested = examples::thread_done();
     nested["state"]["output"]["usage"]["input_tokens_breakdown"]
@@ -467,17 +403,11 @@ fn the_checker_notices_renamed_and_extra_fields() {
         .unwrap()
         .remove("skills");
     let errors = run("SessionEvent", nested);
-    assert!(
-        errors.iter().any(|e| e.contains("`skills` is missing")),
-        "{errors:?}"
-    );
+    assert!(errors.iter().any(|e| e.contains("`skills` is missing")), "{errors:?}");
 
     let errors = run(
         "TurnStateCancelled",
         json!({"status": "cancelled", "reason": "bored", "completed_at": "t"}),
     );
-    assert!(
-        errors.iter().any(|e| e.contains("is not one of")),
-        "{errors:?}"
-    );
+    assert!(errors.iter().any(|e| e.contains("is not one of")), "{errors:?}");
 }

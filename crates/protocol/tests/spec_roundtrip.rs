@@ -5,9 +5,7 @@ mod common;
 
 use common::{examples, normalise, rejects, roundtrip, with, without};
 use serde_json::json;
-use trueforge_protocol::{
-    AgentSpec, McpServerRef, ModelRef, ResponseFormat, RuntimeConfig, SessionAgent,
-};
+use trueforge_protocol::{AgentSpec, McpServerRef, ModelRef, ResponseFormat, RuntimeConfig, SessionAgent};
 
 #[test]
 fn full_agent_spec_round_trips() {
@@ -15,10 +13,7 @@ fn full_agent_spec_round_trips() {
     spec.validate().unwrap();
     assert_eq!(spec.config.iteration_limit, 42);
     assert!(spec.config.sandbox.enabled);
-    assert_eq!(
-        spec.config.context_management.compaction.threshold_tokens(),
-        80_000
-    );
+    assert_eq!(spec.config.context_management.compaction.threshold_tokens(), 80_000);
     let params = spec.model.params.as_ref().unwrap();
     assert_eq!(params.reasoning_effort.as_deref(), Some("high"));
     assert!(params.extra.contains_key("service_tier"));
@@ -45,10 +40,7 @@ fn partial_config_blocks_fill_in_their_own_defaults() {
         "context_management": {"compaction": {"compaction_threshold_tokens": 1000}}
     }));
     assert_eq!(out["iteration_limit"], json!(100));
-    assert_eq!(
-        out["sandbox"],
-        json!({"enabled": true, "file_downloads": true})
-    );
+    assert_eq!(out["sandbox"], json!({"enabled": true, "file_downloads": true}));
     assert_eq!(
         out["context_management"],
         json!({
@@ -73,20 +65,14 @@ fn mcp_server_ref_defaults_materialise() {
             "preload": false
         })
     );
-    assert_eq!(
-        serde_json::to_value(McpServerRef::named("github")).unwrap(),
-        out
-    );
+    assert_eq!(serde_json::to_value(McpServerRef::named("github")).unwrap(), out);
     roundtrip::<McpServerRef>(&examples::mcp_server_ref());
 }
 
 #[test]
 fn for_model_serializes_like_a_parsed_minimal_spec() {
     let built = serde_json::to_value(AgentSpec::for_model("p/m")).unwrap();
-    assert_eq!(
-        built,
-        normalise::<AgentSpec>(&json!({"model": {"name": "p/m"}}))
-    );
+    assert_eq!(built, normalise::<AgentSpec>(&json!({"model": {"name": "p/m"}})));
 }
 
 #[test]
@@ -115,17 +101,13 @@ fn model_params_reject_null_for_known_keys() {
 #[test]
 fn iteration_limit_range_is_enforced() {
     for limit in [1, 1024] {
-        let spec: AgentSpec = serde_json::from_value(
-            json!({"model": {"name": "p/m"}, "config": {"iteration_limit": limit}}),
-        )
-        .unwrap();
+        let spec: AgentSpec =
+            serde_json::from_value(json!({"model": {"name": "p/m"}, "config": {"iteration_limit": limit}})).unwrap();
         spec.validate().unwrap();
     }
     for limit in [0, 1025] {
-        let spec: AgentSpec = serde_json::from_value(
-            json!({"model": {"name": "p/m"}, "config": {"iteration_limit": limit}}),
-        )
-        .unwrap();
+        let spec: AgentSpec =
+            serde_json::from_value(json!({"model": {"name": "p/m"}, "config": {"iteration_limit": limit}})).unwrap();
         let error = spec.validate().unwrap_err();
         assert_eq!(error.path(), "config.iteration_limit");
     }
@@ -151,10 +133,7 @@ fn spec_shape_errors_are_rejected() {
         &json!({"model": {"name": "p/m"}, "config": {"sandbox": {}}}),
         "missing field `enabled`",
     );
-    rejects::<AgentSpec>(
-        &json!({"model": {"name": "p/m"}, "config": null}),
-        "invalid type",
-    );
+    rejects::<AgentSpec>(&json!({"model": {"name": "p/m"}, "config": null}), "invalid type");
     rejects::<AgentSpec>(
         &json!({"model": {"name": "p/m"}, "messages": [{"type": "user.tool_response", "content": "x"}]}),
         "user.message",
@@ -215,10 +194,8 @@ fn value_rules_are_validated() {
 
 #[test]
 fn skill_names_are_trimmed_like_the_reference() {
-    let spec: AgentSpec = serde_json::from_value(
-        json!({"model": {"name": "p/m"}, "skills": [{"name": "  pdf-tools "}]}),
-    )
-    .unwrap();
+    let spec: AgentSpec =
+        serde_json::from_value(json!({"model": {"name": "p/m"}, "skills": [{"name": "  pdf-tools "}]})).unwrap();
     spec.validate().unwrap();
     assert_eq!(spec.skills.unwrap()[0].name, "pdf-tools");
 }
@@ -229,10 +206,7 @@ fn model_fqn_splits_on_exactly_one_slash() {
         name: name.to_owned(),
         params: None,
     };
-    assert_eq!(
-        model("openai/gpt-5").provider_and_model(),
-        Some(("openai", "gpt-5"))
-    );
+    assert_eq!(model("openai/gpt-5").provider_and_model(), Some(("openai", "gpt-5")));
     assert_eq!(model("gpt-5").provider_and_model(), None);
     assert_eq!(model("a/b/c").provider_and_model(), None);
     assert_eq!(model("/m").provider_and_model(), None);
@@ -254,11 +228,7 @@ fn response_formats_round_trip_with_extras() {
 fn session_agent_bindings_round_trip() {
     let reference: SessionAgent = roundtrip(&examples::session_agent_reference());
     assert_eq!(reference.agent_id(), Some("01jabcagent"));
-    roundtrip::<SessionAgent>(&with(
-        &examples::session_agent_reference(),
-        "name",
-        json!(null),
-    ));
+    roundtrip::<SessionAgent>(&with(&examples::session_agent_reference(), "name", json!(null)));
     let inline: SessionAgent = roundtrip(&examples::session_agent_inline());
     inline.validate().unwrap();
     assert_eq!(inline.agent_id(), None);
@@ -277,8 +247,5 @@ fn session_agent_rejects_bad_shapes() {
     assert_eq!(empty_id.validate().unwrap_err().path(), "agent.id");
     let bad_inline: SessionAgent =
         serde_json::from_value(json!({"type": "inline", "spec": {"model": {"name": ""}}})).unwrap();
-    assert_eq!(
-        bad_inline.validate().unwrap_err().path(),
-        "agent.spec.model.name"
-    );
+    assert_eq!(bad_inline.validate().unwrap_err().path(), "agent.spec.model.name");
 }

@@ -6,8 +6,8 @@ mod common;
 use common::{examples, rejects, roundtrip, with, without};
 use serde_json::json;
 use trueforge_protocol::{
-    ApprovalDecision, CancellationReason, TurnInputItem, TurnMetrics, TurnState, UserContentPart,
-    UserMessageContent, validate_turn_input,
+    ApprovalDecision, CancellationReason, TurnInputItem, TurnMetrics, TurnState, UserContentPart, UserMessageContent,
+    validate_turn_input,
 };
 
 #[test]
@@ -54,10 +54,7 @@ fn input_items_reject_bad_shapes() {
     );
     rejects::<TurnInputItem>(&json!({"content": "x"}), "missing field `type`");
     rejects::<TurnInputItem>(&json!({"type": "user.message"}), "missing field `content`");
-    rejects::<TurnInputItem>(
-        &json!({"type": "user.message", "content": 5}),
-        "string or an array",
-    );
+    rejects::<TurnInputItem>(&json!({"type": "user.message", "content": 5}), "string or an array");
     rejects::<TurnInputItem>(
         &json!({"type": "user.message", "content": [{"type": "image", "url": "x"}]}),
         "unknown variant `image`",
@@ -71,11 +68,7 @@ fn input_items_reject_bad_shapes() {
         "missing field `thread_id`",
     );
     rejects::<TurnInputItem>(
-        &with(
-            &examples::user_tool_approval(),
-            "approval",
-            json!({"status": "maybe"}),
-        ),
+        &with(&examples::user_tool_approval(), "approval", json!({"status": "maybe"})),
         "unknown variant `maybe`",
     );
     rejects::<TurnInputItem>(
@@ -99,20 +92,11 @@ fn input_batches_are_validated() {
 
     let empty_content = parse(with(&examples::user_tool_response(), "content", json!("")));
     assert_eq!(
-        validate_turn_input(&[response, empty_content])
-            .unwrap_err()
-            .path(),
+        validate_turn_input(&[response, empty_content]).unwrap_err().path(),
         "input[1].content"
     );
-    let empty_thread = parse(with(
-        &examples::user_tool_approval(),
-        "thread_id",
-        json!(""),
-    ));
-    assert_eq!(
-        empty_thread.validate("x").unwrap_err().path(),
-        "x.thread_id"
-    );
+    let empty_thread = parse(with(&examples::user_tool_approval(), "thread_id", json!("")));
+    assert_eq!(empty_thread.validate("x").unwrap_err().path(), "x.thread_id");
 }
 
 #[test]
@@ -134,17 +118,10 @@ fn turn_states_round_trip() {
         panic!("expected done");
     };
     assert_eq!(output.as_ref().unwrap().id, "01jaaaaaaaaaaaaaaaaaaaaaaa");
-    let kinds: Vec<_> = required_actions
-        .iter()
-        .map(|action| action.event_type())
-        .collect();
+    let kinds: Vec<_> = required_actions.iter().map(|action| action.event_type()).collect();
     assert_eq!(
         kinds,
-        [
-            "tool.approval_required",
-            "tool.response_required",
-            "mcp.auth_required"
-        ]
+        ["tool.approval_required", "tool.response_required", "mcp.auth_required"]
     );
 
     let paused: TurnState = roundtrip(&json!({
@@ -185,11 +162,7 @@ fn turn_states_reject_bad_shapes() {
         "missing field `completed_at`",
     );
     rejects::<TurnState>(
-        &with(
-            &examples::turn_state_cancelled(),
-            "reason",
-            json!("timeout"),
-        ),
+        &with(&examples::turn_state_cancelled(), "reason", json!("timeout")),
         "unknown variant `timeout`",
     );
     rejects::<TurnState>(
@@ -205,15 +178,9 @@ fn turn_states_reject_bad_shapes() {
 #[test]
 fn cancellation_reasons_use_kebab_case() {
     for (reason, text) in [
-        (
-            CancellationReason::ServerExecutionTimeout,
-            "server-execution-timeout",
-        ),
+        (CancellationReason::ServerExecutionTimeout, "server-execution-timeout"),
         (CancellationReason::ClientCancelled, "client-cancelled"),
-        (
-            CancellationReason::CancelledForNextTurn,
-            "cancelled-for-next-turn",
-        ),
+        (CancellationReason::CancelledForNextTurn, "cancelled-for-next-turn"),
         (CancellationReason::Abandoned, "abandoned"),
     ] {
         assert_eq!(serde_json::to_value(reason).unwrap(), json!(text));

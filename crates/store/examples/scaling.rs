@@ -25,7 +25,11 @@ type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn message(turn: usize, index: usize) -> ContextMessage {
     let text = format!("turn {turn} message {index}: a typical line of conversation about the task at hand");
-    if index.is_multiple_of(2) { ContextMessage::user_text(text) } else { ContextMessage::assistant_text(text) }
+    if index.is_multiple_of(2) {
+        ContextMessage::user_text(text)
+    } else {
+        ContextMessage::assistant_text(text)
+    }
 }
 
 fn new_turn(session: &str, turn_id: &str, previous: Option<&str>, messages: Vec<ContextMessage>) -> NewTurn {
@@ -37,11 +41,19 @@ fn new_turn(session: &str, turn_id: &str, previous: Option<&str>, messages: Vec<
         input: Vec::new(),
         custom: None,
         new_threads: if previous.is_none() {
-            vec![NewThread { thread_id: "main".into(), parent: None, agent_info: None }]
+            vec![NewThread {
+                thread_id: "main".into(),
+                parent: None,
+                agent_info: None,
+            }]
         } else {
             Vec::new()
         },
-        context_appends: vec![ContextAppend { thread_id: "main".into(), messages, current_context_usage: None }],
+        context_appends: vec![ContextAppend {
+            thread_id: "main".into(),
+            messages,
+            current_context_usage: None,
+        }],
         capability_states: vec![("main".into(), None)],
         title_if_unset: None,
         lease: None,
@@ -49,11 +61,19 @@ fn new_turn(session: &str, turn_id: &str, previous: Option<&str>, messages: Vec<
 }
 
 fn done() -> TurnDone {
-    TurnDone { event_id: ulid::Ulid::new().to_string().to_lowercase(), min_seq: 0 }
+    TurnDone {
+        event_id: ulid::Ulid::new().to_string().to_lowercase(),
+        min_seq: 0,
+    }
 }
 
 fn done_state() -> TurnState {
-    TurnState::Done { output: None, required_actions: Vec::new(), completed_at: String::new(), metrics: None }
+    TurnState::Done {
+        output: None,
+        required_actions: Vec::new(),
+        completed_at: String::new(),
+        metrics: None,
+    }
 }
 
 /// Builds a session of `turns` finished turns with `per_turn` messages each; returns its tip.
@@ -73,18 +93,22 @@ async fn build_session(store: &dyn SessionStore, session: &str, turns: usize, pe
     for turn in 0..turns {
         let turn_id = format!("{session}-t{turn}");
         let messages = (0..per_turn).map(|index| message(turn, index)).collect();
-        store.create_turn(new_turn(session, &turn_id, previous.as_deref(), messages)).await?;
-        store.update_turn_state(&TurnKey::new(TENANT, session, &turn_id), done_state(), done()).await?;
+        store
+            .create_turn(new_turn(session, &turn_id, previous.as_deref(), messages))
+            .await?;
+        store
+            .update_turn_state(&TurnKey::new(TENANT, session, &turn_id), done_state(), done())
+            .await?;
         previous = Some(turn_id);
     }
     previous.ok_or_else(|| "empty session".into())
 }
 
 /// Median time to create one more turn (two appended messages) after `tip`.
-async fn time_next_turn(store: &dyn SessionStore, session: &str, tip: &str) -> BenchResult<Duration> {
+async fn time_next_turn(store: &dyn SessionStore, session: &str, tip: &str, phase: &str) -> BenchResult<Duration> {
     let mut samples = Vec::with_capacity(RUNS);
     for run in 0..RUNS {
-        let turn_id = format!("{session}-next{run}");
+        let turn_id = format!("{session}-{phase}{run}");
         let turn = new_turn(session, &turn_id, Some(tip), vec![message(9999, 0), message(9999, 1)]);
         let started = Instant::now();
         store.create_turn(turn).await?;
@@ -104,9 +128,10 @@ async fn measure(store: &dyn SessionStore, label: &str) -> BenchResult<(Duration
     let short_tip = build_session(store, &format!("{label}-short"), 10, 10).await?;
     let long_tip = build_session(store, &format!("{label}-long"), 250, 40).await?;
     // Warm up caches and connections on both sessions before timing.
-    time_next_turn(store, &format!("{label}-short"), &short_tip).await?;
-    let short = time_next_turn(store, &format!("{label}-short"), &short_tip).await?;
-    let long = time_next_turn(store, &format!("{label}-long"), &long_tip).await?;
+    time_next_turn(store, &format!("{label}-short"), &short_tip, "warmup").await?;
+    time_next_turn(store, &format!("{label}-long"), &long_tip, "warmup").await?;
+    let short = time_next_turn(store, &format!("{label}-short"), &short_tip, "timed").await?;
+    let long = time_next_turn(store, &format!("{label}-long"), &long_tip, "timed").await?;
     Ok((short, long))
 }
 
@@ -125,7 +150,11 @@ async fn sqlite_figures() -> BenchResult<Figures> {
     let (short, long) = measure(&store, "sqlite").await?;
     let rows: (i64, i64, i64) = sqlx::query_as(ROW_COUNT_SQL).fetch_one(db.reader()).await?;
     db.close().await;
-    Ok(Figures { short, long, rows_per_body: ratio(rows) })
+    Ok(Figures {
+        short,
+        long,
+        rows_per_body: ratio(rows),
+    })
 }
 
 async fn postgres_figures() -> BenchResult<Figures> {
@@ -134,16 +163,27 @@ async fn postgres_figures() -> BenchResult<Figures> {
         .map_err(|_| "set TRUEFORGE_BENCH_POSTGRES_URL to a Postgres server (postgres://user@host:port/db)")?;
     let admin = PostgresDb::connect(&url, 1, MigrateOnOpen::No).await?;
     let name = format!("tf_bench_{}", ulid::Ulid::new().to_string().to_lowercase());
-    sqlx::query(&format!("CREATE DATABASE {name}")).execute(admin.pool()).await?;
-    let base = url.rsplit_once('/').map(|(base, _)| base).ok_or("malformed Postgres URL")?;
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(admin.pool())
+        .await?;
+    let base = url
+        .rsplit_once('/')
+        .map(|(base, _)| base)
+        .ok_or("malformed Postgres URL")?;
     let db = PostgresDb::connect(&format!("{base}/{name}"), 4, MigrateOnOpen::Yes).await?;
     let store = PostgresSessionStore::new(db.clone());
     let (short, long) = measure(&store, "postgres").await?;
     let rows: (i64, i64, i64) = sqlx::query_as(ROW_COUNT_SQL).fetch_one(db.pool()).await?;
     db.close().await;
-    sqlx::query(&format!("DROP DATABASE {name}")).execute(admin.pool()).await?;
+    sqlx::query(&format!("DROP DATABASE {name}"))
+        .execute(admin.pool())
+        .await?;
     admin.close().await;
-    Ok(Figures { short, long, rows_per_body: ratio(rows) })
+    Ok(Figures {
+        short,
+        long,
+        rows_per_body: ratio(rows),
+    })
 }
 
 #[tokio::main]

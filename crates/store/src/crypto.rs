@@ -66,9 +66,7 @@ pub enum SecretError {
         current_key_id: String,
     },
     /// Right key, but authentication failed: the value was altered or copied from another row or field.
-    #[error(
-        "encrypted secret {field} failed authentication: it was altered or copied from another row"
-    )]
+    #[error("encrypted secret {field} failed authentication: it was altered or copied from another row")]
     Tampered { field: String },
     /// The stored value is not an envelope this version understands.
     #[error("stored secret {field} is not a valid encrypted value: {reason}")]
@@ -171,10 +169,7 @@ impl SecretCipher {
 
     /// [`Self::from_env_or_key_file`] with the variable's value passed in, so it is testable without
     /// touching the process environment.
-    pub fn from_env_value_or_key_file(
-        env_value: Option<&str>,
-        key_file: &Path,
-    ) -> Result<Self, SecretError> {
+    pub fn from_env_value_or_key_file(env_value: Option<&str>, key_file: &Path) -> Result<Self, SecretError> {
         if let Some(value) = env_value {
             let key = decode_key(value, SECRET_KEY_ENV)?;
             return Self::with_source(&key, KeySource::Environment, SECRET_KEY_ENV);
@@ -197,11 +192,7 @@ impl SecretCipher {
 
     fn from_aead(aead: Aes256Gcm, source: KeySource) -> Self {
         let key_id = compute_key_id(&aead);
-        Self {
-            aead,
-            key_id,
-            source,
-        }
+        Self { aead, key_id, source }
     }
 
     /// The key's public fingerprint (16 hex characters), as written into every envelope.
@@ -231,11 +222,7 @@ impl SecretCipher {
         let mut blob = Vec::with_capacity(NONCE_LEN + ciphertext.len());
         blob.extend_from_slice(&nonce);
         blob.extend_from_slice(&ciphertext);
-        Ok(format!(
-            "{ENVELOPE_PREFIX}{}:{}",
-            self.key_id,
-            BASE64.encode(blob)
-        ))
+        Ok(format!("{ENVELOPE_PREFIX}{}:{}", self.key_id, BASE64.encode(blob)))
     }
 
     /// Decrypts an envelope produced by [`Self::encrypt`] with the same `aad`.
@@ -247,9 +234,7 @@ impl SecretCipher {
         let rest = envelope
             .strip_prefix(ENVELOPE_PREFIX)
             .ok_or_else(|| malformed("missing the tfenc:v1: prefix"))?;
-        let (key_id, payload) = rest
-            .split_once(':')
-            .ok_or_else(|| malformed("missing the key id"))?;
+        let (key_id, payload) = rest.split_once(':').ok_or_else(|| malformed("missing the key id"))?;
         if key_id.len() != KEY_ID_LEN {
             return Err(malformed("bad key id"));
         }
@@ -259,9 +244,7 @@ impl SecretCipher {
                 current_key_id: self.key_id.clone(),
             });
         }
-        let blob = BASE64
-            .decode(payload)
-            .map_err(|_| malformed("payload is not base64"))?;
+        let blob = BASE64.decode(payload).map_err(|_| malformed("payload is not base64"))?;
         if blob.len() < NONCE_LEN + TAG_LEN {
             return Err(malformed("payload too short"));
         }
@@ -291,9 +274,7 @@ impl SecretCipher {
         match self.decrypt(stored_check, &key_check_aad()) {
             Ok(value) if value == KEY_CHECK_PLAINTEXT => Ok(()),
             Ok(_) | Err(SecretError::Tampered { .. }) => Err(SecretError::WrongKey {
-                stored_key_id: envelope_key_id(stored_check)
-                    .unwrap_or("unknown")
-                    .to_owned(),
+                stored_key_id: envelope_key_id(stored_check).unwrap_or("unknown").to_owned(),
                 current_key_id: self.key_id.clone(),
             }),
             Err(error) => Err(error),
@@ -350,10 +331,7 @@ fn decode_key(text: &str, source_name: &str) -> Result<Vec<u8>, SecretError> {
         ))
     })?;
     if key.len() != KEY_LEN {
-        return Err(invalid(format!(
-            "decodes to {} bytes, expected {KEY_LEN}",
-            key.len()
-        )));
+        return Err(invalid(format!("decodes to {} bytes, expected {KEY_LEN}", key.len())));
     }
     Ok(key)
 }
@@ -371,12 +349,8 @@ fn load_or_create_key_file(path: &Path) -> Result<(Vec<u8>, bool), SecretError> 
         Err(error) if error.kind() == ErrorKind::NotFound => {}
         Err(error) => return Err(file_error(error.to_string())),
     }
-    if let Some(parent) = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-    {
-        std::fs::create_dir_all(parent)
-            .map_err(|error| file_error(format!("creating its directory: {error}")))?;
+    if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|error| file_error(format!("creating its directory: {error}")))?;
     }
     let key = Aes256Gcm::generate_key(OsRng);
     let mut temp_name = path.as_os_str().to_owned();
@@ -388,9 +362,7 @@ fn load_or_create_key_file(path: &Path) -> Result<(Vec<u8>, bool), SecretError> 
     match linked {
         Ok(()) => Ok((key.to_vec(), true)),
         // Another process created it first: use theirs.
-        Err(error) if error.kind() == ErrorKind::AlreadyExists => {
-            read_key_file(path).map(|key| (key, false))
-        }
+        Err(error) if error.kind() == ErrorKind::AlreadyExists => read_key_file(path).map(|key| (key, false)),
         Err(error) => Err(file_error(format!("creating it: {error}"))),
     }
 }
@@ -411,9 +383,7 @@ fn read_key_file(path: &Path) -> Result<Vec<u8>, SecretError> {
         reason,
     };
     let mut file = std::fs::File::open(path).map_err(|error| file_error(error.to_string()))?;
-    let metadata = file
-        .metadata()
-        .map_err(|error| file_error(error.to_string()))?;
+    let metadata = file.metadata().map_err(|error| file_error(error.to_string()))?;
     if !metadata.is_file() {
         return Err(file_error("not a regular file".to_owned()));
     }
@@ -441,9 +411,7 @@ mod tests {
     #[test]
     fn round_trip_and_envelope_shape() {
         let cipher = SecretCipher::from_key_bytes(&[7u8; 32]).unwrap();
-        let envelope = cipher
-            .encrypt("sk-secret-value", &aad("auth.api_key"))
-            .unwrap();
+        let envelope = cipher.encrypt("sk-secret-value", &aad("auth.api_key")).unwrap();
         assert!(is_envelope(&envelope));
         assert!(!envelope.contains("sk-secret-value"));
         assert_eq!(envelope_key_id(&envelope), Some(cipher.key_id()));
@@ -509,10 +477,7 @@ mod tests {
             &format!("{head}:AAAA"),
         ] {
             assert!(
-                matches!(
-                    cipher.decrypt(bad, &aad("f")),
-                    Err(SecretError::Malformed { .. })
-                ),
+                matches!(cipher.decrypt(bad, &aad("f")), Err(SecretError::Malformed { .. })),
                 "{bad}"
             );
         }
@@ -523,9 +488,7 @@ mod tests {
         let first = SecretCipher::generate();
         let check = first.key_check_value().unwrap();
         first.verify_key_check(&check).unwrap();
-        let error = SecretCipher::generate()
-            .verify_key_check(&check)
-            .unwrap_err();
+        let error = SecretCipher::generate().verify_key_check(&check).unwrap_err();
         assert!(matches!(error, SecretError::WrongKey { .. }));
     }
 
@@ -539,16 +502,10 @@ mod tests {
         let file = dir.path().join("key");
         for bad in ["", "   ", "not base64!", &BASE64.encode([0u8; 31])] {
             let error = SecretCipher::from_env_value_or_key_file(Some(bad), &file).unwrap_err();
-            assert!(
-                matches!(error, SecretError::InvalidKey { .. }),
-                "{bad}: {error:?}"
-            );
+            assert!(matches!(error, SecretError::InvalidKey { .. }), "{bad}: {error:?}");
             assert!(error.to_string().contains(SECRET_KEY_ENV));
         }
-        assert!(
-            !file.exists(),
-            "an invalid variable must not fall back to the key file"
-        );
+        assert!(!file.exists(), "an invalid variable must not fall back to the key file");
     }
 
     #[test]

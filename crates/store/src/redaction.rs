@@ -61,11 +61,7 @@ impl MissingSecret {
 }
 
 /// The value to store for one secret: `incoming` unless it is redacted, then the stored value.
-pub fn resolve_secret(
-    incoming: &str,
-    stored: Option<&str>,
-    missing: MissingSecret,
-) -> StoreResult<String> {
+pub fn resolve_secret(incoming: &str, stored: Option<&str>, missing: MissingSecret) -> StoreResult<String> {
     if !is_redacted(incoming) {
         return Ok(incoming.to_owned());
     }

@@ -24,7 +24,7 @@
 //!   row whatever its age and returns it only when fresh (`created_at > now - TTL`); saving sweeps
 //!   expired rows, and [`OAuthTokenStore::sweep_expired_pending_authorizations`] is there for a timer.
 //! - **One clock per backend**: the process clock for memory and SQLite (injectable for memory), the
-//!   database clock for Postgres. Timestamps are epoch milliseconds in storage, `DateTime<Utc>` in records.
+//!   database clock for Postgres. Timestamps are epoch milliseconds, [`crate::Timestamp`] in records.
 //! - **Typed errors**: unique violations become `NameConflict`, references to a missing MCP server
 //!   `NotFound`; no raw database error reaches a caller.
 
@@ -43,13 +43,12 @@ pub use manifest::{NamedManifest, SettingsManifest};
 pub use memory::MemorySettingsStore;
 pub use postgres::PostgresSettingsStore;
 pub use records::{
-    AgentRecord, McpServerRecord, ModelProviderRecord, NamedRecord, OAuthClientCredentials,
-    OAuthClientRegistration, OAuthServerMetadata, OAuthToken, OAuthTokenRecord,
-    PENDING_AUTHORIZATION_TTL, PendingAuthorization, PendingAuthorizationRecord,
-    SandboxBuildStatus, SandboxProviderRecord, SandboxProviderStatus, SkillRecord,
+    AgentRecord, McpServerRecord, ModelProviderRecord, NamedRecord, OAuthClientCredentials, OAuthClientRegistration,
+    OAuthServerMetadata, OAuthToken, OAuthTokenRecord, PENDING_AUTHORIZATION_TTL, PendingAuthorization,
+    PendingAuthorizationRecord, SandboxBuildStatus, SandboxProviderRecord, SandboxProviderStatus, SkillRecord,
 };
 pub use sqlite::SqliteSettingsStore;
 pub use traits::{
-    AgentStore, ManifestUpdate, McpServerStore, ModelProviderStore, OAuthTokenStore,
-    SandboxProviderStore, SandboxProviderUpdate, SettingsStore, SkillStore,
+    AgentStore, ManifestUpdate, McpServerStore, ModelProviderStore, OAuthTokenStore, SandboxProviderStore,
+    SandboxProviderUpdate, SettingsStore, SkillStore,
 };

@@ -15,17 +15,26 @@ pub struct Backend {
 }
 
 pub async fn memory() -> Backend {
-    Backend { store: Arc::new(MemorySessionStore::new()), _guard: None }
+    Backend {
+        store: Arc::new(MemorySessionStore::new()),
+        _guard: None,
+    }
 }
 
 pub async fn sqlite() -> Backend {
     let temp = common::sqlite_db().await;
-    Backend { store: Arc::new(SqliteSessionStore::new(temp.db.clone())), _guard: Some(temp) }
+    Backend {
+        store: Arc::new(SqliteSessionStore::new(temp.db.clone())),
+        _guard: Some(temp),
+    }
 }
 
 pub async fn postgres() -> Backend {
     let db = common::postgres_db().await;
-    Backend { store: Arc::new(PostgresSessionStore::new(db)), _guard: None }
+    Backend {
+        store: Arc::new(PostgresSessionStore::new(db)),
+        _guard: None,
+    }
 }
 
 /// Instantiates the cases of one suite module for every backend: `<module>::<backend>::<case>`.

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 /// Parses `json` as `T`, serializes it back and asserts nothing changed; returns the parsed value.
 pub fn roundtrip<T: DeserializeOwned + Serialize>(json: &Value) -> T {
-    let parsed: T = serde_json::from_value(json.clone())
-        .unwrap_or_else(|error| panic!("failed to parse {json}: {error}"));
+    let parsed: T =
+        serde_json::from_value(json.clone()).unwrap_or_else(|error| panic!("failed to parse {json}: {error}"));
     let back = serde_json::to_value(&parsed).expect("serializes");
     assert_eq!(&back, json, "round trip changed the JSON");
     // Also through text, which is how values travel.
@@ -24,8 +24,8 @@ pub fn roundtrip<T: DeserializeOwned + Serialize>(json: &Value) -> T {
 
 /// Parses `json` as `T` and returns the serialized form (for default materialisation checks).
 pub fn normalise<T: DeserializeOwned + Serialize>(json: &Value) -> Value {
-    let parsed: T = serde_json::from_value(json.clone())
-        .unwrap_or_else(|error| panic!("failed to parse {json}: {error}"));
+    let parsed: T =
+        serde_json::from_value(json.clone()).unwrap_or_else(|error| panic!("failed to parse {json}: {error}"));
     serde_json::to_value(&parsed).expect("serializes")
 }
 
@@ -50,8 +50,6 @@ pub fn without(json: &Value, key: &str) -> Value {
 /// `json` with `key` set to `value` in the top-level object.
 pub fn with(json: &Value, key: &str, value: Value) -> Value {
     let mut json = json.clone();
-    json.as_object_mut()
-        .expect("an object")
-        .insert(key.to_owned(), value);
+    json.as_object_mut().expect("an object").insert(key.to_owned(), value);
     json
 }

@@ -7,8 +7,8 @@ use std::sync::{Mutex, MutexGuard};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use trueforge_protocol::{
-    AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SessionAgent,
-    SubAgentCompletion, TurnState,
+    AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SessionAgent, SubAgentCompletion,
+    TurnState,
 };
 
 use super::model::*;
@@ -97,11 +97,15 @@ fn thread_key(key: &TurnKey, thread_id: &str) -> (String, String, String) {
 
 impl State {
     fn session(&self, tenant_id: &str, session_id: &str) -> Option<&SessionRecord> {
-        self.sessions.get(session_id).filter(|session| session.tenant_id == tenant_id)
+        self.sessions
+            .get(session_id)
+            .filter(|session| session.tenant_id == tenant_id)
     }
 
     fn turn(&self, key: &TurnKey) -> Option<&TurnRow> {
-        self.turns.get(&turn_map_key(key)).filter(|row| row.summary.tenant_id == key.tenant_id)
+        self.turns
+            .get(&turn_map_key(key))
+            .filter(|row| row.summary.tenant_id == key.tenant_id)
     }
 
     /// The fence of every turn-scoped write: the turn exists for this tenant and is running. Bumps
@@ -112,7 +116,9 @@ impl State {
             .turns
             .get_mut(&turn_map_key(key))
             .filter(|row| row.summary.tenant_id == key.tenant_id)
-            .ok_or_else(|| StoreError::TurnNotFound { turn_id: key.turn_id.clone() })?;
+            .ok_or_else(|| StoreError::TurnNotFound {
+                turn_id: key.turn_id.clone(),
+            })?;
         if row.summary.state.is_terminal() {
             return Err(StoreError::TurnNotRunning {
                 turn_id: key.turn_id.clone(),
@@ -124,10 +130,12 @@ impl State {
     }
 
     fn thread_mut(&mut self, key: &TurnKey, thread_id: &str) -> StoreResult<&mut ThreadRow> {
-        self.threads.get_mut(&thread_key(key, thread_id)).ok_or_else(|| StoreError::ThreadNotFound {
-            turn_id: key.turn_id.clone(),
-            thread_id: thread_id.to_string(),
-        })
+        self.threads
+            .get_mut(&thread_key(key, thread_id))
+            .ok_or_else(|| StoreError::ThreadNotFound {
+                turn_id: key.turn_id.clone(),
+                thread_id: thread_id.to_string(),
+            })
     }
 
     fn new_segment(&mut self, session_id: &str, parent: Option<i64>, supersedes: Option<i64>) -> i64 {
@@ -136,13 +144,22 @@ impl State {
         let id = self.next_segment;
         self.segments.insert(
             id,
-            Segment { session_id: session_id.to_string(), parent, parent_len, supersedes, own: Vec::new() },
+            Segment {
+                session_id: session_id.to_string(),
+                parent,
+                parent_len,
+                supersedes,
+                own: Vec::new(),
+            },
         );
         id
     }
 
     fn segment_len(&self, id: i64) -> i64 {
-        self.segments.get(&id).map(|segment| segment.parent_len + segment.own.len() as i64).unwrap_or(0)
+        self.segments
+            .get(&id)
+            .map(|segment| segment.parent_len + segment.own.len() as i64)
+            .unwrap_or(0)
     }
 
     fn append_messages(&mut self, segment_id: i64, turn_id: &str, messages: Vec<ContextMessage>) {
@@ -151,7 +168,15 @@ impl State {
             self.next_message += 1;
             let id = self.next_message;
             let index_text = search::index_text(&message.search_text());
-            self.messages.insert(id, MessageRow { turn_id: turn_id.to_string(), position, message, index_text });
+            self.messages.insert(
+                id,
+                MessageRow {
+                    turn_id: turn_id.to_string(),
+                    position,
+                    message,
+                    index_text,
+                },
+            );
             if let Some(segment) = self.segments.get_mut(&segment_id) {
                 segment.own.push(id);
             }
@@ -204,25 +229,41 @@ impl State {
                 (thread_id.clone(), snapshot)
             })
             .collect();
-        TurnSnapshot { threads, mcp_servers: row.mcp_servers.clone(), sandbox_info: row.sandbox_info.clone() }
+        TurnSnapshot {
+            threads,
+            mcp_servers: row.mcp_servers.clone(),
+            sandbox_info: row.sandbox_info.clone(),
+        }
     }
 
     fn record(&self, key: &TurnKey) -> Option<TurnRecord> {
         let row = self.turn(key)?;
-        Some(TurnRecord { turn: row.summary.clone(), snapshot: self.snapshot_of(key, row) })
+        Some(TurnRecord {
+            turn: row.summary.clone(),
+            snapshot: self.snapshot_of(key, row),
+        })
     }
 
     fn write_done(&mut self, key: &TurnKey, state: TurnState, done: &TurnDone, now: Timestamp) -> StoreResult<()> {
         let event = rules::turn_done_event(&done.event_id, &state, now);
-        let row = self.turns.get_mut(&turn_map_key(key)).ok_or_else(|| StoreError::TurnNotFound {
-            turn_id: key.turn_id.clone(),
-        })?;
+        let row = self
+            .turns
+            .get_mut(&turn_map_key(key))
+            .ok_or_else(|| StoreError::TurnNotFound {
+                turn_id: key.turn_id.clone(),
+            })?;
         let already = self
             .events
-            .range((key.session_id.clone(), key.turn_id.clone(), 0)..=(key.session_id.clone(), key.turn_id.clone(), u64::MAX))
+            .range(
+                (key.session_id.clone(), key.turn_id.clone(), 0)
+                    ..=(key.session_id.clone(), key.turn_id.clone(), u64::MAX),
+            )
             .any(|(_, stored)| stored.event.id() == done.event_id);
         if already {
-            return Err(StoreError::EventAlreadyExists { turn_id: key.turn_id.clone(), event_id: done.event_id.clone() });
+            return Err(StoreError::EventAlreadyExists {
+                turn_id: key.turn_id.clone(),
+                event_id: done.event_id.clone(),
+            });
         }
         let seq = rules::done_seq(row.summary.last_seq, done.min_seq);
         rules::seq_to_db(seq)?;
@@ -230,7 +271,10 @@ impl State {
         row.summary.last_seq = seq;
         row.summary.lease = None;
         row.summary.updated_at = row.summary.updated_at.max(now);
-        self.events.insert((key.session_id.clone(), key.turn_id.clone(), seq), StoredEvent { seq, event });
+        self.events.insert(
+            (key.session_id.clone(), key.turn_id.clone(), seq),
+            StoredEvent { seq, event },
+        );
         Ok(())
     }
 
@@ -239,7 +283,9 @@ impl State {
         let mut chain = Vec::new();
         let mut current = Some(anchor.to_string());
         while let Some(turn_id) = current {
-            let Some(row) = self.turns.get(&(session_id.to_string(), turn_id.clone())) else { break };
+            let Some(row) = self.turns.get(&(session_id.to_string(), turn_id.clone())) else {
+                break;
+            };
             current = row.summary.previous_turn_id.clone();
             chain.push(turn_id);
         }
@@ -248,12 +294,17 @@ impl State {
 
     fn history(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Vec<(i64, bool)>> {
         if self.turn(key).is_none() {
-            return Err(StoreError::TurnNotFound { turn_id: key.turn_id.clone() });
+            return Err(StoreError::TurnNotFound {
+                turn_id: key.turn_id.clone(),
+            });
         }
-        let thread = self.threads.get(&thread_key(key, thread_id)).ok_or_else(|| StoreError::ThreadNotFound {
-            turn_id: key.turn_id.clone(),
-            thread_id: thread_id.to_string(),
-        })?;
+        let thread = self
+            .threads
+            .get(&thread_key(key, thread_id))
+            .ok_or_else(|| StoreError::ThreadNotFound {
+                turn_id: key.turn_id.clone(),
+                thread_id: thread_id.to_string(),
+            })?;
         let active: BTreeSet<i64> = self.chain_ids(thread.segment_id).into_iter().collect();
         let mut seen = BTreeSet::new();
         let mut pending = vec![thread.segment_id];
@@ -287,7 +338,10 @@ fn lease_of(request: &Option<LeaseRequest>, now: Timestamp) -> StoreResult<Optio
         None => Ok(None),
         Some(request) => {
             rules::check_ttl(request.ttl_ms)?;
-            Ok(Some(Lease { owner: request.owner.clone(), expires_at: now.plus_millis(request.ttl_ms) }))
+            Ok(Some(Lease {
+                owner: request.owner.clone(),
+                expires_at: now.plus_millis(request.ttl_ms),
+            }))
         }
     }
 }
@@ -298,7 +352,9 @@ impl SessionStore for MemorySessionStore {
         rules::require_id("session", &session.session_id)?;
         let mut state = self.lock();
         if state.sessions.contains_key(&session.session_id) {
-            return Err(StoreError::SessionAlreadyExists { session_id: session.session_id });
+            return Err(StoreError::SessionAlreadyExists {
+                session_id: session.session_id,
+            });
         }
         let now = Timestamp::now();
         let record = SessionRecord {
@@ -325,8 +381,12 @@ impl SessionStore for MemorySessionStore {
         state.turns.retain(|(session, _), _| session != session_id);
         state.threads.retain(|(session, _, _), _| session != session_id);
         state.events.retain(|(session, _, _), _| session != session_id);
-        let segments: Vec<i64> =
-            state.segments.iter().filter(|(_, s)| s.session_id == session_id).map(|(id, _)| *id).collect();
+        let segments: Vec<i64> = state
+            .segments
+            .iter()
+            .filter(|(_, s)| s.session_id == session_id)
+            .map(|(id, _)| *id)
+            .collect();
         for id in segments {
             if let Some(segment) = state.segments.remove(&id) {
                 for message in segment.own {
@@ -341,13 +401,20 @@ impl SessionStore for MemorySessionStore {
         Ok(self.lock().session(tenant_id, session_id).cloned())
     }
 
-    async fn update_session(&self, tenant_id: &str, session_id: &str, update: SessionUpdate) -> StoreResult<SessionRecord> {
+    async fn update_session(
+        &self,
+        tenant_id: &str,
+        session_id: &str,
+        update: SessionUpdate,
+    ) -> StoreResult<SessionRecord> {
         let mut state = self.lock();
         let record = state
             .sessions
             .get_mut(session_id)
             .filter(|session| session.tenant_id == tenant_id)
-            .ok_or_else(|| StoreError::SessionNotFound { session_id: session_id.to_string() })?;
+            .ok_or_else(|| StoreError::SessionNotFound {
+                session_id: session_id.to_string(),
+            })?;
         if let Some(spec) = update.agent_spec {
             if !matches!(record.agent, SessionAgent::Inline { .. }) {
                 return Err(StoreError::InvalidInput(
@@ -363,7 +430,12 @@ impl SessionStore for MemorySessionStore {
         Ok(record.clone())
     }
 
-    async fn list_sessions(&self, tenant_id: &str, filter: &SessionFilter, page: &PageRequest) -> StoreResult<Page<SessionRecord>> {
+    async fn list_sessions(
+        &self,
+        tenant_id: &str,
+        filter: &SessionFilter,
+        page: &PageRequest,
+    ) -> StoreResult<Page<SessionRecord>> {
         let after = page::sessions_cursor(page::open_page(page)?, filter.order)?;
         let state = self.lock();
         let mut rows: Vec<&SessionRecord> = state
@@ -374,9 +446,10 @@ impl SessionStore for MemorySessionStore {
             .filter(|s| filter.created_to.is_none_or(|to| s.created_at <= to))
             .filter(|s| filter.created_by.as_ref().is_none_or(|by| &s.created_by == by))
             .filter(|s| {
-                filter.agent_id.as_ref().is_none_or(
-                    |agent_id| matches!(&s.agent, SessionAgent::Reference { id, .. } if id == agent_id),
-                )
+                filter
+                    .agent_id
+                    .as_ref()
+                    .is_none_or(|agent_id| matches!(&s.agent, SessionAgent::Reference { id, .. } if id == agent_id))
             })
             .collect();
         let desc = filter.order == SortOrder::Desc;
@@ -402,7 +475,11 @@ impl SessionStore for MemorySessionStore {
             updated_at: s.updated_at.millis(),
             session_id: s.session_id.clone(),
         });
-        Ok(Page { data, limit: page.limit, next_page_token })
+        Ok(Page {
+            data,
+            limit: page.limit,
+            next_page_token,
+        })
     }
 
     async fn create_turn(&self, turn: NewTurn) -> StoreResult<TurnSummary> {
@@ -411,9 +488,14 @@ impl SessionStore for MemorySessionStore {
         let lease = lease_of(&turn.lease, now)?;
         let mut state = self.lock();
         if state.session(&turn.tenant_id, &turn.session_id).is_none() {
-            return Err(StoreError::SessionNotFound { session_id: turn.session_id });
+            return Err(StoreError::SessionNotFound {
+                session_id: turn.session_id,
+            });
         }
-        if state.turns.contains_key(&(turn.session_id.clone(), turn.turn_id.clone())) {
+        if state
+            .turns
+            .contains_key(&(turn.session_id.clone(), turn.turn_id.clone()))
+        {
             return Err(StoreError::TurnAlreadyExists { turn_id: turn.turn_id });
         }
         let previous = match &turn.previous_turn_id {
@@ -422,22 +504,28 @@ impl SessionStore for MemorySessionStore {
                 let row = state
                     .turns
                     .get(&(turn.session_id.clone(), previous_id.clone()))
-                    .ok_or_else(|| StoreError::PreviousTurnNotFound { turn_id: previous_id.clone() })?;
+                    .ok_or_else(|| StoreError::PreviousTurnNotFound {
+                        turn_id: previous_id.clone(),
+                    })?;
                 if !row.summary.state.is_terminal() {
-                    return Err(StoreError::PreviousTurnRunning { previous_turn_id: previous_id.clone() });
+                    return Err(StoreError::PreviousTurnRunning {
+                        previous_turn_id: previous_id.clone(),
+                    });
                 }
                 Some(row.clone())
             }
         };
-        let previous_key = previous.as_ref().map(|row| {
-            TurnKey::new(&turn.tenant_id, &turn.session_id, &row.summary.turn_id)
-        });
+        let previous_key = previous
+            .as_ref()
+            .map(|row| TurnKey::new(&turn.tenant_id, &turn.session_id, &row.summary.turn_id));
         let inherited: Vec<(String, ThreadRow)> = match &previous_key {
             None => Vec::new(),
             Some(previous_key) => state
                 .threads
                 .iter()
-                .filter(|((session, turn_id, _), _)| session == &previous_key.session_id && turn_id == &previous_key.turn_id)
+                .filter(|((session, turn_id, _), _)| {
+                    session == &previous_key.session_id && turn_id == &previous_key.turn_id
+                })
                 .map(|((_, _, thread_id), row)| (thread_id.clone(), row.clone()))
                 .collect(),
         };
@@ -468,7 +556,9 @@ impl SessionStore for MemorySessionStore {
             state.threads.insert(thread_key(&key, &new_thread.thread_id), thread);
         }
         for append in turn.context_appends {
-            let Some(thread) = state.threads.get_mut(&thread_key(&key, &append.thread_id)) else { continue };
+            let Some(thread) = state.threads.get_mut(&thread_key(&key, &append.thread_id)) else {
+                continue;
+            };
             if let Some(usage) = append.current_context_usage {
                 thread.usage = usage;
             }
@@ -514,11 +604,18 @@ impl SessionStore for MemorySessionStore {
         Ok(self.lock().record(key))
     }
 
-    async fn list_turns(&self, tenant_id: &str, session_id: &str, page: &PageRequest) -> StoreResult<Page<TurnSummary>> {
+    async fn list_turns(
+        &self,
+        tenant_id: &str,
+        session_id: &str,
+        page: &PageRequest,
+    ) -> StoreResult<Page<TurnSummary>> {
         let after = page::turns_cursor(page::open_page(page)?)?.unwrap_or(0);
         let state = self.lock();
         if state.session(tenant_id, session_id).is_none() {
-            return Err(StoreError::SessionNotFound { session_id: session_id.to_string() });
+            return Err(StoreError::SessionNotFound {
+                session_id: session_id.to_string(),
+            });
         }
         let mut rows: Vec<&TurnRow> = state
             .turns
@@ -526,24 +623,39 @@ impl SessionStore for MemorySessionStore {
             .filter(|row| row.summary.session_id == session_id && row.ord > after)
             .collect();
         rows.sort_by_key(|row| row.ord);
-        let rows: Vec<(i64, TurnSummary)> =
-            rows.into_iter().take(page.limit as usize + 1).map(|row| (row.ord, row.summary.clone())).collect();
+        let rows: Vec<(i64, TurnSummary)> = rows
+            .into_iter()
+            .take(page.limit as usize + 1)
+            .map(|row| (row.ord, row.summary.clone()))
+            .collect();
         let (rows, next_page_token) = page::finish_page(rows, page.limit, |(ord, _)| Cursor::Turns { ord: *ord });
-        Ok(Page { data: rows.into_iter().map(|(_, summary)| summary).collect(), limit: page.limit, next_page_token })
+        Ok(Page {
+            data: rows.into_iter().map(|(_, summary)| summary).collect(),
+            limit: page.limit,
+            next_page_token,
+        })
     }
 
     async fn freeze_and_get_turn(&self, key: &TurnKey, freeze: FreezeTurn) -> StoreResult<TurnRecord> {
         let mut state = self.lock();
-        let row = state.turn(key).ok_or_else(|| StoreError::TurnNotFound { turn_id: key.turn_id.clone() })?;
+        let row = state.turn(key).ok_or_else(|| StoreError::TurnNotFound {
+            turn_id: key.turn_id.clone(),
+        })?;
         if !row.summary.state.is_terminal() {
             let now = Timestamp::now();
             let cancelled = rules::stamp_terminal(
-                TurnState::Cancelled { reason: freeze.reason, completed_at: String::new(), metrics: freeze.metrics },
+                TurnState::Cancelled {
+                    reason: freeze.reason,
+                    completed_at: String::new(),
+                    metrics: freeze.metrics,
+                },
                 now,
             )?;
             state.write_done(key, cancelled, &freeze.done, now)?;
         }
-        state.record(key).ok_or_else(|| StoreError::TurnNotFound { turn_id: key.turn_id.clone() })
+        state.record(key).ok_or_else(|| StoreError::TurnNotFound {
+            turn_id: key.turn_id.clone(),
+        })
     }
 
     async fn update_turn_state(&self, key: &TurnKey, new_state: TurnState, done: TurnDone) -> StoreResult<TurnState> {
@@ -562,7 +674,8 @@ impl SessionStore for MemorySessionStore {
         for stored in &events {
             rules::seq_to_db(stored.seq)?;
         }
-        let range = (key.session_id.clone(), key.turn_id.clone(), 0)..=(key.session_id.clone(), key.turn_id.clone(), u64::MAX);
+        let range =
+            (key.session_id.clone(), key.turn_id.clone(), 0)..=(key.session_id.clone(), key.turn_id.clone(), u64::MAX);
         let existing: BTreeSet<&str> = state.events.range(range).map(|(_, stored)| stored.event.id()).collect();
         if let Some(duplicate) = events.iter().find(|stored| existing.contains(stored.event.id())) {
             return Err(StoreError::EventAlreadyExists {
@@ -574,38 +687,66 @@ impl SessionStore for MemorySessionStore {
             row.summary.last_seq = last.seq;
         }
         for stored in events {
-            state.events.insert((key.session_id.clone(), key.turn_id.clone(), stored.seq), stored);
+            state
+                .events
+                .insert((key.session_id.clone(), key.turn_id.clone(), stored.seq), stored);
         }
         Ok(())
     }
 
-    async fn list_turn_events(&self, key: &TurnKey, order: SortOrder, page: &PageRequest) -> StoreResult<Page<StoredEvent>> {
+    async fn list_turn_events(
+        &self,
+        key: &TurnKey,
+        order: SortOrder,
+        page: &PageRequest,
+    ) -> StoreResult<Page<StoredEvent>> {
         let after = page::turn_events_cursor(page::open_page(page)?, order)?;
         let state = self.lock();
         if state.turn(key).is_none() {
-            return Err(StoreError::TurnNotFound { turn_id: key.turn_id.clone() });
+            return Err(StoreError::TurnNotFound {
+                turn_id: key.turn_id.clone(),
+            });
         }
-        let range = (key.session_id.clone(), key.turn_id.clone(), 0)..=(key.session_id.clone(), key.turn_id.clone(), u64::MAX);
+        let range =
+            (key.session_id.clone(), key.turn_id.clone(), 0)..=(key.session_id.clone(), key.turn_id.clone(), u64::MAX);
         let all = state.events.range(range).map(|(_, stored)| stored);
         let desc = order == SortOrder::Desc;
         let rows: Vec<StoredEvent> = if desc {
-            all.rev().filter(|e| after.is_none_or(|seq| e.seq < seq)).take(page.limit as usize + 1).cloned().collect()
+            all.rev()
+                .filter(|e| after.is_none_or(|seq| e.seq < seq))
+                .take(page.limit as usize + 1)
+                .cloned()
+                .collect()
         } else {
-            all.filter(|e| after.is_none_or(|seq| e.seq > seq)).take(page.limit as usize + 1).cloned().collect()
+            all.filter(|e| after.is_none_or(|seq| e.seq > seq))
+                .take(page.limit as usize + 1)
+                .cloned()
+                .collect()
         };
         let (data, next_page_token) = page::finish_page(rows, page.limit, |e| Cursor::TurnEvents { desc, seq: e.seq });
-        Ok(Page { data, limit: page.limit, next_page_token })
+        Ok(Page {
+            data,
+            limit: page.limit,
+            next_page_token,
+        })
     }
 
     async fn list_turn_events_after(&self, key: &TurnKey, after_seq: u64, limit: u32) -> StoreResult<Vec<StoredEvent>> {
         page::open_page(&PageRequest::first(limit))?;
         let state = self.lock();
         if state.turn(key).is_none() {
-            return Err(StoreError::TurnNotFound { turn_id: key.turn_id.clone() });
+            return Err(StoreError::TurnNotFound {
+                turn_id: key.turn_id.clone(),
+            });
         }
         let range = (key.session_id.clone(), key.turn_id.clone(), after_seq.saturating_add(1))
             ..=(key.session_id.clone(), key.turn_id.clone(), u64::MAX);
-        Ok(state.events.range(range).take(limit as usize).map(|(_, stored)| stored.clone()).collect())
+        Ok(state
+            .events
+            .range(range)
+            .take(limit as usize)
+            .map(|(_, stored)| stored.clone())
+            .collect())
     }
 
     async fn list_session_events(
@@ -619,13 +760,24 @@ impl SessionStore for MemorySessionStore {
         let state = self.lock();
         let session = state
             .session(tenant_id, session_id)
-            .ok_or_else(|| StoreError::SessionNotFound { session_id: session_id.to_string() })?;
+            .ok_or_else(|| StoreError::SessionNotFound {
+                session_id: session_id.to_string(),
+            })?;
         let (anchor, after) = match cursor {
             Some(cursor) => (Some(cursor.anchor), cursor.after),
-            None => (last_turn_id.map(str::to_string).or_else(|| session.last_turn_id.clone()), None),
+            None => (
+                last_turn_id
+                    .map(str::to_string)
+                    .or_else(|| session.last_turn_id.clone()),
+                None,
+            ),
         };
         let Some(anchor) = anchor else {
-            return Ok(Page { data: Vec::new(), limit: page.limit, next_page_token: None });
+            return Ok(Page {
+                data: Vec::new(),
+                limit: page.limit,
+                next_page_token: None,
+            });
         };
         if !state.turns.contains_key(&(session_id.to_string(), anchor.clone())) {
             return Err(StoreError::TurnNotFound { turn_id: anchor });
@@ -633,12 +785,22 @@ impl SessionStore for MemorySessionStore {
         let mut rows: Vec<(i64, SessionEventItem)> = Vec::new();
         for (depth, turn_id) in state.branch(session_id, &anchor).into_iter().enumerate() {
             let depth = depth as i64;
-            let range = (session_id.to_string(), turn_id.clone(), 0)..=(session_id.to_string(), turn_id.clone(), u64::MAX);
+            let range =
+                (session_id.to_string(), turn_id.clone(), 0)..=(session_id.to_string(), turn_id.clone(), u64::MAX);
             for stored in state.events.range(range).rev().map(|(_, stored)| stored) {
-                if after.is_some_and(|(after_depth, after_seq)| (depth, u64::MAX - stored.seq) <= (after_depth, u64::MAX - after_seq)) {
+                if after.is_some_and(|(after_depth, after_seq)| {
+                    (depth, u64::MAX - stored.seq) <= (after_depth, u64::MAX - after_seq)
+                }) {
                     continue;
                 }
-                rows.push((depth, SessionEventItem { turn_id: turn_id.clone(), seq: stored.seq, event: stored.event.clone() }));
+                rows.push((
+                    depth,
+                    SessionEventItem {
+                        turn_id: turn_id.clone(),
+                        seq: stored.seq,
+                        event: stored.event.clone(),
+                    },
+                ));
                 if rows.len() > page.limit as usize {
                     break;
                 }
@@ -652,7 +814,11 @@ impl SessionStore for MemorySessionStore {
             depth: *depth,
             seq: item.seq,
         });
-        Ok(Page { data: rows.into_iter().map(|(_, item)| item).collect(), limit: page.limit, next_page_token })
+        Ok(Page {
+            data: rows.into_iter().map(|(_, item)| item).collect(),
+            limit: page.limit,
+            next_page_token,
+        })
     }
 
     async fn add_threads(&self, key: &TurnKey, threads: Vec<AgentThreadSnapshot>) -> StoreResult<()> {
@@ -661,7 +827,8 @@ impl SessionStore for MemorySessionStore {
         let mut seen = BTreeSet::new();
         for thread in &threads {
             rules::require_id("thread", &thread.thread_id)?;
-            if state.threads.contains_key(&thread_key(key, &thread.thread_id)) || !seen.insert(thread.thread_id.clone()) {
+            if state.threads.contains_key(&thread_key(key, &thread.thread_id)) || !seen.insert(thread.thread_id.clone())
+            {
                 return Err(StoreError::ThreadAlreadyExists {
                     turn_id: key.turn_id.clone(),
                     thread_id: thread.thread_id.clone(),
@@ -687,8 +854,14 @@ impl SessionStore for MemorySessionStore {
     async fn remove_threads(&self, key: &TurnKey, thread_ids: &[String]) -> StoreResult<()> {
         let mut state = self.lock();
         state.fence(key)?;
-        if let Some(missing) = thread_ids.iter().find(|id| !state.threads.contains_key(&thread_key(key, id))) {
-            return Err(StoreError::ThreadNotFound { turn_id: key.turn_id.clone(), thread_id: missing.clone() });
+        if let Some(missing) = thread_ids
+            .iter()
+            .find(|id| !state.threads.contains_key(&thread_key(key, id)))
+        {
+            return Err(StoreError::ThreadNotFound {
+                turn_id: key.turn_id.clone(),
+                thread_id: missing.clone(),
+            });
         }
         for thread_id in thread_ids {
             state.threads.remove(&thread_key(key, thread_id));
@@ -752,28 +925,51 @@ impl SessionStore for MemorySessionStore {
         Ok(())
     }
 
-    async fn patch_thread_capability_state(&self, key: &TurnKey, thread_id: &str, state_key: &str, value: Value) -> StoreResult<()> {
+    async fn patch_thread_capability_state(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        state_key: &str,
+        value: Value,
+    ) -> StoreResult<()> {
         let mut state = self.lock();
         state.fence(key)?;
         let thread = state.thread_mut(key, thread_id)?;
-        thread.capability_state.get_or_insert_with(Map::new).insert(state_key.to_string(), value);
+        thread
+            .capability_state
+            .get_or_insert_with(Map::new)
+            .insert(state_key.to_string(), value);
         Ok(())
     }
 
     async fn thread_history(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Vec<HistoryEntry>> {
         let state = self.lock();
         let ids = state.history(key, thread_id)?;
-        Ok(ids.into_iter().filter_map(|(id, active)| state.history_entry(id, active)).collect())
+        Ok(ids
+            .into_iter()
+            .filter_map(|(id, active)| state.history_entry(id, active))
+            .collect())
     }
 
-    async fn search_thread_history(&self, key: &TurnKey, thread_id: &str, query: &str, limit: u32) -> StoreResult<Vec<HistoryEntry>> {
+    async fn search_thread_history(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        query: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<HistoryEntry>> {
         let terms = search::query_terms(query)?;
         page::open_page(&PageRequest::first(limit))?;
         let state = self.lock();
         let ids = state.history(key, thread_id)?;
         Ok(ids
             .into_iter()
-            .filter(|(id, _)| state.messages.get(id).is_some_and(|row| search::matches(&row.index_text, &terms)))
+            .filter(|(id, _)| {
+                state
+                    .messages
+                    .get(id)
+                    .is_some_and(|row| search::matches(&row.index_text, &terms))
+            })
             .take(limit as usize)
             .filter_map(|(id, active)| state.history_entry(id, active))
             .collect())
@@ -786,7 +982,10 @@ impl SessionStore for MemorySessionStore {
         let row = state.fence(key)?;
         match &row.summary.lease {
             Some(lease) if lease.owner == owner => {
-                let renewed = Lease { owner: owner.to_string(), expires_at: now.plus_millis(ttl_ms) };
+                let renewed = Lease {
+                    owner: owner.to_string(),
+                    expires_at: now.plus_millis(ttl_ms),
+                };
                 row.summary.lease = Some(renewed.clone());
                 Ok(renewed)
             }
@@ -808,7 +1007,10 @@ impl SessionStore for MemorySessionStore {
                 owner: Some(lease.owner.clone()),
             }),
             _ => {
-                let lease = Lease { owner: new_owner.to_string(), expires_at: now.plus_millis(ttl_ms) };
+                let lease = Lease {
+                    owner: new_owner.to_string(),
+                    expires_at: now.plus_millis(ttl_ms),
+                };
                 row.summary.lease = Some(lease.clone());
                 Ok(lease)
             }
@@ -835,8 +1037,11 @@ impl SessionStore for MemorySessionStore {
             })
             .collect();
         expired.sort_by(|a, b| {
-            (a.expired_at, a.session_id.as_bytes(), a.turn_id.as_bytes())
-                .cmp(&(b.expired_at, b.session_id.as_bytes(), b.turn_id.as_bytes()))
+            (a.expired_at, a.session_id.as_bytes(), a.turn_id.as_bytes()).cmp(&(
+                b.expired_at,
+                b.session_id.as_bytes(),
+                b.turn_id.as_bytes(),
+            ))
         });
         expired.truncate(limit as usize);
         Ok(expired)

@@ -4,9 +4,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 use trueforge_protocol::{
-    AgentInfo, AgentParent, AgentSpec, AgentThreadSnapshot, CancellationReason, ContextMessage,
-    CurrentContextUsage, McpServerInitInfo, SessionAgent, SessionEvent, SubAgentCompletion,
-    TurnInputItem, TurnMetrics, TurnState,
+    AgentInfo, AgentParent, AgentSpec, AgentThreadSnapshot, CancellationReason, ContextMessage, CurrentContextUsage,
+    McpServerInitInfo, SessionAgent, SessionEvent, SubAgentCompletion, TurnInputItem, TurnMetrics, TurnState,
 };
 
 use crate::time::Timestamp;
@@ -78,11 +77,17 @@ pub struct PageRequest {
 
 impl PageRequest {
     pub fn first(limit: u32) -> Self {
-        Self { limit, page_token: None }
+        Self {
+            limit,
+            page_token: None,
+        }
     }
 
     pub fn after(limit: u32, token: impl Into<String>) -> Self {
-        Self { limit, page_token: Some(token.into()) }
+        Self {
+            limit,
+            page_token: Some(token.into()),
+        }
     }
 }
 
@@ -204,7 +209,11 @@ pub struct TurnKey {
 
 impl TurnKey {
     pub fn new(tenant_id: impl Into<String>, session_id: impl Into<String>, turn_id: impl Into<String>) -> Self {
-        Self { tenant_id: tenant_id.into(), session_id: session_id.into(), turn_id: turn_id.into() }
+        Self {
+            tenant_id: tenant_id.into(),
+            session_id: session_id.into(),
+            turn_id: turn_id.into(),
+        }
     }
 }
 

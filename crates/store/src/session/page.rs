@@ -14,7 +14,11 @@ use crate::error::{StoreError, StoreResult};
 pub(crate) enum Cursor {
     /// After this `(updated_at, session_id)` in the given order.
     #[serde(rename = "s")]
-    Sessions { desc: bool, updated_at: i64, session_id: String },
+    Sessions {
+        desc: bool,
+        updated_at: i64,
+        session_id: String,
+    },
     /// After this turn insertion ordinal.
     #[serde(rename = "t")]
     Turns { ord: i64 },
@@ -34,7 +38,9 @@ impl Cursor {
     }
 
     fn decode(token: &str) -> StoreResult<Self> {
-        let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| StoreError::InvalidPageToken)?;
+        let bytes = URL_SAFE_NO_PAD
+            .decode(token)
+            .map_err(|_| StoreError::InvalidPageToken)?;
         serde_json::from_slice(&bytes).map_err(|_| StoreError::InvalidPageToken)
     }
 }
@@ -56,9 +62,11 @@ pub(crate) fn open_page(page: &PageRequest) -> StoreResult<Option<Cursor>> {
 pub(crate) fn sessions_cursor(cursor: Option<Cursor>, order: SortOrder) -> StoreResult<Option<(i64, String)>> {
     match cursor {
         None => Ok(None),
-        Some(Cursor::Sessions { desc, updated_at, session_id }) if desc == (order == SortOrder::Desc) => {
-            Ok(Some((updated_at, session_id)))
-        }
+        Some(Cursor::Sessions {
+            desc,
+            updated_at,
+            session_id,
+        }) if desc == (order == SortOrder::Desc) => Ok(Some((updated_at, session_id))),
         Some(_) => Err(StoreError::InvalidPageToken),
     }
 }
@@ -88,7 +96,10 @@ pub(crate) struct FeedCursor {
 pub(crate) fn feed_cursor(cursor: Option<Cursor>) -> StoreResult<Option<FeedCursor>> {
     match cursor {
         None => Ok(None),
-        Some(Cursor::SessionFeed { anchor, depth, seq }) => Ok(Some(FeedCursor { anchor, after: Some((depth, seq)) })),
+        Some(Cursor::SessionFeed { anchor, depth, seq }) => Ok(Some(FeedCursor {
+            anchor,
+            after: Some((depth, seq)),
+        })),
         Some(_) => Err(StoreError::InvalidPageToken),
     }
 }

@@ -37,7 +37,10 @@ pub(crate) fn check_thread_delta(turn: &NewTurn, inherited: &BTreeSet<String>) -
     }
     for append in &turn.context_appends {
         if !threads.contains(&append.thread_id) {
-            return Err(invalid(format!("context append names unknown thread '{}'", append.thread_id)));
+            return Err(invalid(format!(
+                "context append names unknown thread '{}'",
+                append.thread_id
+            )));
         }
     }
     let mut with_state = BTreeSet::new();
@@ -46,7 +49,9 @@ pub(crate) fn check_thread_delta(turn: &NewTurn, inherited: &BTreeSet<String>) -
             return Err(invalid(format!("capability state names unknown thread '{thread_id}'")));
         }
         if !with_state.insert(thread_id.clone()) {
-            return Err(invalid(format!("capability state for thread '{thread_id}' is listed twice")));
+            return Err(invalid(format!(
+                "capability state for thread '{thread_id}' is listed twice"
+            )));
         }
     }
     if let Some(missing) = threads.difference(&with_state).next() {
@@ -74,11 +79,27 @@ pub(crate) fn stamp_terminal(state: TurnState, now: Timestamp) -> StoreResult<Tu
     let completed_at = now.to_iso();
     match state {
         TurnState::Running => Err(invalid("a terminal write needs a terminal state, not running")),
-        TurnState::Done { output, required_actions, metrics, .. } => {
-            Ok(TurnState::Done { output, required_actions, completed_at, metrics })
-        }
-        TurnState::Cancelled { reason, metrics, .. } => Ok(TurnState::Cancelled { reason, completed_at, metrics }),
-        TurnState::Error { message, metrics, .. } => Ok(TurnState::Error { message, completed_at, metrics }),
+        TurnState::Done {
+            output,
+            required_actions,
+            metrics,
+            ..
+        } => Ok(TurnState::Done {
+            output,
+            required_actions,
+            completed_at,
+            metrics,
+        }),
+        TurnState::Cancelled { reason, metrics, .. } => Ok(TurnState::Cancelled {
+            reason,
+            completed_at,
+            metrics,
+        }),
+        TurnState::Error { message, metrics, .. } => Ok(TurnState::Error {
+            message,
+            completed_at,
+            metrics,
+        }),
     }
 }
 
@@ -98,13 +119,21 @@ pub(crate) fn done_seq(last_seq: u64, min_seq: u64) -> u64 {
 }
 
 /// Sorts a batch by seq and checks it against the turn's last seq and itself.
-pub(crate) fn order_event_batch(turn_id: &str, mut events: Vec<StoredEvent>, last_seq: u64) -> StoreResult<Vec<StoredEvent>> {
+pub(crate) fn order_event_batch(
+    turn_id: &str,
+    mut events: Vec<StoredEvent>,
+    last_seq: u64,
+) -> StoreResult<Vec<StoredEvent>> {
     events.sort_by_key(|stored| stored.seq);
     let mut ids = BTreeSet::new();
     let mut previous = last_seq;
     for stored in &events {
         if stored.seq <= previous {
-            return Err(StoreError::EventSequenceConflict { turn_id: turn_id.to_string(), seq: stored.seq, last_seq: previous });
+            return Err(StoreError::EventSequenceConflict {
+                turn_id: turn_id.to_string(),
+                seq: stored.seq,
+                last_seq: previous,
+            });
         }
         previous = stored.seq;
         require_id("event", stored.event.id())?;

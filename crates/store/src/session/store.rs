@@ -3,14 +3,13 @@
 use async_trait::async_trait;
 use serde_json::Value;
 use trueforge_protocol::{
-    AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion,
-    TurnState,
+    AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion, TurnState,
 };
 
 use super::model::{
-    ExpiredLease, FreezeTurn, HistoryEntry, Lease, NewSession, NewTurn, Page, PageRequest,
-    SandboxInfo, SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder,
-    StoredEvent, TurnDone, TurnKey, TurnRecord, TurnSummary,
+    ExpiredLease, FreezeTurn, HistoryEntry, Lease, NewSession, NewTurn, Page, PageRequest, SandboxInfo,
+    SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, TurnDone, TurnKey,
+    TurnRecord, TurnSummary,
 };
 use crate::error::StoreResult;
 
@@ -61,12 +60,8 @@ pub trait SessionStore: Send + Sync {
     async fn get_turn(&self, key: &TurnKey) -> StoreResult<Option<TurnRecord>>;
 
     /// Lists every turn of a session (all branches) in creation order.
-    async fn list_turns(
-        &self,
-        tenant_id: &str,
-        session_id: &str,
-        page: &PageRequest,
-    ) -> StoreResult<Page<TurnSummary>>;
+    async fn list_turns(&self, tenant_id: &str, session_id: &str, page: &PageRequest)
+    -> StoreResult<Page<TurnSummary>>;
 
     /// Cancels a running turn with the store's `completed_at` and persists its `turn.done`, in one
     /// transaction. On a terminal turn it only reads. Returns the turn as it now is.

@@ -1,13 +1,15 @@
-//! The clock of the in-process backends. Memory and SQLite take "now" from here (the process clock by
-//! default); Postgres reads the database clock inside its statements so every replica agrees.
-//! Injecting a clock into the memory backend makes time-dependent behaviour (the pending-authorization
-//! TTL) testable without sleeping.
+//! The clock of the in-process backends. Memory and SQLite take "now" from here (the process clock,
+//! [`Timestamp::now`], by default); Postgres reads the database clock inside its statements so every
+//! replica agrees. Injecting a clock into the memory backend makes time-dependent behaviour (the
+//! pending-authorization TTL) testable without sleeping.
 
 use std::fmt::Debug;
 
-/// A source of the current time in epoch milliseconds.
+use crate::time::Timestamp;
+
+/// A source of the current time.
 pub trait Clock: Send + Sync + Debug {
-    fn now_ms(&self) -> i64;
+    fn now(&self) -> Timestamp;
 }
 
 /// The process wall clock.
@@ -15,7 +17,7 @@ pub trait Clock: Send + Sync + Debug {
 pub struct SystemClock;
 
 impl Clock for SystemClock {
-    fn now_ms(&self) -> i64 {
-        chrono::Utc::now().timestamp_millis()
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
     }
 }

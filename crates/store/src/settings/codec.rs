@@ -1,16 +1,15 @@
 //! Shared plumbing of the backends: table descriptions, ids, timestamps, and sealing manifests (their
 //! secrets encrypted in place) for the SQL backends.
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::crypto::{SecretAad, SecretCipher};
-use crate::error::{StoreError, StoreResult};
+use crate::error::{StoreError, StoreResult, is_unique_violation};
 use crate::settings::{
     NamedRecord, OAuthClientRegistration, OAuthToken, OAuthTokenRecord, PendingAuthorization,
-    PendingAuthorizationRecord, SandboxBuildStatus, SandboxProviderRecord, SandboxProviderStatus,
-    SettingsManifest,
+    PendingAuthorizationRecord, SandboxBuildStatus, SandboxProviderRecord, SandboxProviderStatus, SettingsManifest,
 };
+use crate::time::Timestamp;
 
 /// One table of named settings rows: its SQL name (also the AAD table label) and the noun used in errors.
 #[derive(Debug)]
@@ -40,6 +39,7 @@ pub(crate) const SANDBOX_PROVIDER_TABLE: &str = "sandbox_provider";
 pub(crate) const SANDBOX_PROVIDER_KIND: &str = "sandbox provider for tenant";
 pub(crate) const OAUTH_TOKEN_TABLE: &str = "oauth_token";
 pub(crate) const PENDING_AUTHORIZATION_TABLE: &str = "oauth_pending_authorization";
+pub(crate) const PENDING_AUTHORIZATION_KIND: &str = "OAuth pending authorization";
 pub(crate) const OAUTH_CLIENT_SECRET_FIELD: &str = "oauth_client.client.client_secret";
 pub(crate) const TOKEN_FIELD: &str = "token";
 pub(crate) const CODE_VERIFIER_FIELD: &str = "code_verifier";
@@ -71,11 +71,6 @@ pub(crate) fn new_id() -> String {
     ulid::Ulid::new().to_string().to_lowercase()
 }
 
-pub(crate) fn to_datetime(ms: i64) -> StoreResult<DateTime<Utc>> {
-    DateTime::from_timestamp_millis(ms)
-        .ok_or_else(|| StoreError::Corrupt(format!("timestamp {ms} out of range")))
-}
-
 pub(crate) fn not_found(kind: &'static str, name: &str) -> StoreError {
     StoreError::NotFound {
         kind,
@@ -85,21 +80,30 @@ pub(crate) fn not_found(kind: &'static str, name: &str) -> StoreError {
 
 /// Maps a constraint violation of an insert to the typed error the caller can act on.
 pub(crate) fn map_write_error(error: sqlx::Error, kind: &'static str, name: &str) -> StoreError {
-    match &error {
-        sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::NameConflict {
+    if is_unique_violation(&error) {
+        return StoreError::NameConflict {
             kind,
             name: name.to_owned(),
-        },
-        _ => error.into(),
+        };
     }
+    error.into()
+}
+
+/// Maps the failed insert of a pending authorization: its state is taken, or its server is missing.
+pub(crate) fn map_pending_insert_error(error: sqlx::Error, state: &str, server_id: &str) -> StoreError {
+    if is_unique_violation(&error) {
+        return StoreError::NameConflict {
+            kind: PENDING_AUTHORIZATION_KIND,
+            name: state_label(state),
+        };
+    }
+    map_server_reference_error(error, server_id)
 }
 
 /// Maps the foreign-key violation of a row referencing an MCP server that does not exist (any more).
 pub(crate) fn map_server_reference_error(error: sqlx::Error, server_id: &str) -> StoreError {
     match &error {
-        sqlx::Error::Database(db) if db.is_foreign_key_violation() => {
-            not_found(MCP_SERVERS.kind, server_id)
-        }
+        sqlx::Error::Database(db) if db.is_foreign_key_violation() => not_found(MCP_SERVERS.kind, server_id),
         _ => error.into(),
     }
 }
@@ -176,8 +180,8 @@ pub(crate) fn written_record<M: SettingsManifest>(
         tenant_id: tenant.to_owned(),
         name: name.to_owned(),
         manifest: normalised(manifest)?,
-        created_at: to_datetime(created_at)?,
-        updated_at: to_datetime(updated_at)?,
+        created_at: Timestamp(created_at),
+        updated_at: Timestamp(updated_at),
     })
 }
 
@@ -203,16 +207,13 @@ pub(crate) fn open_named_row<M: SettingsManifest>(
         tenant_id: tenant.to_owned(),
         name,
         manifest,
-        created_at: to_datetime(created_at)?,
-        updated_at: to_datetime(updated_at)?,
+        created_at: Timestamp(created_at),
+        updated_at: Timestamp(updated_at),
     })
 }
 
 /// The OAuth client as stored on its MCP server row, the client secret sealed.
-pub(crate) fn seal_client(
-    sealer: &RowSealer<'_>,
-    client: &OAuthClientRegistration,
-) -> StoreResult<String> {
+pub(crate) fn seal_client(sealer: &RowSealer<'_>, client: &OAuthClientRegistration) -> StoreResult<String> {
     let mut sealed = client.clone();
     if let Some(secret) = sealed.client.client_secret.as_mut() {
         *secret = sealer.seal(OAUTH_CLIENT_SECRET_FIELD, secret)?;
@@ -220,10 +221,7 @@ pub(crate) fn seal_client(
     Ok(serde_json::to_string(&sealed)?)
 }
 
-pub(crate) fn open_client(
-    sealer: &RowSealer<'_>,
-    json: &str,
-) -> StoreResult<OAuthClientRegistration> {
+pub(crate) fn open_client(sealer: &RowSealer<'_>, json: &str) -> StoreResult<OAuthClientRegistration> {
     let mut client: OAuthClientRegistration = serde_json::from_str(json)?;
     if let Some(secret) = client.client.client_secret.as_mut() {
         *secret = sealer.open(OAUTH_CLIENT_SECRET_FIELD, secret)?;
@@ -243,11 +241,7 @@ struct StoredToken {
     scope: Option<String>,
 }
 
-pub(crate) fn token_sealer<'a>(
-    cipher: &'a SecretCipher,
-    tenant: &'a str,
-    row: &'a [&'a str; 2],
-) -> RowSealer<'a> {
+pub(crate) fn token_sealer<'a>(cipher: &'a SecretCipher, tenant: &'a str, row: &'a [&'a str; 2]) -> RowSealer<'a> {
     RowSealer {
         cipher,
         table: OAUTH_TOKEN_TABLE,
@@ -260,7 +254,7 @@ pub(crate) fn seal_token(sealer: &RowSealer<'_>, token: &OAuthToken) -> StoreRes
     let stored = StoredToken {
         access_token: token.access_token.clone(),
         refresh_token: token.refresh_token.clone(),
-        expires_at_ms: token.expires_at.map(|at| at.timestamp_millis()),
+        expires_at_ms: token.expires_at.map(|at| at.millis()),
         scope: token.scope.clone(),
     };
     sealer.seal(TOKEN_FIELD, &serde_json::to_string(&stored)?)
@@ -271,7 +265,7 @@ pub(crate) fn open_token(sealer: &RowSealer<'_>, envelope: &str) -> StoreResult<
     Ok(OAuthToken {
         access_token: stored.access_token,
         refresh_token: stored.refresh_token,
-        expires_at: stored.expires_at_ms.map(to_datetime).transpose()?,
+        expires_at: stored.expires_at_ms.map(Timestamp),
         scope: stored.scope,
     })
 }
@@ -285,25 +279,18 @@ pub(crate) fn open_token_row(
     user_id: &str,
     (server_id, token, created_at, updated_at): TokenRow,
 ) -> StoreResult<OAuthTokenRecord> {
-    let token = open_token(
-        &token_sealer(cipher, tenant, &[&server_id, user_id]),
-        &token,
-    )?;
+    let token = open_token(&token_sealer(cipher, tenant, &[&server_id, user_id]), &token)?;
     Ok(OAuthTokenRecord {
         tenant_id: tenant.to_owned(),
         server_id,
         user_id: user_id.to_owned(),
         token,
-        created_at: to_datetime(created_at)?,
-        updated_at: to_datetime(updated_at)?,
+        created_at: Timestamp(created_at),
+        updated_at: Timestamp(updated_at),
     })
 }
 
-pub(crate) fn pending_sealer<'a>(
-    cipher: &'a SecretCipher,
-    tenant: &'a str,
-    row: &'a [&'a str; 1],
-) -> RowSealer<'a> {
+pub(crate) fn pending_sealer<'a>(cipher: &'a SecretCipher, tenant: &'a str, row: &'a [&'a str; 1]) -> RowSealer<'a> {
     RowSealer {
         cipher,
         table: PENDING_AUTHORIZATION_TABLE,
@@ -314,16 +301,7 @@ pub(crate) fn pending_sealer<'a>(
 
 /// A pending authorization row as deleted from SQL:
 /// (tenant, server_id, user_id, mcp_server_url, code_verifier envelope, return_to, created_at, fresh).
-pub(crate) type PendingRow = (
-    String,
-    String,
-    String,
-    String,
-    String,
-    Option<String>,
-    i64,
-    bool,
-);
+pub(crate) type PendingRow = (String, String, String, String, String, Option<String>, i64, bool);
 
 /// The consumed authorization, or `None` when it had expired.
 pub(crate) fn open_pending_row(
@@ -334,8 +312,7 @@ pub(crate) fn open_pending_row(
     if !fresh {
         return Ok(None);
     }
-    let code_verifier =
-        pending_sealer(cipher, &tenant, &[state]).open(CODE_VERIFIER_FIELD, &code_verifier)?;
+    let code_verifier = pending_sealer(cipher, &tenant, &[state]).open(CODE_VERIFIER_FIELD, &code_verifier)?;
     Ok(Some(PendingAuthorizationRecord {
         authorization: PendingAuthorization {
             state: state.to_owned(),
@@ -346,7 +323,7 @@ pub(crate) fn open_pending_row(
             return_to,
         },
         tenant_id: tenant,
-        created_at: to_datetime(created_at)?,
+        created_at: Timestamp(created_at),
     }))
 }
 
@@ -377,7 +354,7 @@ pub(crate) fn open_sandbox_row(
             status_reason,
             build_metadata: serde_json::from_str(&build_metadata)?,
         },
-        created_at: to_datetime(created_at)?,
-        updated_at: to_datetime(updated_at)?,
+        created_at: Timestamp(created_at),
+        updated_at: Timestamp(updated_at),
     })
 }

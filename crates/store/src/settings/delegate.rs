@@ -34,10 +34,7 @@ macro_rules! impl_named_stores {
     ($backend:ty) => {
         #[async_trait::async_trait]
         impl $crate::settings::AgentStore for $backend {
-            async fn list_agents(
-                &self,
-                tenant: &str,
-            ) -> $crate::StoreResult<Vec<$crate::settings::AgentRecord>> {
+            async fn list_agents(&self, tenant: &str) -> $crate::StoreResult<Vec<$crate::settings::AgentRecord>> {
                 self.list_named(&$crate::settings::codec::AGENTS, tenant, None)
                     .await
             }
@@ -120,13 +117,8 @@ macro_rules! impl_named_stores {
                 manifest: trueforge_protocol::ModelProviderManifest,
             ) -> $crate::StoreResult<$crate::settings::ModelProviderRecord> {
                 let name = $crate::settings::NamedManifest::settings_name(&manifest);
-                self.create_named(
-                    &$crate::settings::codec::MODEL_PROVIDERS,
-                    tenant,
-                    &name,
-                    manifest,
-                )
-                .await
+                self.create_named(&$crate::settings::codec::MODEL_PROVIDERS, tenant, &name, manifest)
+                    .await
             }
             async fn upsert_model_provider(
                 &self,
@@ -135,32 +127,20 @@ macro_rules! impl_named_stores {
             ) -> $crate::StoreResult<$crate::settings::ModelProviderRecord> {
                 let name = $crate::settings::NamedManifest::settings_name(&manifest);
                 let update = $crate::settings::delegate::replace_with(manifest);
-                self.upsert_named_with(
-                    &$crate::settings::codec::MODEL_PROVIDERS,
-                    tenant,
-                    &name,
-                    update,
-                )
-                .await
+                self.upsert_named_with(&$crate::settings::codec::MODEL_PROVIDERS, tenant, &name, update)
+                    .await
             }
             async fn upsert_model_provider_with(
                 &self,
                 tenant: &str,
                 name: &str,
-                update: $crate::settings::ManifestUpdate<
-                    '_,
-                    trueforge_protocol::ModelProviderManifest,
-                >,
+                update: $crate::settings::ManifestUpdate<'_, trueforge_protocol::ModelProviderManifest>,
             ) -> $crate::StoreResult<$crate::settings::ModelProviderRecord> {
                 let table = &$crate::settings::codec::MODEL_PROVIDERS;
                 let update = $crate::settings::delegate::same_name_update(table.kind, name, update);
                 self.upsert_named_with(table, tenant, name, update).await
             }
-            async fn delete_model_provider(
-                &self,
-                tenant: &str,
-                name: &str,
-            ) -> $crate::StoreResult<bool> {
+            async fn delete_model_provider(&self, tenant: &str, name: &str) -> $crate::StoreResult<bool> {
                 self.delete_named(
                     &$crate::settings::codec::MODEL_PROVIDERS,
                     tenant,
@@ -210,13 +190,8 @@ macro_rules! impl_named_stores {
                 manifest: trueforge_protocol::McpServerManifest,
             ) -> $crate::StoreResult<$crate::settings::McpServerRecord> {
                 let name = $crate::settings::NamedManifest::settings_name(&manifest);
-                self.create_named(
-                    &$crate::settings::codec::MCP_SERVERS,
-                    tenant,
-                    &name,
-                    manifest,
-                )
-                .await
+                self.create_named(&$crate::settings::codec::MCP_SERVERS, tenant, &name, manifest)
+                    .await
             }
             async fn upsert_mcp_server(
                 &self,
@@ -238,11 +213,7 @@ macro_rules! impl_named_stores {
                 let update = $crate::settings::delegate::same_name_update(table.kind, name, update);
                 self.upsert_named_with(table, tenant, name, update).await
             }
-            async fn delete_mcp_server(
-                &self,
-                tenant: &str,
-                name: &str,
-            ) -> $crate::StoreResult<bool> {
+            async fn delete_mcp_server(&self, tenant: &str, name: &str) -> $crate::StoreResult<bool> {
                 self.delete_named(
                     &$crate::settings::codec::MCP_SERVERS,
                     tenant,
@@ -265,11 +236,7 @@ macro_rules! impl_named_stores {
             ) -> $crate::StoreResult<()> {
                 self.save_client(tenant, server_id, client).await
             }
-            async fn delete_oauth_client(
-                &self,
-                tenant: &str,
-                server_id: &str,
-            ) -> $crate::StoreResult<bool> {
+            async fn delete_oauth_client(&self, tenant: &str, server_id: &str) -> $crate::StoreResult<bool> {
                 self.delete_client(tenant, server_id).await
             }
         }

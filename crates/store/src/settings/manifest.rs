@@ -2,9 +2,7 @@
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use trueforge_protocol::{
-    AgentSpec, McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest,
-};
+use trueforge_protocol::{AgentSpec, McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest};
 
 /// A manifest kept by a settings store.
 pub trait SettingsManifest: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {

@@ -69,25 +69,17 @@ impl MemorySettingsStore {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic inside an update closure poisons the mutex but leaves the state consistent: every
         // mutation is applied only after the closure returned.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn now_ms(&self) -> i64 {
-        self.clock.now_ms()
+        self.clock.now().millis()
     }
 }
 
 impl State {
     fn mcp_server_exists(&self, tenant: &str, server_id: &str) -> bool {
-        named::find_by_id(
-            self,
-            &crate::settings::codec::MCP_SERVERS,
-            tenant,
-            server_id,
-        )
-        .is_some()
+        named::find_by_id(self, &crate::settings::codec::MCP_SERVERS, tenant, server_id).is_some()
     }
 }
 

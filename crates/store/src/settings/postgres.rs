@@ -49,10 +49,9 @@ impl PostgresSettingsStore {
         .bind(self.cipher.key_check_value()?)
         .execute(&mut *tx)
         .await?;
-        let (check_value,): (String,) =
-            sqlx::query_as("SELECT check_value FROM secret_key_check WHERE id = 1")
-                .fetch_one(&mut *tx)
-                .await?;
+        let (check_value,): (String,) = sqlx::query_as("SELECT check_value FROM secret_key_check WHERE id = 1")
+            .fetch_one(&mut *tx)
+            .await?;
         tx.commit().await?;
         self.cipher.verify_key_check(&check_value)?;
         Ok(())
@@ -62,10 +61,7 @@ impl PostgresSettingsStore {
 /// Serialises read-modify-writes of one logical row (existing or not) until the transaction ends.
 /// Parts are length-prefixed so distinct keys never produce the same lock string.
 async fn lock_row_key(tx: &mut Transaction<'static, Postgres>, parts: &[&str]) -> StoreResult<()> {
-    let key: String = parts
-        .iter()
-        .map(|part| format!("{}:{part};", part.len()))
-        .collect();
+    let key: String = parts.iter().map(|part| format!("{}:{part};", part.len())).collect();
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
         .bind(key)
         .execute(&mut **tx)

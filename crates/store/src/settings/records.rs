@@ -1,17 +1,14 @@
 //! What the settings stores return, and the OAuth values they keep.
 //!
-//! Timestamps are `DateTime<Utc>` with millisecond precision (stored as epoch milliseconds). Types
+//! Timestamps are the crate's [`Timestamp`] (epoch milliseconds, as stored). Types
 //! holding secrets print them redacted in `Debug`, so a log line never leaks a token.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use trueforge_protocol::{
-    AgentSpec, McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest,
-};
+use trueforge_protocol::{AgentSpec, McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest};
 
 /// How long a pending OAuth authorization can be consumed after it was saved.
 pub const PENDING_AUTHORIZATION_TTL: Duration = Duration::from_secs(10 * 60);
@@ -24,8 +21,8 @@ pub struct NamedRecord<M> {
     pub tenant_id: String,
     pub name: String,
     pub manifest: M,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
 }
 
 pub type AgentRecord = NamedRecord<AgentSpec>;
@@ -85,8 +82,8 @@ pub struct SandboxProviderRecord {
     pub tenant_id: String,
     pub manifest: SandboxProviderManifest,
     pub status: SandboxProviderStatus,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
 }
 
 /// Authorization-server metadata (RFC 8414) needed to run the OAuth flow for an MCP server.
@@ -111,10 +108,7 @@ impl fmt::Debug for OAuthClientCredentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OAuthClientCredentials")
             .field("client_id", &self.client_id)
-            .field(
-                "client_secret",
-                &self.client_secret.as_ref().map(|_| REDACTED),
-            )
+            .field("client_secret", &self.client_secret.as_ref().map(|_| REDACTED))
             .finish()
     }
 }
@@ -131,7 +125,7 @@ pub struct OAuthClientRegistration {
 pub struct OAuthToken {
     pub access_token: String,
     pub refresh_token: Option<String>,
-    pub expires_at: Option<DateTime<Utc>>,
+    pub expires_at: Option<Timestamp>,
     pub scope: Option<String>,
 }
 
@@ -139,10 +133,7 @@ impl fmt::Debug for OAuthToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OAuthToken")
             .field("access_token", &REDACTED)
-            .field(
-                "refresh_token",
-                &self.refresh_token.as_ref().map(|_| REDACTED),
-            )
+            .field("refresh_token", &self.refresh_token.as_ref().map(|_| REDACTED))
             .field("expires_at", &self.expires_at)
             .field("scope", &self.scope)
             .finish()
@@ -155,8 +146,8 @@ pub struct OAuthTokenRecord {
     pub server_id: String,
     pub user_id: String,
     pub token: OAuthToken,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
 }
 
 /// An OAuth authorization in flight, keyed by its `state` parameter.
@@ -189,7 +180,8 @@ impl fmt::Debug for PendingAuthorization {
 pub struct PendingAuthorizationRecord {
     pub tenant_id: String,
     pub authorization: PendingAuthorization,
-    pub created_at: DateTime<Utc>,
+    pub created_at: Timestamp,
 }
 
 const REDACTED: &str = crate::redaction::SECRET_REDACTION;
+use crate::time::Timestamp;

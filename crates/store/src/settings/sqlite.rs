@@ -7,40 +7,32 @@ mod named;
 mod oauth;
 mod sandbox;
 
-use std::sync::Arc;
-
 use crate::crypto::SecretCipher;
 use crate::db::SqliteDb;
 use crate::error::StoreResult;
-use crate::settings::clock::{Clock, SystemClock};
+use crate::time::Timestamp;
 
 /// Settings stores in a SQLite database.
 #[derive(Debug, Clone)]
 pub struct SqliteSettingsStore {
     db: SqliteDb,
     cipher: SecretCipher,
-    clock: Arc<dyn Clock>,
 }
 
 impl SqliteSettingsStore {
     /// Opens the stores over a migrated database. The first open records which key encrypts the
     /// secrets; a later open with another key fails with [`SecretError::WrongKey`](crate::crypto::SecretError).
     pub async fn open(db: SqliteDb, cipher: SecretCipher) -> StoreResult<Self> {
-        let store = Self {
-            db,
-            cipher,
-            clock: Arc::new(SystemClock),
-        };
+        let store = Self { db, cipher };
         store.check_key().await?;
         Ok(store)
     }
 
     async fn check_key(&self) -> StoreResult<()> {
         let mut tx = self.db.begin_write().await?;
-        let stored: Option<(String,)> =
-            sqlx::query_as("SELECT check_value FROM secret_key_check WHERE id = 1")
-                .fetch_optional(&mut *tx)
-                .await?;
+        let stored: Option<(String,)> = sqlx::query_as("SELECT check_value FROM secret_key_check WHERE id = 1")
+            .fetch_optional(&mut *tx)
+            .await?;
         match stored {
             Some((check_value,)) => self.cipher.verify_key_check(&check_value)?,
             None => {
@@ -57,7 +49,7 @@ impl SqliteSettingsStore {
     }
 
     fn now_ms(&self) -> i64 {
-        self.clock.now_ms()
+        Timestamp::now().millis()
     }
 }
 

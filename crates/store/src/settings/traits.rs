@@ -12,15 +12,12 @@
 //! - Lists are ordered by name, byte-wise.
 
 use async_trait::async_trait;
-use trueforge_protocol::{
-    AgentSpec, McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest,
-};
+use trueforge_protocol::{AgentSpec, McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest};
 
 use crate::error::StoreResult;
 use crate::settings::records::{
-    AgentRecord, McpServerRecord, ModelProviderRecord, OAuthClientRegistration, OAuthToken,
-    OAuthTokenRecord, PendingAuthorization, PendingAuthorizationRecord, SandboxProviderRecord,
-    SandboxProviderStatus, SkillRecord,
+    AgentRecord, McpServerRecord, ModelProviderRecord, OAuthClientRegistration, OAuthToken, OAuthTokenRecord,
+    PendingAuthorization, PendingAuthorizationRecord, SandboxProviderRecord, SandboxProviderStatus, SkillRecord,
 };
 
 /// The read-modify-write step of an `upsert_*_with` call: stored manifest (if any) in, manifest to store out.
@@ -28,9 +25,7 @@ pub type ManifestUpdate<'a, M> = Box<dyn FnOnce(Option<&M>) -> StoreResult<M> + 
 
 /// The read-modify-write step of [`SandboxProviderStore::upsert_sandbox_provider_with`].
 pub type SandboxProviderUpdate<'a> = Box<
-    dyn FnOnce(
-            Option<&SandboxProviderRecord>,
-        ) -> StoreResult<(SandboxProviderManifest, SandboxProviderStatus)>
+    dyn FnOnce(Option<&SandboxProviderRecord>) -> StoreResult<(SandboxProviderManifest, SandboxProviderStatus)>
         + Send
         + 'a,
 >;
@@ -40,21 +35,10 @@ pub type SandboxProviderUpdate<'a> = Box<
 pub trait AgentStore: Send + Sync {
     async fn list_agents(&self, tenant: &str) -> StoreResult<Vec<AgentRecord>>;
     async fn get_agent(&self, tenant: &str, id: &str) -> StoreResult<Option<AgentRecord>>;
-    async fn get_agent_by_name(&self, tenant: &str, name: &str)
-    -> StoreResult<Option<AgentRecord>>;
-    async fn create_agent(
-        &self,
-        tenant: &str,
-        name: &str,
-        manifest: AgentSpec,
-    ) -> StoreResult<AgentRecord>;
+    async fn get_agent_by_name(&self, tenant: &str, name: &str) -> StoreResult<Option<AgentRecord>>;
+    async fn create_agent(&self, tenant: &str, name: &str, manifest: AgentSpec) -> StoreResult<AgentRecord>;
     /// Replaces the manifest; `NotFound` when the agent does not exist.
-    async fn update_agent(
-        &self,
-        tenant: &str,
-        id: &str,
-        manifest: AgentSpec,
-    ) -> StoreResult<AgentRecord>;
+    async fn update_agent(&self, tenant: &str, id: &str, manifest: AgentSpec) -> StoreResult<AgentRecord>;
     async fn delete_agent(&self, tenant: &str, id: &str) -> StoreResult<bool>;
 }
 
@@ -62,11 +46,7 @@ pub trait AgentStore: Send + Sync {
 #[async_trait]
 pub trait ModelProviderStore: Send + Sync {
     async fn list_model_providers(&self, tenant: &str) -> StoreResult<Vec<ModelProviderRecord>>;
-    async fn get_model_provider(
-        &self,
-        tenant: &str,
-        name: &str,
-    ) -> StoreResult<Option<ModelProviderRecord>>;
+    async fn get_model_provider(&self, tenant: &str, name: &str) -> StoreResult<Option<ModelProviderRecord>>;
     async fn create_model_provider(
         &self,
         tenant: &str,
@@ -90,31 +70,11 @@ pub trait ModelProviderStore: Send + Sync {
 #[async_trait]
 pub trait McpServerStore: Send + Sync {
     /// All servers, or only those named in `names` (`Some(&[])` gives none).
-    async fn list_mcp_servers(
-        &self,
-        tenant: &str,
-        names: Option<&[String]>,
-    ) -> StoreResult<Vec<McpServerRecord>>;
-    async fn get_mcp_server(
-        &self,
-        tenant: &str,
-        name: &str,
-    ) -> StoreResult<Option<McpServerRecord>>;
-    async fn get_mcp_server_by_id(
-        &self,
-        tenant: &str,
-        id: &str,
-    ) -> StoreResult<Option<McpServerRecord>>;
-    async fn create_mcp_server(
-        &self,
-        tenant: &str,
-        manifest: McpServerManifest,
-    ) -> StoreResult<McpServerRecord>;
-    async fn upsert_mcp_server(
-        &self,
-        tenant: &str,
-        manifest: McpServerManifest,
-    ) -> StoreResult<McpServerRecord>;
+    async fn list_mcp_servers(&self, tenant: &str, names: Option<&[String]>) -> StoreResult<Vec<McpServerRecord>>;
+    async fn get_mcp_server(&self, tenant: &str, name: &str) -> StoreResult<Option<McpServerRecord>>;
+    async fn get_mcp_server_by_id(&self, tenant: &str, id: &str) -> StoreResult<Option<McpServerRecord>>;
+    async fn create_mcp_server(&self, tenant: &str, manifest: McpServerManifest) -> StoreResult<McpServerRecord>;
+    async fn upsert_mcp_server(&self, tenant: &str, manifest: McpServerManifest) -> StoreResult<McpServerRecord>;
     async fn upsert_mcp_server_with(
         &self,
         tenant: &str,
@@ -124,11 +84,7 @@ pub trait McpServerStore: Send + Sync {
     /// Deletes the server with its OAuth client, all users' tokens and pending authorizations.
     async fn delete_mcp_server(&self, tenant: &str, name: &str) -> StoreResult<bool>;
 
-    async fn get_oauth_client(
-        &self,
-        tenant: &str,
-        server_id: &str,
-    ) -> StoreResult<Option<OAuthClientRegistration>>;
+    async fn get_oauth_client(&self, tenant: &str, server_id: &str) -> StoreResult<Option<OAuthClientRegistration>>;
     /// Stores (replacing) the server's client; `NotFound` when the server does not exist.
     async fn save_oauth_client(
         &self,
@@ -163,18 +119,9 @@ pub trait OAuthTokenStore: Send + Sync {
         user_id: &str,
         token: OAuthToken,
     ) -> StoreResult<OAuthTokenRecord>;
-    async fn delete_oauth_token(
-        &self,
-        tenant: &str,
-        server_id: &str,
-        user_id: &str,
-    ) -> StoreResult<bool>;
+    async fn delete_oauth_token(&self, tenant: &str, server_id: &str, user_id: &str) -> StoreResult<bool>;
     /// Deletes every user's token for the server (e.g. after its URL changed); returns how many.
-    async fn delete_oauth_tokens_for_server(
-        &self,
-        tenant: &str,
-        server_id: &str,
-    ) -> StoreResult<u64>;
+    async fn delete_oauth_tokens_for_server(&self, tenant: &str, server_id: &str) -> StoreResult<u64>;
 
     /// Saves an authorization in flight, sweeping expired ones first. `NotFound` when the server does
     /// not exist; `NameConflict` when the state is already pending.
@@ -187,15 +134,8 @@ pub trait OAuthTokenStore: Send + Sync {
     /// [`PENDING_AUTHORIZATION_TTL`](crate::settings::PENDING_AUTHORIZATION_TTL). Single use: a second
     /// call gets `None`. Takes no tenant because the OAuth callback carries nothing but the state (a
     /// 256-bit random value); the tenant comes back in the record.
-    async fn consume_pending_authorization(
-        &self,
-        state: &str,
-    ) -> StoreResult<Option<PendingAuthorizationRecord>>;
-    async fn delete_pending_authorizations_for_server(
-        &self,
-        tenant: &str,
-        server_id: &str,
-    ) -> StoreResult<u64>;
+    async fn consume_pending_authorization(&self, state: &str) -> StoreResult<Option<PendingAuthorizationRecord>>;
+    async fn delete_pending_authorizations_for_server(&self, tenant: &str, server_id: &str) -> StoreResult<u64>;
     /// Deletes expired pending authorizations of all tenants (a maintenance task); returns how many.
     async fn sweep_expired_pending_authorizations(&self) -> StoreResult<u64>;
 }
@@ -203,10 +143,7 @@ pub trait OAuthTokenStore: Send + Sync {
 /// The sandbox provider: at most one per tenant, with its image build status.
 #[async_trait]
 pub trait SandboxProviderStore: Send + Sync {
-    async fn get_sandbox_provider(
-        &self,
-        tenant: &str,
-    ) -> StoreResult<Option<SandboxProviderRecord>>;
+    async fn get_sandbox_provider(&self, tenant: &str) -> StoreResult<Option<SandboxProviderRecord>>;
     async fn upsert_sandbox_provider(
         &self,
         tenant: &str,
@@ -231,36 +168,20 @@ pub trait SandboxProviderStore: Send + Sync {
 #[async_trait]
 pub trait SkillStore: Send + Sync {
     /// All skills, or only those named in `names` (`Some(&[])` gives none).
-    async fn list_skills(
-        &self,
-        tenant: &str,
-        names: Option<&[String]>,
-    ) -> StoreResult<Vec<SkillRecord>>;
+    async fn list_skills(&self, tenant: &str, names: Option<&[String]>) -> StoreResult<Vec<SkillRecord>>;
     async fn get_skill(&self, tenant: &str, name: &str) -> StoreResult<Option<SkillRecord>>;
-    async fn create_skill(&self, tenant: &str, manifest: SkillManifest)
-    -> StoreResult<SkillRecord>;
-    async fn upsert_skill(&self, tenant: &str, manifest: SkillManifest)
-    -> StoreResult<SkillRecord>;
+    async fn create_skill(&self, tenant: &str, manifest: SkillManifest) -> StoreResult<SkillRecord>;
+    async fn upsert_skill(&self, tenant: &str, manifest: SkillManifest) -> StoreResult<SkillRecord>;
     async fn delete_skill(&self, tenant: &str, name: &str) -> StoreResult<bool>;
 }
 
 /// All settings stores of one backend, as one object.
 pub trait SettingsStore:
-    AgentStore
-    + ModelProviderStore
-    + McpServerStore
-    + OAuthTokenStore
-    + SandboxProviderStore
-    + SkillStore
+    AgentStore + ModelProviderStore + McpServerStore + OAuthTokenStore + SandboxProviderStore + SkillStore
 {
 }
 
 impl<T> SettingsStore for T where
-    T: AgentStore
-        + ModelProviderStore
-        + McpServerStore
-        + OAuthTokenStore
-        + SandboxProviderStore
-        + SkillStore
+    T: AgentStore + ModelProviderStore + McpServerStore + OAuthTokenStore + SandboxProviderStore + SkillStore
 {
 }

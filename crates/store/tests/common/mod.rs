@@ -31,14 +31,18 @@ pub fn postgres_admin_url() -> String {
 pub async fn postgres_db() -> PostgresDb {
     let admin_url = postgres_admin_url();
     let name = format!("tf_test_{}", ulid::Ulid::new().to_string().to_lowercase());
-    let admin = PostgresDb::connect(&admin_url, 1, MigrateOnOpen::No).await.expect("connect to test postgres");
+    let admin = PostgresDb::connect(&admin_url, 1, MigrateOnOpen::No)
+        .await
+        .expect("connect to test postgres");
     sqlx::query(&format!("CREATE DATABASE {name}"))
         .execute(admin.pool())
         .await
         .expect("create test database");
     admin.close().await;
     let url = replace_database(&admin_url, &name);
-    PostgresDb::connect(&url, 8, MigrateOnOpen::Yes).await.expect("connect to test database")
+    PostgresDb::connect(&url, 8, MigrateOnOpen::Yes)
+        .await
+        .expect("connect to test database")
 }
 
 /// Swaps the database name in a `postgres://…/db?params` URL.

@@ -38,7 +38,10 @@ pub fn new_session(tenant: &str, session: &str) -> NewSession {
 }
 
 pub async fn seed_session(store: &Store, tenant: &str, session: &str) {
-    store.create_session(new_session(tenant, session)).await.expect("create session");
+    store
+        .create_session(new_session(tenant, session))
+        .await
+        .expect("create session");
 }
 
 pub fn key(turn: &str) -> TurnKey {
@@ -62,7 +65,11 @@ pub fn turn_in(tenant: &str, session: &str, turn_id: &str, previous: Option<&str
         previous_turn_id: previous.map(str::to_string),
         input: Vec::new(),
         custom: None,
-        new_threads: if previous.is_none() { vec![thread(MAIN)] } else { Vec::new() },
+        new_threads: if previous.is_none() {
+            vec![thread(MAIN)]
+        } else {
+            Vec::new()
+        },
         context_appends: Vec::new(),
         capability_states: vec![(MAIN.into(), None)],
         title_if_unset: None,
@@ -71,7 +78,11 @@ pub fn turn_in(tenant: &str, session: &str, turn_id: &str, previous: Option<&str
 }
 
 pub fn thread(thread_id: &str) -> NewThread {
-    NewThread { thread_id: thread_id.into(), parent: None, agent_info: None }
+    NewThread {
+        thread_id: thread_id.into(),
+        parent: None,
+        agent_info: None,
+    }
 }
 
 pub fn with_messages(mut new_turn: NewTurn, thread_id: &str, texts: &[&str]) -> NewTurn {
@@ -88,7 +99,10 @@ pub fn user(text: &str) -> ContextMessage {
 }
 
 pub fn usage(prompt_tokens: u64) -> CurrentContextUsage {
-    CurrentContextUsage { prompt_tokens, completion_tokens: 0 }
+    CurrentContextUsage {
+        prompt_tokens,
+        completion_tokens: 0,
+    }
 }
 
 /// The text of each message, for comparing contexts.
@@ -97,11 +111,19 @@ pub fn texts(context: &[ContextMessage]) -> Vec<String> {
 }
 
 pub fn done_state() -> TurnState {
-    TurnState::Done { output: None, required_actions: Vec::new(), completed_at: String::new(), metrics: None }
+    TurnState::Done {
+        output: None,
+        required_actions: Vec::new(),
+        completed_at: String::new(),
+        metrics: None,
+    }
 }
 
 pub fn done_marker() -> TurnDone {
-    TurnDone { event_id: event_id(), min_seq: 0 }
+    TurnDone {
+        event_id: event_id(),
+        min_seq: 0,
+    }
 }
 
 /// A fresh monotonic-enough lowercase ULID.
@@ -110,7 +132,10 @@ pub fn event_id() -> String {
 }
 
 pub async fn finish(store: &Store, turn_key: &TurnKey) {
-    store.update_turn_state(turn_key, done_state(), done_marker()).await.expect("finish turn");
+    store
+        .update_turn_state(turn_key, done_state(), done_marker())
+        .await
+        .expect("finish turn");
 }
 
 /// Creates `turn_id` after `previous` and finishes it.
@@ -143,7 +168,11 @@ pub fn stored(seq: u64, event: SessionEvent) -> StoredEvent {
 
 pub async fn event_types(store: &Store, turn_key: &TurnKey) -> Vec<String> {
     store
-        .list_turn_events(turn_key, trueforge_store::session::SortOrder::Asc, &PageRequest::first(1000))
+        .list_turn_events(
+            turn_key,
+            trueforge_store::session::SortOrder::Asc,
+            &PageRequest::first(1000),
+        )
         .await
         .expect("list events")
         .data

@@ -10,7 +10,14 @@ use super::fixtures::*;
 use super::sessions::turn_scoped_write_errors;
 
 fn freeze(reason: CancellationReason) -> FreezeTurn {
-    FreezeTurn { reason, metrics: None, done: TurnDone { event_id: event_id(), min_seq: 0 } }
+    FreezeTurn {
+        reason,
+        metrics: None,
+        done: TurnDone {
+            event_id: event_id(),
+            min_seq: 0,
+        },
+    }
 }
 
 async fn done_events(store: &Store, turn_key: &TurnKey) -> Vec<SessionEvent> {
@@ -32,9 +39,14 @@ async fn running_turn(store: &Store) {
 
 pub async fn freeze_cancels_persists_done_and_fences_writes(store: Store) {
     running_turn(&store).await;
-    let record = store.freeze_and_get_turn(&key("turn-1"), freeze(CancellationReason::CancelledForNextTurn)).await.unwrap();
+    let record = store
+        .freeze_and_get_turn(&key("turn-1"), freeze(CancellationReason::CancelledForNextTurn))
+        .await
+        .unwrap();
     match &record.turn.state {
-        TurnState::Cancelled { reason, completed_at, .. } => {
+        TurnState::Cancelled {
+            reason, completed_at, ..
+        } => {
             assert_eq!(*reason, CancellationReason::CancelledForNextTurn);
             assert!(!completed_at.is_empty());
         }
@@ -42,8 +54,13 @@ pub async fn freeze_cancels_persists_done_and_fences_writes(store: Store) {
     }
     let done = done_events(&store, &key("turn-1")).await;
     assert_eq!(done.len(), 1);
-    let SessionEvent::TurnDone(event) = &done[0] else { panic!("{done:?}") };
-    assert_eq!(event.state, record.turn.state, "the event carries exactly the stored state");
+    let SessionEvent::TurnDone(event) = &done[0] else {
+        panic!("{done:?}")
+    };
+    assert_eq!(
+        event.state, record.turn.state,
+        "the event carries exactly the stored state"
+    );
     let errors = turn_scoped_write_errors(&store, &key("turn-1")).await;
     // freeze itself succeeds on a terminal turn (a read); every other write is fenced.
     assert_eq!(errors.len(), 9, "{errors:?}");
@@ -55,11 +72,22 @@ pub async fn freeze_cancels_persists_done_and_fences_writes(store: Store) {
 
 pub async fn freeze_uses_the_callers_reason_and_metrics(store: Store) {
     running_turn(&store).await;
-    let metrics = TurnMetrics { total_input_tokens: Some(10), total_output_tokens: Some(5), ..TurnMetrics::default() };
-    let request = FreezeTurn { metrics: Some(metrics.clone()), ..freeze(CancellationReason::ClientCancelled) };
+    let metrics = TurnMetrics {
+        total_input_tokens: Some(10),
+        total_output_tokens: Some(5),
+        ..TurnMetrics::default()
+    };
+    let request = FreezeTurn {
+        metrics: Some(metrics.clone()),
+        ..freeze(CancellationReason::ClientCancelled)
+    };
     let record = store.freeze_and_get_turn(&key("turn-1"), request).await.unwrap();
     match record.turn.state {
-        TurnState::Cancelled { reason, metrics: stored, .. } => {
+        TurnState::Cancelled {
+            reason,
+            metrics: stored,
+            ..
+        } => {
             assert_eq!(reason, CancellationReason::ClientCancelled);
             assert_eq!(stored, Some(metrics));
         }
@@ -70,14 +98,20 @@ pub async fn freeze_uses_the_callers_reason_and_metrics(store: Store) {
 pub async fn freeze_on_terminal_turn_is_a_plain_read(store: Store) {
     running_turn(&store).await;
     finish(&store, &key("turn-1")).await;
-    let record = store.freeze_and_get_turn(&key("turn-1"), freeze(CancellationReason::Abandoned)).await.unwrap();
+    let record = store
+        .freeze_and_get_turn(&key("turn-1"), freeze(CancellationReason::Abandoned))
+        .await
+        .unwrap();
     assert!(matches!(record.turn.state, TurnState::Done { .. }));
     assert_eq!(done_events(&store, &key("turn-1")).await.len(), 1);
 }
 
 pub async fn freeze_missing_turn_is_not_found(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
-    let error = store.freeze_and_get_turn(&key("nope"), freeze(CancellationReason::Abandoned)).await.unwrap_err();
+    let error = store
+        .freeze_and_get_turn(&key("nope"), freeze(CancellationReason::Abandoned))
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::TurnNotFound { .. }), "{error:?}");
 }
 
@@ -117,28 +151,58 @@ pub async fn concurrent_freeze_and_update_one_terminal_transition(store: Store) 
 pub async fn update_turn_state_first_terminal_wins(store: Store) {
     running_turn(&store).await;
     finish(&store, &key("turn-1")).await;
-    let cancelled = TurnState::Cancelled { reason: CancellationReason::ClientCancelled, completed_at: String::new(), metrics: None };
-    let error = store.update_turn_state(&key("turn-1"), cancelled, done_marker()).await.unwrap_err();
+    let cancelled = TurnState::Cancelled {
+        reason: CancellationReason::ClientCancelled,
+        completed_at: String::new(),
+        metrics: None,
+    };
+    let error = store
+        .update_turn_state(&key("turn-1"), cancelled, done_marker())
+        .await
+        .unwrap_err();
     match error {
         StoreError::TurnNotRunning { state, .. } => assert!(matches!(*state, TurnState::Done { .. })),
         other => panic!("{other:?}"),
     }
-    assert!(matches!(store.get_turn(&key("turn-1")).await.unwrap().unwrap().turn.state, TurnState::Done { .. }));
+    assert!(matches!(
+        store.get_turn(&key("turn-1")).await.unwrap().unwrap().turn.state,
+        TurnState::Done { .. }
+    ));
 }
 
 pub async fn update_turn_state_writes_state_and_done_event_together(store: Store) {
     running_turn(&store).await;
-    let error_state = TurnState::Error { message: "boom".into(), completed_at: "1999-01-01T00:00:00.000Z".into(), metrics: None };
-    let done = TurnDone { event_id: event_id(), min_seq: 0 };
-    let written = store.update_turn_state(&key("turn-1"), error_state, done.clone()).await.unwrap();
-    let TurnState::Error { message, completed_at, .. } = &written else { panic!("{written:?}") };
+    let error_state = TurnState::Error {
+        message: "boom".into(),
+        completed_at: "1999-01-01T00:00:00.000Z".into(),
+        metrics: None,
+    };
+    let done = TurnDone {
+        event_id: event_id(),
+        min_seq: 0,
+    };
+    let written = store
+        .update_turn_state(&key("turn-1"), error_state, done.clone())
+        .await
+        .unwrap();
+    let TurnState::Error {
+        message, completed_at, ..
+    } = &written
+    else {
+        panic!("{written:?}")
+    };
     assert_eq!(message, "boom");
-    assert_ne!(completed_at, "1999-01-01T00:00:00.000Z", "completed_at comes from the store's clock");
+    assert_ne!(
+        completed_at, "1999-01-01T00:00:00.000Z",
+        "completed_at comes from the store's clock"
+    );
     let record = store.get_turn(&key("turn-1")).await.unwrap().unwrap();
     assert_eq!(record.turn.state, written);
     let events = done_events(&store, &key("turn-1")).await;
     assert_eq!(events.len(), 1);
-    let SessionEvent::TurnDone(event) = &events[0] else { panic!() };
+    let SessionEvent::TurnDone(event) = &events[0] else {
+        panic!()
+    };
     assert_eq!(event.id, done.event_id);
     assert_eq!(event.state, written);
     assert_eq!(event.thread_id, None);
@@ -147,21 +211,33 @@ pub async fn update_turn_state_writes_state_and_done_event_together(store: Store
 
 pub async fn update_turn_state_rejects_running_state(store: Store) {
     running_turn(&store).await;
-    let error = store.update_turn_state(&key("turn-1"), TurnState::Running, done_marker()).await.unwrap_err();
+    let error = store
+        .update_turn_state(&key("turn-1"), TurnState::Running, done_marker())
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::InvalidInput(_)), "{error:?}");
-    assert_eq!(store.get_turn(&key("turn-1")).await.unwrap().unwrap().turn.state, TurnState::Running);
+    assert_eq!(
+        store.get_turn(&key("turn-1")).await.unwrap().unwrap().turn.state,
+        TurnState::Running
+    );
     assert!(done_events(&store, &key("turn-1")).await.is_empty());
 }
 
 pub async fn update_turn_state_missing_turn_is_not_found(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
-    let error = store.update_turn_state(&key("nope"), done_state(), done_marker()).await.unwrap_err();
+    let error = store
+        .update_turn_state(&key("nope"), done_state(), done_marker())
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::TurnNotFound { .. }), "{error:?}");
 }
 
 pub async fn terminal_turn_can_be_continued(store: Store) {
     running_turn(&store).await;
-    store.freeze_and_get_turn(&key("turn-1"), freeze(CancellationReason::CancelledForNextTurn)).await.unwrap();
+    store
+        .freeze_and_get_turn(&key("turn-1"), freeze(CancellationReason::CancelledForNextTurn))
+        .await
+        .unwrap();
     let next = store.create_turn(turn("turn-2", Some("turn-1"))).await.unwrap();
     assert_eq!(next.previous_turn_id.as_deref(), Some("turn-1"));
 }

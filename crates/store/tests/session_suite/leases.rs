@@ -14,12 +14,21 @@ const LONG_TTL: i64 = 60_000;
 const TINY_TTL: i64 = 5;
 
 fn leased(mut new_turn: NewTurn, owner: &str, ttl_ms: i64) -> NewTurn {
-    new_turn.lease = Some(LeaseRequest { owner: owner.into(), ttl_ms });
+    new_turn.lease = Some(LeaseRequest {
+        owner: owner.into(),
+        ttl_ms,
+    });
     new_turn
 }
 
 async fn lease_of(store: &Store, turn_key: &TurnKey) -> Option<Lease> {
-    store.get_turn(turn_key).await.expect("get turn").expect("turn exists").turn.lease
+    store
+        .get_turn(turn_key)
+        .await
+        .expect("get turn")
+        .expect("turn exists")
+        .turn
+        .lease
 }
 
 /// Waits well past [`TINY_TTL`].
@@ -29,19 +38,36 @@ async fn lapse() {
 
 /// A running turn of `t1/s1` leased by `owner`.
 async fn leased_turn(store: &Store, turn_id: &str, owner: &str, ttl_ms: i64) -> TurnKey {
-    store.create_turn(leased(turn(turn_id, None), owner, ttl_ms)).await.expect("create leased turn");
+    store
+        .create_turn(leased(turn(turn_id, None), owner, ttl_ms))
+        .await
+        .expect("create leased turn");
     key(turn_id)
 }
 
 pub async fn leases_create_turn_records_the_lease(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
-    let created = store.create_turn(leased(turn("turn-1", None), "executor-a", LONG_TTL)).await.unwrap();
+    let created = store
+        .create_turn(leased(turn("turn-1", None), "executor-a", LONG_TTL))
+        .await
+        .unwrap();
     let lease = created.lease.clone().expect("the created summary carries the lease");
     assert_eq!(lease.owner, "executor-a");
-    assert!(lease.expires_at >= created.created_at.plus_millis(LONG_TTL), "{lease:?} vs {:?}", created.created_at);
+    assert!(
+        lease.expires_at >= created.created_at.plus_millis(LONG_TTL),
+        "{lease:?} vs {:?}",
+        created.created_at
+    );
     assert!(lease.expires_at <= Timestamp::now().plus_millis(LONG_TTL + 5_000));
-    assert_eq!(lease_of(&store, &key("turn-1")).await, Some(lease.clone()), "get_turn shows the same lease");
-    let listed = store.list_turns(TENANT, SESSION, &trueforge_store::session::PageRequest::first(10)).await.unwrap();
+    assert_eq!(
+        lease_of(&store, &key("turn-1")).await,
+        Some(lease.clone()),
+        "get_turn shows the same lease"
+    );
+    let listed = store
+        .list_turns(TENANT, SESSION, &trueforge_store::session::PageRequest::first(10))
+        .await
+        .unwrap();
     assert_eq!(listed.data[0].lease, Some(lease));
 
     // Without a request there is no lease.
@@ -71,13 +97,23 @@ pub async fn leases_renew_by_other_owner_is_rejected(store: Store) {
         matches!(&error, StoreError::LeaseHeldByOther { owner: Some(owner), .. } if owner == "executor-a"),
         "{error:?}"
     );
-    assert_eq!(lease_of(&store, &turn_key).await, before, "a rejected renewal changes nothing");
+    assert_eq!(
+        lease_of(&store, &turn_key).await,
+        before,
+        "a rejected renewal changes nothing"
+    );
 
     // A turn without a lease is held by nobody: renewing it is not a takeover.
     finish(&store, &turn_key).await;
     store.create_turn(turn("turn-2", Some("turn-1"))).await.unwrap();
-    let error = store.renew_lease(&key("turn-2"), "executor-b", LONG_TTL).await.unwrap_err();
-    assert!(matches!(error, StoreError::LeaseHeldByOther { owner: None, .. }), "{error:?}");
+    let error = store
+        .renew_lease(&key("turn-2"), "executor-b", LONG_TTL)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, StoreError::LeaseHeldByOther { owner: None, .. }),
+        "{error:?}"
+    );
     assert_eq!(lease_of(&store, &key("turn-2")).await, None);
 }
 
@@ -86,7 +122,10 @@ pub async fn leases_claim_of_live_lease_is_rejected(store: Store) {
     let turn_key = leased_turn(&store, "turn-1", "executor-a", LONG_TTL).await;
     let before = lease_of(&store, &turn_key).await;
     for claimer in ["executor-b", "executor-a"] {
-        let error = store.claim_expired_lease(&turn_key, claimer, LONG_TTL).await.unwrap_err();
+        let error = store
+            .claim_expired_lease(&turn_key, claimer, LONG_TTL)
+            .await
+            .unwrap_err();
         assert!(
             matches!(&error, StoreError::LeaseHeldByOther { owner: Some(owner), .. } if owner == "executor-a"),
             "{claimer}: {error:?}"
@@ -99,7 +138,10 @@ pub async fn leases_claim_after_expiry_changes_owner(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     let turn_key = leased_turn(&store, "turn-1", "executor-a", TINY_TTL).await;
     lapse().await;
-    let claimed = store.claim_expired_lease(&turn_key, "executor-b", LONG_TTL).await.unwrap();
+    let claimed = store
+        .claim_expired_lease(&turn_key, "executor-b", LONG_TTL)
+        .await
+        .unwrap();
     assert_eq!(claimed.owner, "executor-b");
     assert!(claimed.expires_at > Timestamp::now().plus_millis(LONG_TTL - 5_000));
     assert_eq!(lease_of(&store, &turn_key).await, Some(claimed));
@@ -110,7 +152,10 @@ pub async fn leases_claim_after_expiry_changes_owner(store: Store) {
         matches!(&error, StoreError::LeaseHeldByOther { owner: Some(owner), .. } if owner == "executor-b"),
         "{error:?}"
     );
-    let error = store.claim_expired_lease(&turn_key, "executor-a", LONG_TTL).await.unwrap_err();
+    let error = store
+        .claim_expired_lease(&turn_key, "executor-a", LONG_TTL)
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::LeaseHeldByOther { .. }), "{error:?}");
     store.renew_lease(&turn_key, "executor-b", LONG_TTL).await.unwrap();
 }
@@ -118,10 +163,16 @@ pub async fn leases_claim_after_expiry_changes_owner(store: Store) {
 pub async fn leases_claim_of_unleased_running_turn_succeeds(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     store.create_turn(turn("turn-1", None)).await.unwrap();
-    let claimed = store.claim_expired_lease(&key("turn-1"), "executor-a", LONG_TTL).await.unwrap();
+    let claimed = store
+        .claim_expired_lease(&key("turn-1"), "executor-a", LONG_TTL)
+        .await
+        .unwrap();
     assert_eq!(claimed.owner, "executor-a");
     assert_eq!(lease_of(&store, &key("turn-1")).await, Some(claimed));
-    let error = store.claim_expired_lease(&key("turn-1"), "executor-b", LONG_TTL).await.unwrap_err();
+    let error = store
+        .claim_expired_lease(&key("turn-1"), "executor-b", LONG_TTL)
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::LeaseHeldByOther { .. }), "{error:?}");
 }
 
@@ -130,13 +181,29 @@ pub async fn leases_list_expired_spans_tenants_and_skips_live_and_terminal(store
     seed_session(&store, "t2", "s2").await;
     seed_session(&store, "t3", "s3").await;
     // Expires first: t2's turn; then t1's; t3's is live; t1's second session has a terminal one.
-    store.create_turn(leased(turn_in("t2", "s2", "turn-a", None), "executor-2", TINY_TTL)).await.unwrap();
+    store
+        .create_turn(leased(turn_in("t2", "s2", "turn-a", None), "executor-2", TINY_TTL))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(3)).await;
-    store.create_turn(leased(turn("turn-b", None), "executor-1", TINY_TTL)).await.unwrap();
-    store.create_turn(leased(turn_in("t3", "s3", "turn-live", None), "executor-3", LONG_TTL)).await.unwrap();
+    store
+        .create_turn(leased(turn("turn-b", None), "executor-1", TINY_TTL))
+        .await
+        .unwrap();
+    store
+        .create_turn(leased(turn_in("t3", "s3", "turn-live", None), "executor-3", LONG_TTL))
+        .await
+        .unwrap();
     seed_session(&store, TENANT, "s1-done").await;
     let done_key = key_in(TENANT, "s1-done", "turn-done");
-    store.create_turn(leased(turn_in(TENANT, "s1-done", "turn-done", None), "executor-4", TINY_TTL)).await.unwrap();
+    store
+        .create_turn(leased(
+            turn_in(TENANT, "s1-done", "turn-done", None),
+            "executor-4",
+            TINY_TTL,
+        ))
+        .await
+        .unwrap();
     finish(&store, &done_key).await;
     store.create_turn(turn_in("t3", "s3", "unleased", None)).await.unwrap();
     lapse().await;
@@ -144,16 +211,32 @@ pub async fn leases_list_expired_spans_tenants_and_skips_live_and_terminal(store
     let expired = store.list_expired_leases(100).await.unwrap();
     let found: Vec<(&str, &str, &str, &str)> = expired
         .iter()
-        .map(|lease| (lease.tenant_id.as_str(), lease.session_id.as_str(), lease.turn_id.as_str(), lease.owner.as_str()))
+        .map(|lease| {
+            (
+                lease.tenant_id.as_str(),
+                lease.session_id.as_str(),
+                lease.turn_id.as_str(),
+                lease.owner.as_str(),
+            )
+        })
         .collect();
-    assert_eq!(found, [("t2", "s2", "turn-a", "executor-2"), (TENANT, SESSION, "turn-b", "executor-1")]);
+    assert_eq!(
+        found,
+        [
+            ("t2", "s2", "turn-a", "executor-2"),
+            (TENANT, SESSION, "turn-b", "executor-1")
+        ]
+    );
     assert!(expired[0].expired_at <= expired[1].expired_at, "oldest expiry first");
     assert!(expired.iter().all(|lease| lease.expired_at < Timestamp::now()));
     let limited = store.list_expired_leases(1).await.unwrap();
     assert_eq!(limited, expired[..1].to_vec(), "at most limit");
 
     // A claim takes it off the list; so does the end of the turn.
-    store.claim_expired_lease(&key_in("t2", "s2", "turn-a"), "executor-9", LONG_TTL).await.unwrap();
+    store
+        .claim_expired_lease(&key_in("t2", "s2", "turn-a"), "executor-9", LONG_TTL)
+        .await
+        .unwrap();
     finish(&store, &key("turn-b")).await;
     assert!(store.list_expired_leases(100).await.unwrap().is_empty());
 }
@@ -168,7 +251,10 @@ pub async fn leases_concurrent_claims_have_exactly_one_winner(store: Store) {
             let turn_key = turn_key.clone();
             tokio::spawn(async move {
                 let owner = format!("claimer-{index}");
-                (owner.clone(), store.claim_expired_lease(&turn_key, &owner, LONG_TTL).await)
+                (
+                    owner.clone(),
+                    store.claim_expired_lease(&turn_key, &owner, LONG_TTL).await,
+                )
             })
         })
         .collect();
@@ -192,9 +278,16 @@ pub async fn leases_terminal_turn_clears_lease_and_refuses_claims(store: Store) 
     seed_session(&store, TENANT, SESSION).await;
     let turn_key = leased_turn(&store, "turn-1", "executor-a", TINY_TTL).await;
     finish(&store, &turn_key).await;
-    assert_eq!(lease_of(&store, &turn_key).await, None, "the end of the turn ends its lease");
+    assert_eq!(
+        lease_of(&store, &turn_key).await,
+        None,
+        "the end of the turn ends its lease"
+    );
     lapse().await;
-    let error = store.claim_expired_lease(&turn_key, "executor-b", LONG_TTL).await.unwrap_err();
+    let error = store
+        .claim_expired_lease(&turn_key, "executor-b", LONG_TTL)
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::TurnNotRunning { .. }), "{error:?}");
     let error = store.renew_lease(&turn_key, "executor-a", LONG_TTL).await.unwrap_err();
     assert!(matches!(error, StoreError::TurnNotRunning { .. }), "{error:?}");
@@ -210,34 +303,92 @@ pub async fn leases_terminal_turn_clears_lease_and_refuses_claims(store: Store) 
     };
     let record = store.freeze_and_get_turn(&frozen_key, freeze).await.unwrap();
     assert_eq!(record.turn.lease, None);
-    let error = store.claim_expired_lease(&frozen_key, "executor-b", LONG_TTL).await.unwrap_err();
+    let error = store
+        .claim_expired_lease(&frozen_key, "executor-b", LONG_TTL)
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::TurnNotRunning { .. }), "{error:?}");
 }
 
 pub async fn leases_ttl_must_be_positive(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     for ttl in [0, -1, i64::MIN] {
-        let error = store.create_turn(leased(turn("turn-1", None), "executor-a", ttl)).await.unwrap_err();
-        assert!(matches!(error, StoreError::InvalidInput(_)), "create with ttl {ttl}: {error:?}");
+        let error = store
+            .create_turn(leased(turn("turn-1", None), "executor-a", ttl))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, StoreError::InvalidInput(_)),
+            "create with ttl {ttl}: {error:?}"
+        );
     }
-    assert!(store.get_turn(&key("turn-1")).await.unwrap().is_none(), "a rejected create writes nothing");
+    assert!(
+        store.get_turn(&key("turn-1")).await.unwrap().is_none(),
+        "a rejected create writes nothing"
+    );
     let turn_key = leased_turn(&store, "turn-1", "executor-a", LONG_TTL).await;
     let before = lease_of(&store, &turn_key).await;
     for ttl in [0, -1] {
         let error = store.renew_lease(&turn_key, "executor-a", ttl).await.unwrap_err();
-        assert!(matches!(error, StoreError::InvalidInput(_)), "renew with ttl {ttl}: {error:?}");
-        let error = store.claim_expired_lease(&turn_key, "executor-b", ttl).await.unwrap_err();
-        assert!(matches!(error, StoreError::InvalidInput(_)), "claim with ttl {ttl}: {error:?}");
+        assert!(
+            matches!(error, StoreError::InvalidInput(_)),
+            "renew with ttl {ttl}: {error:?}"
+        );
+        let error = store
+            .claim_expired_lease(&turn_key, "executor-b", ttl)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, StoreError::InvalidInput(_)),
+            "claim with ttl {ttl}: {error:?}"
+        );
     }
     assert_eq!(lease_of(&store, &turn_key).await, before);
 }
 
 pub async fn leases_missing_turn_is_not_found(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
-    let error = store.renew_lease(&key("ghost"), "executor-a", LONG_TTL).await.unwrap_err();
+    let error = store
+        .renew_lease(&key("ghost"), "executor-a", LONG_TTL)
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::TurnNotFound { .. }), "{error:?}");
-    let error = store.claim_expired_lease(&key("ghost"), "executor-a", LONG_TTL).await.unwrap_err();
+    let error = store
+        .claim_expired_lease(&key("ghost"), "executor-a", LONG_TTL)
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::TurnNotFound { .. }), "{error:?}");
+}
+
+pub async fn leases_renew_racing_claim_never_both_win(store: Store) {
+    seed_session(&store, TENANT, SESSION).await;
+    for round in 0..6 {
+        let turn_id = format!("turn-{round}");
+        let turn_key = leased_turn(&store, &turn_id, "executor-a", TINY_TTL).await;
+        lapse().await;
+        let renew = {
+            let store = store.clone();
+            let turn_key = turn_key.clone();
+            tokio::spawn(async move { store.renew_lease(&turn_key, "executor-a", LONG_TTL).await })
+        };
+        let claim = {
+            let store = store.clone();
+            let turn_key = turn_key.clone();
+            tokio::spawn(async move { store.claim_expired_lease(&turn_key, "executor-b", LONG_TTL).await })
+        };
+        let (renewed, claimed) = (renew.await.unwrap(), claim.await.unwrap());
+        let holder = lease_of(&store, &turn_key).await.unwrap();
+        match (&renewed, &claimed) {
+            (Ok(lease), Err(StoreError::LeaseHeldByOther { .. }))
+            | (Err(StoreError::LeaseHeldByOther { .. }), Ok(lease)) => {
+                assert_eq!(&holder, lease, "round {round}: the winner holds the lease");
+            }
+            other => panic!("round {round}: exactly one of renew and claim must win, got {other:?}"),
+        }
+        finish(&store, &turn_key).await;
+    }
+    let error = store.list_expired_leases(0).await.unwrap_err();
+    assert!(matches!(error, StoreError::InvalidInput(_)), "{error:?}");
 }
 
 contract_group!(
@@ -252,4 +403,5 @@ contract_group!(
     leases_terminal_turn_clears_lease_and_refuses_claims,
     leases_ttl_must_be_positive,
     leases_missing_turn_is_not_found,
+    leases_renew_racing_claim_never_both_win,
 );

@@ -4,13 +4,13 @@
 pub mod fixtures;
 
 pub mod freeze;
-pub mod pagination;
-pub mod sessions;
-pub mod threads;
-pub mod turns;
 pub mod leases;
+pub mod pagination;
 pub mod parallel;
 pub mod recall;
 pub mod segments;
 pub mod sequence;
+pub mod sessions;
 pub mod tenancy;
+pub mod threads;
+pub mod turns;

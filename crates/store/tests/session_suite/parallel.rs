@@ -4,10 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use tokio::task::JoinHandle;
 use trueforge_protocol::{AgentThreadSnapshot, CancellationReason, TurnState};
 use trueforge_store::StoreError;
 use trueforge_store::session::{FreezeTurn, PageRequest, SortOrder, StoredEvent, TurnDone, TurnKey};
-use tokio::task::JoinHandle;
 
 use super::fixtures::*;
 
@@ -60,8 +60,13 @@ pub async fn parallel_appends_to_one_thread_all_land_once_in_order(store: Store)
             let turn_key = turn_key.clone();
             tokio::spawn(async move {
                 for batch in 0..PER_TASK / BATCH {
-                    let messages = (0..BATCH).map(|n| user(&format!("task-{task}-{}", batch * BATCH + n))).collect();
-                    store.append_to_thread_context(&turn_key, MAIN, messages, None, None).await.expect("append");
+                    let messages = (0..BATCH)
+                        .map(|n| user(&format!("task-{task}-{}", batch * BATCH + n)))
+                        .collect();
+                    store
+                        .append_to_thread_context(&turn_key, MAIN, messages, None, None)
+                        .await
+                        .expect("append");
                 }
             })
         })
@@ -82,13 +87,18 @@ pub async fn parallel_appends_to_one_thread_all_land_once_in_order(store: Store)
     let texts_in_write_order: Vec<String> = history.iter().map(|entry| entry.message.search_text()).collect();
     assert_eq!(texts_in_write_order, context, "write order is context order");
     let positions: Vec<i64> = history.iter().map(|entry| entry.position).collect();
-    assert_eq!(positions, (0..(TASKS * PER_TASK) as i64).collect::<Vec<_>>(), "positions are dense");
+    assert_eq!(
+        positions,
+        (0..(TASKS * PER_TASK) as i64).collect::<Vec<_>>(),
+        "positions are dense"
+    );
 }
 
 pub async fn parallel_appends_to_different_threads_stay_separate(store: Store) {
     let turn_key = running_turn(&store).await;
-    let threads: Vec<AgentThreadSnapshot> =
-        (1..TASKS).map(|task| AgentThreadSnapshot::empty(format!("thread-{task}"))).collect();
+    let threads: Vec<AgentThreadSnapshot> = (1..TASKS)
+        .map(|task| AgentThreadSnapshot::empty(format!("thread-{task}")))
+        .collect();
     store.add_threads(&turn_key, threads).await.unwrap();
     const PER_TASK: usize = 15;
     let handles = (0..TASKS)
@@ -96,10 +106,19 @@ pub async fn parallel_appends_to_different_threads_stay_separate(store: Store) {
             let store = store.clone();
             let turn_key = turn_key.clone();
             tokio::spawn(async move {
-                let thread_id = if task == 0 { MAIN.to_string() } else { format!("thread-{task}") };
+                let thread_id = if task == 0 {
+                    MAIN.to_string()
+                } else {
+                    format!("thread-{task}")
+                };
                 for index in 0..PER_TASK / 3 {
-                    let messages = (0..3).map(|n| user(&format!("task-{task}-{}", index * 3 + n))).collect();
-                    store.append_to_thread_context(&turn_key, &thread_id, messages, Some(usage(index as u64)), None).await.expect("append");
+                    let messages = (0..3)
+                        .map(|n| user(&format!("task-{task}-{}", index * 3 + n)))
+                        .collect();
+                    store
+                        .append_to_thread_context(&turn_key, &thread_id, messages, Some(usage(index as u64)), None)
+                        .await
+                        .expect("append");
                 }
             })
         })
@@ -109,10 +128,18 @@ pub async fn parallel_appends_to_different_threads_stay_separate(store: Store) {
     let record = store.get_turn(&turn_key).await.unwrap().unwrap();
     assert_eq!(record.snapshot.threads.len(), TASKS);
     for task in 0..TASKS {
-        let thread_id = if task == 0 { MAIN.to_string() } else { format!("thread-{task}") };
+        let thread_id = if task == 0 {
+            MAIN.to_string()
+        } else {
+            format!("thread-{task}")
+        };
         let thread = &record.snapshot.threads[&thread_id];
         let expected: Vec<String> = (0..PER_TASK).map(|index| format!("task-{task}-{index}")).collect();
-        assert_eq!(texts(&thread.context), expected, "{thread_id} holds exactly its own messages");
+        assert_eq!(
+            texts(&thread.context),
+            expected,
+            "{thread_id} holds exactly its own messages"
+        );
         assert_eq!(thread.current_context_usage, usage((PER_TASK / 3 - 1) as u64));
         let history = store.thread_history(&turn_key, &thread_id).await.unwrap();
         assert_eq!(history.len(), PER_TASK);
@@ -162,14 +189,27 @@ pub async fn parallel_append_events_keep_seqs_monotonic(store: Store) {
     }
     assert!(!accepted.is_empty(), "at least one batch succeeds");
 
-    let listed = store.list_turn_events(&turn_key, SortOrder::Asc, &PageRequest::first(1000)).await.unwrap().data;
+    let listed = store
+        .list_turn_events(&turn_key, SortOrder::Asc, &PageRequest::first(1000))
+        .await
+        .unwrap()
+        .data;
     let listed_ids: Vec<&str> = listed.iter().map(|event| event.event.id()).collect();
     assert_eq!(listed.len(), accepted.len(), "every accepted event once, nothing else");
-    assert_eq!(listed_ids.iter().collect::<BTreeSet<_>>().len(), listed.len(), "no duplicates");
+    assert_eq!(
+        listed_ids.iter().collect::<BTreeSet<_>>().len(),
+        listed.len(),
+        "no duplicates"
+    );
     for event in &listed {
-        let (seq, _) = accepted.get(event.event.id()).expect("a listed event belongs to an accepted batch");
+        let (seq, _) = accepted
+            .get(event.event.id())
+            .expect("a listed event belongs to an accepted batch");
         assert_eq!(*seq, event.seq, "stored under its own seq");
-        assert!(!rejected.contains(event.event.id()), "nothing of a rejected batch is stored");
+        assert!(
+            !rejected.contains(event.event.id()),
+            "nothing of a rejected batch is stored"
+        );
     }
     assert!(listed.windows(2).all(|pair| pair[0].seq < pair[1].seq));
     // Accepted batches never interleave: in seq order each batch's events are contiguous.
@@ -187,11 +227,14 @@ pub async fn parallel_append_events_keep_seqs_monotonic(store: Store) {
 
 pub async fn parallel_freeze_and_finish_write_one_terminal_transition(store: Store) {
     let turn_key = running_turn(&store).await;
-    store.append_events(&turn_key, vec![stored(1, turn_created(&event_id(), "turn-1"))]).await.unwrap();
+    store
+        .append_events(&turn_key, vec![stored(1, turn_created(&event_id(), "turn-1"))])
+        .await
+        .unwrap();
 
     enum Outcome {
         Updated(String),
-        Frozen(String, TurnState),
+        Frozen(String, Box<TurnState>),
         UpdateRefused,
         AppendDone,
         AppendRefused,
@@ -201,7 +244,10 @@ pub async fn parallel_freeze_and_finish_write_one_terminal_transition(store: Sto
             let store = store.clone();
             let turn_key = turn_key.clone();
             tokio::spawn(async move {
-                let done = TurnDone { event_id: event_id(), min_seq: index };
+                let done = TurnDone {
+                    event_id: event_id(),
+                    min_seq: index,
+                };
                 let id = done.event_id.clone();
                 match index % 3 {
                     0 => match store.update_turn_state(&turn_key, done_state(), done).await {
@@ -210,9 +256,13 @@ pub async fn parallel_freeze_and_finish_write_one_terminal_transition(store: Sto
                         Err(other) => panic!("update: {other:?}"),
                     },
                     1 => {
-                        let freeze = FreezeTurn { reason: CancellationReason::ClientCancelled, metrics: None, done };
+                        let freeze = FreezeTurn {
+                            reason: CancellationReason::ClientCancelled,
+                            metrics: None,
+                            done,
+                        };
                         let record = store.freeze_and_get_turn(&turn_key, freeze).await.expect("freeze");
-                        Outcome::Frozen(id, record.turn.state)
+                        Outcome::Frozen(id, Box::new(record.turn.state))
                     }
                     _ => {
                         // Appenders race the terminal write; each uses a seq far above any done seq.
@@ -233,14 +283,23 @@ pub async fn parallel_freeze_and_finish_write_one_terminal_transition(store: Sto
 
     let record = store.get_turn(&turn_key).await.unwrap().unwrap();
     assert!(record.turn.state.is_terminal());
-    let events = store.list_turn_events(&turn_key, SortOrder::Asc, &PageRequest::first(100)).await.unwrap().data;
-    let dones: Vec<&StoredEvent> = events.iter().filter(|event| event.event.event_type() == "turn.done").collect();
+    let events = store
+        .list_turn_events(&turn_key, SortOrder::Asc, &PageRequest::first(100))
+        .await
+        .unwrap()
+        .data;
+    let dones: Vec<&StoredEvent> = events
+        .iter()
+        .filter(|event| event.event.event_type() == "turn.done")
+        .collect();
     assert_eq!(dones.len(), 1, "exactly one turn.done: {events:?}");
     let done = dones[0];
     assert_eq!(events.last().unwrap(), done, "turn.done is the last event");
     assert_eq!(record.turn.last_seq, done.seq);
     match &done.event {
-        trueforge_protocol::SessionEvent::TurnDone(event) => assert_eq!(event.state, record.turn.state),
+        trueforge_protocol::SessionEvent::TurnDone(event) => {
+            assert_eq!(event.state, record.turn.state)
+        }
         other => panic!("{other:?}"),
     }
 
@@ -252,7 +311,10 @@ pub async fn parallel_freeze_and_finish_write_one_terminal_transition(store: Sto
                 assert_eq!(id, done.event.id(), "the winning update wrote the turn.done");
             }
             Outcome::Frozen(id, state) => {
-                assert_eq!(state, &record.turn.state, "every freeze returns the one terminal state");
+                assert_eq!(
+                    **state, record.turn.state,
+                    "every freeze returns the one terminal state"
+                );
                 if id == done.event.id() {
                     transitions += 1;
                 }
@@ -261,8 +323,15 @@ pub async fn parallel_freeze_and_finish_write_one_terminal_transition(store: Sto
         }
     }
     assert_eq!(transitions, 1, "exactly one terminal transition");
-    let appended = outcomes.iter().filter(|outcome| matches!(outcome, Outcome::AppendDone)).count();
-    assert_eq!(events.len(), 2 + appended, "turn.created, the accepted appends and turn.done");
+    let appended = outcomes
+        .iter()
+        .filter(|outcome| matches!(outcome, Outcome::AppendDone))
+        .count();
+    assert_eq!(
+        events.len(),
+        2 + appended,
+        "turn.created, the accepted appends and turn.done"
+    );
 }
 
 pub async fn parallel_forks_of_one_turn_are_isolated(store: Store) {
@@ -281,7 +350,10 @@ pub async fn parallel_forks_of_one_turn_are_isolated(store: Store) {
                 let turn_key = key(&turn_id);
                 for index in 1..4 {
                     let text = format!("task-{task}-{index}");
-                    store.append_to_thread_context(&turn_key, MAIN, vec![user(&text)], None, None).await.expect("append");
+                    store
+                        .append_to_thread_context(&turn_key, MAIN, vec![user(&text)], None, None)
+                        .await
+                        .expect("append");
                 }
                 turn_id
             })
@@ -303,7 +375,11 @@ pub async fn parallel_forks_of_one_turn_are_isolated(store: Store) {
     let session = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
     let tip = session.last_turn_id.expect("a tip");
     assert!(forks.contains(&tip), "the tip {tip} is one of the forks");
-    let turns = store.list_turns(TENANT, SESSION, &PageRequest::first(100)).await.unwrap().data;
+    let turns = store
+        .list_turns(TENANT, SESSION, &PageRequest::first(100))
+        .await
+        .unwrap()
+        .data;
     assert_eq!(turns.len(), TASKS + 1);
     assert_eq!(turns.last().unwrap().turn_id, tip, "the tip is the last turn created");
     assert_eq!(main_context(&store, &key("turn-1")).await, ["base"]);
@@ -320,8 +396,13 @@ pub async fn parallel_readers_never_see_partial_writes(store: Store) {
             let turn_key = turn_key.clone();
             tokio::spawn(async move {
                 for batch in 0..BATCHES {
-                    let messages = (0..BATCH).map(|n| user(&format!("task-{task}-{}", batch * BATCH + n))).collect();
-                    store.append_to_thread_context(&turn_key, MAIN, messages, None, None).await.expect("append");
+                    let messages = (0..BATCH)
+                        .map(|n| user(&format!("task-{task}-{}", batch * BATCH + n)))
+                        .collect();
+                    store
+                        .append_to_thread_context(&turn_key, MAIN, messages, None, None)
+                        .await
+                        .expect("append");
                 }
             })
         })
@@ -336,7 +417,12 @@ pub async fn parallel_readers_never_see_partial_writes(store: Store) {
                 while last_len < WRITERS * BATCHES * BATCH {
                     let record = store.get_turn(&turn_key).await.expect("read").expect("turn");
                     let context = texts(&record.snapshot.threads[MAIN].context);
-                    assert_eq!(context.len() % BATCH, 0, "a read saw half a batch: {} messages", context.len());
+                    assert_eq!(
+                        context.len() % BATCH,
+                        0,
+                        "a read saw half a batch: {} messages",
+                        context.len()
+                    );
                     assert!(context.len() >= last_len, "reads never go back in time");
                     let mut next: BTreeMap<usize, usize> = BTreeMap::new();
                     for text in &context {
@@ -362,60 +448,392 @@ pub async fn parallel_readers_never_see_partial_writes(store: Store) {
     assert_per_task_order(&main_context(&store, &turn_key).await, WRITERS, BATCHES * BATCH);
 }
 
-pub async fn parallel_writes_racing_delete_session_fail_as_not_found(store: Store) {
+/// The writes raced against `delete_session`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RaceWrite {
+    ContextAppend,
+    CapabilityPatch,
+    EventAppend,
+    AddThread,
+    Overwrite,
+    Finish,
+}
+
+/// The turn ids every race round uses.
+fn race_turn_ids() -> Vec<String> {
+    std::iter::once("turn-shared".to_string())
+        .chain((0..TASKS).map(|task| format!("turn-{task}")))
+        .collect()
+}
+
+/// Creates the session and its turns with the ids of a previous, deleted round, and checks nothing of that
+/// round survived: the ids are free and every turn starts empty.
+async fn recreate_and_check_empty(store: &Store) {
+    seed_session(store, TENANT, SESSION).await;
+    assert!(
+        store
+            .list_turns(TENANT, SESSION, &PageRequest::first(10))
+            .await
+            .unwrap()
+            .data
+            .is_empty()
+    );
+    for turn_id in race_turn_ids() {
+        store
+            .create_turn(turn(&turn_id, None))
+            .await
+            .expect("the same turn id is free again");
+        let turn_key = key(&turn_id);
+        let record = store.get_turn(&turn_key).await.unwrap().unwrap();
+        assert_eq!(
+            record.snapshot.threads.keys().collect::<Vec<_>>(),
+            [MAIN],
+            "no thread of {turn_id} survived"
+        );
+        assert!(
+            record.snapshot.threads[MAIN].context.is_empty(),
+            "no message of {turn_id} survived"
+        );
+        assert!(record.snapshot.threads[MAIN].capability_state.is_none());
+        assert!(
+            store.thread_history(&turn_key, MAIN).await.unwrap().is_empty(),
+            "no body of {turn_id} survived"
+        );
+        assert_eq!(record.turn.last_seq, 0);
+        assert!(
+            event_types(store, &turn_key).await.is_empty(),
+            "no event of {turn_id} survived"
+        );
+    }
+}
+
+/// Rounds of racing writers against `delete_session`: each round recreates the session and turns under the
+/// same ids (checking nothing of the previous round survived), runs `TASKS` writers doing `kinds` in turn
+/// (alternating between a shared turn and their own), and deletes the session while they run. The delete
+/// must succeed, and every racing write either succeeds or fails as not found.
+async fn race_delete_session(store: &Store, kinds: &[RaceWrite]) {
+    const ROUNDS: u64 = 4;
+    seed_session(store, TENANT, SESSION).await;
+    for turn_id in race_turn_ids() {
+        store.create_turn(turn(&turn_id, None)).await.expect("create turn");
+    }
+    for round in 0..ROUNDS {
+        if round > 0 {
+            recreate_and_check_empty(store).await;
+        }
+        for turn_id in race_turn_ids() {
+            store
+                .add_threads(&key(&turn_id), vec![AgentThreadSnapshot::empty("sub")])
+                .await
+                .expect("add sub");
+        }
+        let kinds = kinds.to_vec();
+        let writers: Vec<JoinHandle<Vec<(RaceWrite, StoreError)>>> = (0..TASKS)
+            .map(|task| {
+                let store = store.clone();
+                let kinds = kinds.clone();
+                tokio::spawn(async move {
+                    let mut errors = Vec::new();
+                    for step in 0..40u64 {
+                        let kind = kinds[(task + step as usize) % kinds.len()];
+                        let turn_key = if step % 2 == 0 {
+                            key("turn-shared")
+                        } else {
+                            key(&format!("turn-{task}"))
+                        };
+                        let result = match kind {
+                            RaceWrite::ContextAppend => {
+                                let message = user(&format!("task-{task}-{step}"));
+                                store
+                                    .append_to_thread_context(&turn_key, MAIN, vec![message], None, None)
+                                    .await
+                            }
+                            RaceWrite::CapabilityPatch => {
+                                store
+                                    .patch_thread_capability_state(&turn_key, MAIN, "k", serde_json::json!(step))
+                                    .await
+                            }
+                            RaceWrite::EventAppend => {
+                                let seq = 1 + task as u64 * 1_000 + step;
+                                let event = stored(seq, model_message(&event_id(), "racing"));
+                                store.append_events(&turn_key, vec![event]).await
+                            }
+                            RaceWrite::AddThread => {
+                                let thread = AgentThreadSnapshot::empty(format!("thread-{task}-{step}"));
+                                store.add_threads(&turn_key, vec![thread]).await
+                            }
+                            RaceWrite::Overwrite => {
+                                let message = user(&format!("sub-{task}-{step}"));
+                                store
+                                    .overwrite_thread_context(&turn_key, "sub", vec![message], usage(step))
+                                    .await
+                            }
+                            RaceWrite::Finish => {
+                                let turn_key = if step % 2 == 0 {
+                                    turn_key
+                                } else {
+                                    key(&format!("turn-{}", (task + 1) % TASKS))
+                                };
+                                store
+                                    .update_turn_state(&turn_key, done_state(), done_marker())
+                                    .await
+                                    .map(|_| ())
+                            }
+                        };
+                        match result {
+                            Ok(()) => {}
+                            // Ordinary outcomes between the writers themselves, not caused by the delete.
+                            Err(StoreError::EventSequenceConflict { .. } | StoreError::TurnNotRunning { .. }) => {}
+                            Err(error) => errors.push((kind, error)),
+                        }
+                    }
+                    errors
+                })
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(2 + 3 * round)).await;
+        let deleted = store.delete_session(TENANT, SESSION).await;
+        let errors: Vec<(RaceWrite, StoreError)> = join_all(writers).await.into_iter().flatten().collect();
+        let unexpected: Vec<&(RaceWrite, StoreError)> =
+            errors.iter().filter(|(_, error)| !error.is_not_found()).collect();
+        assert!(
+            deleted.is_ok() && unexpected.is_empty(),
+            "round {round}: delete_session: {deleted:?}; writes failing other than not-found: {unexpected:?}"
+        );
+        assert!(store.get_session(TENANT, SESSION).await.unwrap().is_none());
+        assert!(store.get_turn(&key("turn-shared")).await.unwrap().is_none());
+    }
+    recreate_and_check_empty(store).await;
+    let shared = key("turn-shared");
+    store
+        .append_events(&shared, vec![stored(1, turn_created(&event_id(), "turn-shared"))])
+        .await
+        .unwrap();
+    let page = store
+        .list_session_events(TENANT, SESSION, Some("turn-shared"), &PageRequest::first(100))
+        .await
+        .unwrap();
+    assert_eq!(page.data.len(), 1);
+}
+
+pub async fn parallel_context_appends_racing_delete_session_fail_as_not_found(store: Store) {
+    race_delete_session(&store, &[RaceWrite::ContextAppend, RaceWrite::CapabilityPatch]).await;
+}
+
+pub async fn parallel_event_appends_racing_delete_session_fail_as_not_found(store: Store) {
+    race_delete_session(&store, &[RaceWrite::EventAppend]).await;
+}
+
+pub async fn parallel_thread_changes_racing_delete_session_fail_as_not_found(store: Store) {
+    race_delete_session(&store, &[RaceWrite::AddThread, RaceWrite::Overwrite]).await;
+}
+
+pub async fn parallel_terminal_writes_racing_delete_session_fail_as_not_found(store: Store) {
+    race_delete_session(&store, &[RaceWrite::Finish, RaceWrite::ContextAppend]).await;
+}
+
+pub async fn parallel_mixed_writes_racing_delete_session_fail_as_not_found(store: Store) {
+    race_delete_session(
+        &store,
+        &[
+            RaceWrite::ContextAppend,
+            RaceWrite::EventAppend,
+            RaceWrite::AddThread,
+            RaceWrite::Overwrite,
+            RaceWrite::CapabilityPatch,
+        ],
+    )
+    .await;
+}
+
+pub async fn parallel_create_same_turn_id_has_one_winner(store: Store) {
+    seed_session(&store, TENANT, SESSION).await;
+    finished_turn(&store, with_messages(turn("turn-1", None), MAIN, &["base"])).await;
+    let handles = (0..TASKS)
+        .map(|task| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let text = format!("task-{task}-0");
+                let result = store
+                    .create_turn(with_messages(turn("turn-2", Some("turn-1")), MAIN, &[text.as_str()]))
+                    .await;
+                (task, result)
+            })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for (task, result) in join_all(handles).await {
+        match result {
+            Ok(_) => winners.push(task),
+            Err(StoreError::TurnAlreadyExists { .. }) => {}
+            Err(other) => panic!("task {task}: {other:?}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one create wins: {winners:?}");
+    let winner = winners[0];
+    assert_eq!(
+        main_context(&store, &key("turn-2")).await,
+        ["base".to_string(), format!("task-{winner}-0")]
+    );
+    let history = store.thread_history(&key("turn-2"), MAIN).await.unwrap();
+    assert_eq!(history.len(), 2, "the losers wrote no bodies into the winner's turn");
+    let turns = store
+        .list_turns(TENANT, SESSION, &PageRequest::first(100))
+        .await
+        .unwrap()
+        .data;
+    assert_eq!(turns.len(), 2);
+    assert_eq!(
+        store
+            .get_session(TENANT, SESSION)
+            .await
+            .unwrap()
+            .unwrap()
+            .last_turn_id
+            .as_deref(),
+        Some("turn-2")
+    );
+}
+
+pub async fn parallel_create_same_session_id_has_one_winner(store: Store) {
+    let handles = (0..TASKS)
+        .map(|task| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let tenant = format!("tenant-{task}");
+                (task, store.create_session(new_session(&tenant, "contested")).await)
+            })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for (task, result) in join_all(handles).await {
+        match result {
+            Ok(record) => winners.push((task, record)),
+            Err(StoreError::SessionAlreadyExists { .. }) => {}
+            Err(other) => panic!("task {task}: {other:?}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "session ids are unique across tenants");
+    let (task, record) = &winners[0];
+    let owner = format!("tenant-{task}");
+    assert_eq!(
+        store.get_session(&owner, "contested").await.unwrap().as_ref(),
+        Some(record)
+    );
+    for other in (0..TASKS).filter(|other| other != task) {
+        assert!(
+            store
+                .get_session(&format!("tenant-{other}"), "contested")
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+}
+
+pub async fn parallel_add_same_thread_id_has_one_winner(store: Store) {
     let turn_key = running_turn(&store).await;
-    store.add_threads(&turn_key, vec![AgentThreadSnapshot::empty("sub")]).await.unwrap();
-    let writers: Vec<JoinHandle<Vec<StoreError>>> = (0..TASKS)
+    let handles = (0..TASKS)
         .map(|task| {
             let store = store.clone();
             let turn_key = turn_key.clone();
             tokio::spawn(async move {
-                let mut errors = Vec::new();
-                for step in 0..30u64 {
-                    let result = match (task + step as usize) % 5 {
-                        0 => store.append_to_thread_context(&turn_key, MAIN, vec![user(&format!("task-{task}-{step}"))], None, None).await,
-                        1 => {
-                            let seq = 1 + task as u64 * 1_000 + step;
-                            store.append_events(&turn_key, vec![stored(seq, model_message(&event_id(), "racing"))]).await
-                        }
-                        2 => store.add_threads(&turn_key, vec![AgentThreadSnapshot::empty(format!("thread-{task}-{step}"))]).await,
-                        3 => store.overwrite_thread_context(&turn_key, "sub", vec![user(&format!("sub-{task}-{step}"))], usage(step)).await,
-                        _ => store.patch_thread_capability_state(&turn_key, MAIN, "k", serde_json::json!(step)).await,
-                    };
-                    match result {
-                        Ok(()) => {}
-                        // A seq below another task's committed batch is an ordinary conflict, not the race.
-                        Err(StoreError::EventSequenceConflict { .. }) => {}
-                        Err(error) => errors.push(error),
-                    }
-                }
-                errors
+                let thread = AgentThreadSnapshot {
+                    context: vec![user(&format!("task-{task}-0"))],
+                    ..AgentThreadSnapshot::empty("contested")
+                };
+                (task, store.add_threads(&turn_key, vec![thread]).await)
             })
         })
         .collect();
-    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    store.delete_session(TENANT, SESSION).await.expect("delete session");
-    let errors: Vec<StoreError> = join_all(writers).await.into_iter().flatten().collect();
-    for error in &errors {
-        assert!(error.is_not_found(), "a write racing the delete failed with {error:?}");
+    let mut winners = Vec::new();
+    for (task, result) in join_all(handles).await {
+        match result {
+            Ok(()) => winners.push(task),
+            Err(StoreError::ThreadAlreadyExists { .. }) => {}
+            Err(other) => panic!("task {task}: {other:?}"),
+        }
     }
-
-    // Nothing remains: recreating the same ids starts empty.
-    assert!(store.get_session(TENANT, SESSION).await.unwrap().is_none());
-    assert!(store.get_turn(&turn_key).await.unwrap().is_none());
-    seed_session(&store, TENANT, SESSION).await;
-    assert!(store.list_turns(TENANT, SESSION, &PageRequest::first(10)).await.unwrap().data.is_empty());
-    store.create_turn(turn("turn-1", None)).await.expect("the same turn id is free again");
+    assert_eq!(winners.len(), 1, "exactly one add wins: {winners:?}");
     let record = store.get_turn(&turn_key).await.unwrap().unwrap();
-    assert_eq!(record.snapshot.threads.keys().collect::<Vec<_>>(), [MAIN], "no thread survived");
-    assert!(record.snapshot.threads[MAIN].context.is_empty(), "no message survived");
-    assert!(record.snapshot.threads[MAIN].capability_state.is_none());
-    assert!(store.thread_history(&turn_key, MAIN).await.unwrap().is_empty(), "no body survived");
-    assert_eq!(record.turn.last_seq, 0);
-    assert!(event_types(&store, &turn_key).await.is_empty(), "no event survived");
-    store.append_events(&turn_key, vec![stored(1, turn_created(&event_id(), "turn-1"))]).await.unwrap();
-    let page = store.list_session_events(TENANT, SESSION, None, &PageRequest::first(100)).await.unwrap();
-    assert_eq!(page.data.len(), 1);
+    assert_eq!(
+        texts(&record.snapshot.threads["contested"].context),
+        [format!("task-{}-0", winners[0])]
+    );
+    assert_eq!(store.thread_history(&turn_key, "contested").await.unwrap().len(), 1);
+}
+
+pub async fn parallel_forks_racing_predecessor_freeze_see_its_final_context(store: Store) {
+    let turn_key = running_turn(&store).await;
+    // Appenders write to turn-1 until it is frozen under them.
+    let appenders: Vec<JoinHandle<usize>> = (0..4)
+        .map(|task| {
+            let store = store.clone();
+            let turn_key = turn_key.clone();
+            tokio::spawn(async move {
+                for index in 0.. {
+                    let text = format!("task-{task}-{index}");
+                    match store
+                        .append_to_thread_context(&turn_key, MAIN, vec![user(&text)], None, None)
+                        .await
+                    {
+                        Ok(()) => {}
+                        Err(StoreError::TurnNotRunning { .. }) => return index,
+                        Err(other) => panic!("append: {other:?}"),
+                    }
+                }
+                unreachable!()
+            })
+        })
+        .collect();
+    // Forkers keep trying to continue from turn-1; they may only succeed once it is terminal.
+    let forkers: Vec<JoinHandle<(String, usize)>> = (0..4)
+        .map(|task| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let turn_id = format!("fork-{task}");
+                let mut refused = 0;
+                loop {
+                    match store.create_turn(turn(&turn_id, Some("turn-1"))).await {
+                        Ok(_) => return (turn_id, refused),
+                        Err(StoreError::PreviousTurnRunning { .. }) => refused += 1,
+                        Err(other) => panic!("fork: {other:?}"),
+                    }
+                    tokio::task::yield_now().await;
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let freeze = FreezeTurn {
+        reason: CancellationReason::CancelledForNextTurn,
+        metrics: None,
+        done: done_marker(),
+    };
+    let frozen = store.freeze_and_get_turn(&turn_key, freeze).await.unwrap();
+    let written = join_all(appenders).await;
+    let forks = join_all(forkers).await;
+
+    let final_context = texts(&frozen.snapshot.threads[MAIN].context);
+    assert_eq!(
+        final_context.len(),
+        written.iter().sum::<usize>(),
+        "every acknowledged append is in the frozen turn"
+    );
+    let mut next = [0usize; 4];
+    for text in &final_context {
+        let (task, index) = parse(text);
+        assert_eq!(index, next[task], "task {task}'s appends are in order");
+        next[task] += 1;
+    }
+    assert_eq!(next.to_vec(), written, "each task's acknowledged appends, no more");
+    for (turn_id, _) in &forks {
+        assert_eq!(
+            main_context(&store, &key(turn_id)).await,
+            final_context,
+            "{turn_id} inherits the predecessor's final context"
+        );
+    }
 }
 
 contract_group!(
@@ -425,5 +843,13 @@ contract_group!(
     parallel_freeze_and_finish_write_one_terminal_transition,
     parallel_forks_of_one_turn_are_isolated,
     parallel_readers_never_see_partial_writes,
-    parallel_writes_racing_delete_session_fail_as_not_found,
+    parallel_context_appends_racing_delete_session_fail_as_not_found,
+    parallel_event_appends_racing_delete_session_fail_as_not_found,
+    parallel_thread_changes_racing_delete_session_fail_as_not_found,
+    parallel_terminal_writes_racing_delete_session_fail_as_not_found,
+    parallel_mixed_writes_racing_delete_session_fail_as_not_found,
+    parallel_create_same_turn_id_has_one_winner,
+    parallel_create_same_session_id_has_one_winner,
+    parallel_add_same_thread_id_has_one_winner,
+    parallel_forks_racing_predecessor_freeze_see_its_final_context,
 );

@@ -10,7 +10,13 @@ use super::fixtures::*;
 
 async fn append(store: &Store, turn_key: &TurnKey, texts: &[&str]) {
     store
-        .append_to_thread_context(turn_key, MAIN, texts.iter().map(|text| user(text)).collect(), None, None)
+        .append_to_thread_context(
+            turn_key,
+            MAIN,
+            texts.iter().map(|text| user(text)).collect(),
+            None,
+            None,
+        )
         .await
         .expect("append to thread context");
 }
@@ -24,7 +30,10 @@ async fn compact(store: &Store, turn_key: &TurnKey, texts: &[&str]) {
 
 /// `(text, active)` of each entry.
 fn flagged(entries: &[HistoryEntry]) -> Vec<(String, bool)> {
-    entries.iter().map(|entry| (entry.message.search_text(), entry.active)).collect()
+    entries
+        .iter()
+        .map(|entry| (entry.message.search_text(), entry.active))
+        .collect()
 }
 
 fn entry_texts(entries: &[HistoryEntry]) -> Vec<String> {
@@ -32,7 +41,10 @@ fn entry_texts(entries: &[HistoryEntry]) -> Vec<String> {
 }
 
 fn pairs(expected: &[(&str, bool)]) -> Vec<(String, bool)> {
-    expected.iter().map(|(text, active)| (text.to_string(), *active)).collect()
+    expected
+        .iter()
+        .map(|(text, active)| (text.to_string(), *active))
+        .collect()
 }
 
 fn owned(texts: &[&str]) -> Vec<String> {
@@ -40,15 +52,27 @@ fn owned(texts: &[&str]) -> Vec<String> {
 }
 
 async fn search(store: &Store, turn_key: &TurnKey, query: &str) -> Vec<String> {
-    entry_texts(&store.search_thread_history(turn_key, MAIN, query, 100).await.expect("search"))
+    entry_texts(
+        &store
+            .search_thread_history(turn_key, MAIN, query, 100)
+            .await
+            .expect("search"),
+    )
 }
 
 /// turn-1: [a, b]; turn-2 (running): appends [c], compacts to [summary], appends [d].
 async fn compacted_branch(store: &Store) -> TurnKey {
     seed_session(store, TENANT, SESSION).await;
-    finished_turn(store, with_messages(turn("turn-1", None), MAIN, &["alpha one", "bravo two"])).await;
+    finished_turn(
+        store,
+        with_messages(turn("turn-1", None), MAIN, &["alpha one", "bravo two"]),
+    )
+    .await;
     let turn_2 = key("turn-2");
-    store.create_turn(with_messages(turn("turn-2", Some("turn-1")), MAIN, &["charlie three"])).await.unwrap();
+    store
+        .create_turn(with_messages(turn("turn-2", Some("turn-1")), MAIN, &["charlie three"]))
+        .await
+        .unwrap();
     compact(store, &turn_2, &["summary of alpha bravo charlie"]).await;
     append(store, &turn_2, &["delta four"]).await;
     turn_2
@@ -70,13 +94,23 @@ pub async fn recall_history_flags_superseded_bodies_in_write_order(store: Store)
     let writers: Vec<&str> = history.iter().map(|entry| entry.turn_id.as_str()).collect();
     assert_eq!(writers, ["turn-1", "turn-1", "turn-2", "turn-2", "turn-2"]);
     let positions: Vec<i64> = history.iter().map(|entry| entry.position).collect();
-    assert_eq!(positions, [0, 1, 2, 0, 1], "each body keeps its position in the context it was written into");
-    assert!(history.windows(2).all(|pair| pair[0].message_id < pair[1].message_id), "write order");
+    assert_eq!(
+        positions,
+        [0, 1, 2, 0, 1],
+        "each body keeps its position in the context it was written into"
+    );
+    assert!(
+        history.windows(2).all(|pair| pair[0].message_id < pair[1].message_id),
+        "write order"
+    );
 
     // The continuation inherits the same history; its own appends come last and are active.
     finish(&store, &turn_2).await;
     let turn_3 = key("turn-3");
-    store.create_turn(with_messages(turn("turn-3", Some("turn-2")), MAIN, &["echo five"])).await.unwrap();
+    store
+        .create_turn(with_messages(turn("turn-3", Some("turn-2")), MAIN, &["echo five"]))
+        .await
+        .unwrap();
     let continued = store.thread_history(&turn_3, MAIN).await.unwrap();
     assert_eq!(continued[..history.len()], history[..]);
     assert_eq!(flagged(&continued[history.len()..]), pairs(&[("echo five", true)]));
@@ -86,16 +120,25 @@ pub async fn recall_history_excludes_sibling_forks(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     finished_turn(&store, with_messages(turn("turn-1", None), MAIN, &["shared root"])).await;
     let left = key("left");
-    store.create_turn(with_messages(turn("left", Some("turn-1")), MAIN, &["left only"])).await.unwrap();
+    store
+        .create_turn(with_messages(turn("left", Some("turn-1")), MAIN, &["left only"]))
+        .await
+        .unwrap();
     compact(&store, &left, &["left summary"]).await;
     finish(&store, &left).await;
     let right = key("right");
-    store.create_turn(with_messages(turn("right", Some("turn-1")), MAIN, &["right only"])).await.unwrap();
+    store
+        .create_turn(with_messages(turn("right", Some("turn-1")), MAIN, &["right only"]))
+        .await
+        .unwrap();
 
     let history = store.thread_history(&right, MAIN).await.unwrap();
     assert_eq!(flagged(&history), pairs(&[("shared root", true), ("right only", true)]));
     let history = store.thread_history(&left, MAIN).await.unwrap();
-    assert_eq!(flagged(&history), pairs(&[("shared root", false), ("left only", false), ("left summary", true)]));
+    assert_eq!(
+        flagged(&history),
+        pairs(&[("shared root", false), ("left only", false), ("left summary", true)])
+    );
 }
 
 pub async fn recall_history_before_overwrite_shows_only_active_bodies(store: Store) {
@@ -107,17 +150,30 @@ pub async fn recall_history_before_overwrite_shows_only_active_bodies(store: Sto
 pub async fn recall_history_of_added_and_compacted_sub_thread(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     let turn_1 = key("turn-1");
-    store.create_turn(with_messages(turn("turn-1", None), MAIN, &["main text"])).await.unwrap();
+    store
+        .create_turn(with_messages(turn("turn-1", None), MAIN, &["main text"]))
+        .await
+        .unwrap();
     let snapshot = trueforge_protocol::AgentThreadSnapshot {
         context: vec![user("sub task")],
         ..trueforge_protocol::AgentThreadSnapshot::empty("sub")
     };
     store.add_threads(&turn_1, vec![snapshot]).await.unwrap();
-    store.overwrite_thread_context(&turn_1, "sub", vec![user("sub compacted")], usage(2)).await.unwrap();
+    store
+        .overwrite_thread_context(&turn_1, "sub", vec![user("sub compacted")], usage(2))
+        .await
+        .unwrap();
     let history = store.thread_history(&turn_1, "sub").await.unwrap();
-    assert_eq!(flagged(&history), pairs(&[("sub task", false), ("sub compacted", true)]));
+    assert_eq!(
+        flagged(&history),
+        pairs(&[("sub task", false), ("sub compacted", true)])
+    );
     let main = store.thread_history(&turn_1, MAIN).await.unwrap();
-    assert_eq!(flagged(&main), pairs(&[("main text", true)]), "threads do not share history");
+    assert_eq!(
+        flagged(&main),
+        pairs(&[("main text", true)]),
+        "threads do not share history"
+    );
 }
 
 pub async fn recall_search_is_case_insensitive_and_whole_word(store: Store) {
@@ -127,12 +183,26 @@ pub async fn recall_search_is_case_insensitive_and_whole_word(store: Store) {
         .create_turn(with_messages(
             turn("turn-1", None),
             MAIN,
-            &["The Cat sat", "category theory", "two cats", "CAT!", "concat", "bobcat's cat-flap", "scatter"],
+            &[
+                "The Cat sat",
+                "category theory",
+                "two cats",
+                "CAT!",
+                "concat",
+                "bobcat's cat-flap",
+                "scatter",
+            ],
         ))
         .await
         .unwrap();
-    assert_eq!(search(&store, &turn_1, "cat").await, owned(&["The Cat sat", "CAT!", "bobcat's cat-flap"]));
-    assert_eq!(search(&store, &turn_1, "CAT").await, owned(&["The Cat sat", "CAT!", "bobcat's cat-flap"]));
+    assert_eq!(
+        search(&store, &turn_1, "cat").await,
+        owned(&["The Cat sat", "CAT!", "bobcat's cat-flap"])
+    );
+    assert_eq!(
+        search(&store, &turn_1, "CAT").await,
+        owned(&["The Cat sat", "CAT!", "bobcat's cat-flap"])
+    );
     assert_eq!(search(&store, &turn_1, "Category").await, owned(&["category theory"]));
     assert_eq!(search(&store, &turn_1, "cats").await, owned(&["two cats"]));
     assert!(search(&store, &turn_1, "ca").await.is_empty(), "no prefix matches");
@@ -146,15 +216,32 @@ pub async fn recall_search_requires_every_word(store: Store) {
         .create_turn(with_messages(
             turn("turn-1", None),
             MAIN,
-            &["the cat chased the dog", "a cat alone", "a dog alone", "Dog, meet CAT.", "catalog of dogs"],
+            &[
+                "the cat chased the dog",
+                "a cat alone",
+                "a dog alone",
+                "Dog, meet CAT.",
+                "catalog of dogs",
+            ],
         ))
         .await
         .unwrap();
     let both = owned(&["the cat chased the dog", "Dog, meet CAT."]);
     assert_eq!(search(&store, &turn_1, "cat dog").await, both);
-    assert_eq!(search(&store, &turn_1, "DOG cat").await, both, "word order does not matter");
-    assert_eq!(search(&store, &turn_1, "  cat,   dog!! cat ").await, both, "punctuation and repeats are ignored");
-    assert_eq!(search(&store, &turn_1, "cat dog chased").await, owned(&["the cat chased the dog"]));
+    assert_eq!(
+        search(&store, &turn_1, "DOG cat").await,
+        both,
+        "word order does not matter"
+    );
+    assert_eq!(
+        search(&store, &turn_1, "  cat,   dog!! cat ").await,
+        both,
+        "punctuation and repeats are ignored"
+    );
+    assert_eq!(
+        search(&store, &turn_1, "cat dog chased").await,
+        owned(&["the cat chased the dog"])
+    );
     assert!(search(&store, &turn_1, "cat dog bird").await.is_empty());
 }
 
@@ -162,13 +249,25 @@ pub async fn recall_search_unicode_words(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     let turn_1 = key("turn-1");
     store
-        .create_turn(with_messages(turn("turn-1", None), MAIN, &["Größe des Cafés", "cafe plain", "東京 タワー", "x2 version 10"]))
+        .create_turn(with_messages(
+            turn("turn-1", None),
+            MAIN,
+            &["Größe des Cafés", "cafe plain", "東京 タワー", "x2 version 10"],
+        ))
         .await
         .unwrap();
-    assert_eq!(search(&store, &turn_1, "GRÖSSE").await, Vec::<String>::new(), "no folding beyond lowercase");
+    assert_eq!(
+        search(&store, &turn_1, "GRÖSSE").await,
+        Vec::<String>::new(),
+        "no folding beyond lowercase"
+    );
     assert_eq!(search(&store, &turn_1, "größe").await, owned(&["Größe des Cafés"]));
     assert_eq!(search(&store, &turn_1, "CAFÉS").await, owned(&["Größe des Cafés"]));
-    assert_eq!(search(&store, &turn_1, "cafe").await, owned(&["cafe plain"]), "accents are significant");
+    assert_eq!(
+        search(&store, &turn_1, "cafe").await,
+        owned(&["cafe plain"]),
+        "accents are significant"
+    );
     assert_eq!(search(&store, &turn_1, "東京").await, owned(&["東京 タワー"]));
     assert_eq!(search(&store, &turn_1, "x2 10").await, owned(&["x2 version 10"]));
     assert!(search(&store, &turn_1, "1").await.is_empty());
@@ -177,9 +276,15 @@ pub async fn recall_search_unicode_words(store: Store) {
 pub async fn recall_search_includes_superseded_bodies(store: Store) {
     let turn_2 = compacted_branch(&store).await;
     let found = store.search_thread_history(&turn_2, MAIN, "bravo", 10).await.unwrap();
-    assert_eq!(flagged(&found), pairs(&[("bravo two", false), ("summary of alpha bravo charlie", true)]));
+    assert_eq!(
+        flagged(&found),
+        pairs(&[("bravo two", false), ("summary of alpha bravo charlie", true)])
+    );
     assert_eq!(found[0].turn_id, "turn-1");
-    let found = store.search_thread_history(&turn_2, MAIN, "charlie three", 10).await.unwrap();
+    let found = store
+        .search_thread_history(&turn_2, MAIN, "charlie three", 10)
+        .await
+        .unwrap();
     assert_eq!(flagged(&found), pairs(&[("charlie three", false)]));
     // The full entry matches the history's.
     let history = store.thread_history(&turn_2, MAIN).await.unwrap();
@@ -191,34 +296,73 @@ pub async fn recall_search_respects_limit_in_write_order(store: Store) {
     let texts_owned: Vec<String> = (0..12).map(|index| format!("needle number {index}")).collect();
     let texts_ref: Vec<&str> = texts_owned.iter().map(String::as_str).collect();
     finished_turn(&store, with_messages(turn("turn-1", None), MAIN, &texts_ref[..6])).await;
-    store.create_turn(with_messages(turn("turn-2", Some("turn-1")), MAIN, &texts_ref[6..])).await.unwrap();
+    store
+        .create_turn(with_messages(turn("turn-2", Some("turn-1")), MAIN, &texts_ref[6..]))
+        .await
+        .unwrap();
     let turn_2 = key("turn-2");
     let found = store.search_thread_history(&turn_2, MAIN, "needle", 4).await.unwrap();
-    assert_eq!(entry_texts(&found), texts_owned[..4].to_vec(), "the first matches in write order");
+    assert_eq!(
+        entry_texts(&found),
+        texts_owned[..4].to_vec(),
+        "the first matches in write order"
+    );
     let found = store.search_thread_history(&turn_2, MAIN, "needle", 1).await.unwrap();
     assert_eq!(entry_texts(&found), texts_owned[..1].to_vec());
-    let found = store.search_thread_history(&turn_2, MAIN, "needle", 1000).await.unwrap();
+    let found = store
+        .search_thread_history(&turn_2, MAIN, "needle", 1000)
+        .await
+        .unwrap();
     assert_eq!(entry_texts(&found), texts_owned);
-    let error = store.search_thread_history(&turn_2, MAIN, "needle", 0).await.unwrap_err();
+    let error = store
+        .search_thread_history(&turn_2, MAIN, "needle", 0)
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::InvalidInput(_)), "{error:?}");
 }
 
 pub async fn recall_search_excludes_sibling_forks(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
-    finished_turn(&store, with_messages(turn("turn-1", None), MAIN, &["common marker root"])).await;
-    finished_turn(&store, with_messages(turn("left", Some("turn-1")), MAIN, &["marker left"])).await;
-    store.create_turn(with_messages(turn("right", Some("turn-1")), MAIN, &["marker right"])).await.unwrap();
-    assert_eq!(search(&store, &key("right"), "marker").await, owned(&["common marker root", "marker right"]));
-    assert_eq!(search(&store, &key("left"), "marker").await, owned(&["common marker root", "marker left"]));
+    finished_turn(
+        &store,
+        with_messages(turn("turn-1", None), MAIN, &["common marker root"]),
+    )
+    .await;
+    finished_turn(
+        &store,
+        with_messages(turn("left", Some("turn-1")), MAIN, &["marker left"]),
+    )
+    .await;
+    store
+        .create_turn(with_messages(turn("right", Some("turn-1")), MAIN, &["marker right"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        search(&store, &key("right"), "marker").await,
+        owned(&["common marker root", "marker right"])
+    );
+    assert_eq!(
+        search(&store, &key("left"), "marker").await,
+        owned(&["common marker root", "marker left"])
+    );
     assert!(search(&store, &key("right"), "left").await.is_empty());
-    assert_eq!(search(&store, &key("turn-1"), "marker").await, owned(&["common marker root"]));
+    assert_eq!(
+        search(&store, &key("turn-1"), "marker").await,
+        owned(&["common marker root"])
+    );
 }
 
 pub async fn recall_search_without_words_is_invalid_input(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
-    store.create_turn(with_messages(turn("turn-1", None), MAIN, &["anything"])).await.unwrap();
+    store
+        .create_turn(with_messages(turn("turn-1", None), MAIN, &["anything"]))
+        .await
+        .unwrap();
     for query in ["", "   ", "!!! ?? --", "\n\t"] {
-        let error = store.search_thread_history(&key("turn-1"), MAIN, query, 10).await.unwrap_err();
+        let error = store
+            .search_thread_history(&key("turn-1"), MAIN, query, 10)
+            .await
+            .unwrap_err();
         assert!(matches!(error, StoreError::InvalidInput(_)), "{query:?}: {error:?}");
     }
 }
@@ -228,11 +372,23 @@ pub async fn recall_unknown_thread_is_thread_not_found(store: Store) {
     store.create_turn(turn("turn-1", None)).await.unwrap();
     let error = store.thread_history(&key("turn-1"), "ghost").await.unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
-    let error = store.search_thread_history(&key("turn-1"), "ghost", "word", 10).await.unwrap_err();
+    let error = store
+        .search_thread_history(&key("turn-1"), "ghost", "word", 10)
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
     // A thread removed from the turn is gone for recall too.
-    store.add_threads(&key("turn-1"), vec![trueforge_protocol::AgentThreadSnapshot::empty("sub")]).await.unwrap();
-    store.remove_threads(&key("turn-1"), &["sub".to_string()]).await.unwrap();
+    store
+        .add_threads(
+            &key("turn-1"),
+            vec![trueforge_protocol::AgentThreadSnapshot::empty("sub")],
+        )
+        .await
+        .unwrap();
+    store
+        .remove_threads(&key("turn-1"), &["sub".to_string()])
+        .await
+        .unwrap();
     let error = store.thread_history(&key("turn-1"), "sub").await.unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
 }
@@ -243,7 +399,10 @@ pub async fn recall_unknown_turn_is_turn_not_found(store: Store) {
     for turn_key in [key("ghost"), key_in(TENANT, "no-such-session", "turn-1")] {
         let error = store.thread_history(&turn_key, MAIN).await.unwrap_err();
         assert!(matches!(error, StoreError::TurnNotFound { .. }), "{error:?}");
-        let error = store.search_thread_history(&turn_key, MAIN, "word", 10).await.unwrap_err();
+        let error = store
+            .search_thread_history(&turn_key, MAIN, "word", 10)
+            .await
+            .unwrap_err();
         assert!(matches!(error, StoreError::TurnNotFound { .. }), "{error:?}");
     }
 }
@@ -254,7 +413,10 @@ pub async fn recall_works_on_terminal_turns(store: Store) {
     let freeze = FreezeTurn {
         reason: CancellationReason::ClientCancelled,
         metrics: None,
-        done: TurnDone { event_id: event_id(), min_seq: 0 },
+        done: TurnDone {
+            event_id: event_id(),
+            min_seq: 0,
+        },
     };
     store.freeze_and_get_turn(&turn_2, freeze).await.unwrap();
     assert_eq!(store.thread_history(&turn_2, MAIN).await.unwrap(), before);

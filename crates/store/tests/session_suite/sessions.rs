@@ -36,34 +36,73 @@ pub async fn create_session_persists_created_by(store: Store) {
     let mut session = new_session(TENANT, SESSION);
     session.created_by = "alice@example.com".into();
     store.create_session(session).await.unwrap();
-    assert_eq!(store.get_session(TENANT, SESSION).await.unwrap().unwrap().created_by, "alice@example.com");
-    let listed = store.list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10)).await.unwrap();
+    assert_eq!(
+        store.get_session(TENANT, SESSION).await.unwrap().unwrap().created_by,
+        "alice@example.com"
+    );
+    let listed = store
+        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10))
+        .await
+        .unwrap();
     assert_eq!(listed.data.len(), 1);
     assert_eq!(listed.data[0].created_by, "alice@example.com");
 }
 
 pub async fn create_session_reference_agent_round_trips_and_filters_by_agent_id(store: Store) {
-    store.create_session(NewSession { agent: reference_agent("agent-abc"), ..new_session(TENANT, "ref") }).await.unwrap();
+    store
+        .create_session(NewSession {
+            agent: reference_agent("agent-abc"),
+            ..new_session(TENANT, "ref")
+        })
+        .await
+        .unwrap();
     seed_session(&store, TENANT, "inline").await;
     let session = store.get_session(TENANT, "ref").await.unwrap().unwrap();
     assert_eq!(session.agent, reference_agent("agent-abc"));
-    let filter = SessionFilter { agent_id: Some("agent-abc".into()), ..SessionFilter::default() };
-    let listed = store.list_sessions(TENANT, &filter, &PageRequest::first(10)).await.unwrap();
+    let filter = SessionFilter {
+        agent_id: Some("agent-abc".into()),
+        ..SessionFilter::default()
+    };
+    let listed = store
+        .list_sessions(TENANT, &filter, &PageRequest::first(10))
+        .await
+        .unwrap();
     let ids: Vec<_> = listed.data.iter().map(|s| s.session_id.as_str()).collect();
     assert_eq!(ids, ["ref"]);
 }
 
 pub async fn update_session_rejects_agent_on_reference_session(store: Store) {
-    store.create_session(NewSession { agent: reference_agent("agent-abc"), ..new_session(TENANT, SESSION) }).await.unwrap();
-    let update = SessionUpdate { agent_spec: Some(spec("x")), title: None };
+    store
+        .create_session(NewSession {
+            agent: reference_agent("agent-abc"),
+            ..new_session(TENANT, SESSION)
+        })
+        .await
+        .unwrap();
+    let update = SessionUpdate {
+        agent_spec: Some(spec("x")),
+        title: None,
+    };
     let error = store.update_session(TENANT, SESSION, update).await.unwrap_err();
     assert!(matches!(error, StoreError::InvalidInput(_)), "{error:?}");
-    assert_eq!(store.get_session(TENANT, SESSION).await.unwrap().unwrap().agent, reference_agent("agent-abc"));
+    assert_eq!(
+        store.get_session(TENANT, SESSION).await.unwrap().unwrap().agent,
+        reference_agent("agent-abc")
+    );
 }
 
 pub async fn update_session_title_only_on_reference_session(store: Store) {
-    store.create_session(NewSession { agent: reference_agent("agent-abc"), ..new_session(TENANT, SESSION) }).await.unwrap();
-    let update = SessionUpdate { agent_spec: None, title: Some(Some("Named".into())) };
+    store
+        .create_session(NewSession {
+            agent: reference_agent("agent-abc"),
+            ..new_session(TENANT, SESSION)
+        })
+        .await
+        .unwrap();
+    let update = SessionUpdate {
+        agent_spec: None,
+        title: Some(Some("Named".into())),
+    };
     let updated = store.update_session(TENANT, SESSION, update).await.unwrap();
     assert_eq!(updated.title.as_deref(), Some("Named"));
     assert_eq!(updated.agent, reference_agent("agent-abc"));
@@ -80,7 +119,10 @@ pub async fn get_session_does_not_bump_activity(store: Store) {
 pub async fn update_session_patches_given_fields_and_bumps_activity(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     let before = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
-    let update = SessionUpdate { agent_spec: Some(spec("updated")), title: Some(Some("Hello".into())) };
+    let update = SessionUpdate {
+        agent_spec: Some(spec("updated")),
+        title: Some(Some("Hello".into())),
+    };
     store.update_session(TENANT, SESSION, update).await.unwrap();
     let after = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
     assert_eq!(after.title.as_deref(), Some("Hello"));
@@ -91,7 +133,17 @@ pub async fn update_session_patches_given_fields_and_bumps_activity(store: Store
     assert!(after.updated_at > before.updated_at, "activity must strictly increase");
     assert_eq!(after.created_at, before.created_at);
     // A title-only update keeps the agent; clearing the title works.
-    store.update_session(TENANT, SESSION, SessionUpdate { agent_spec: None, title: Some(None) }).await.unwrap();
+    store
+        .update_session(
+            TENANT,
+            SESSION,
+            SessionUpdate {
+                agent_spec: None,
+                title: Some(None),
+            },
+        )
+        .await
+        .unwrap();
     let cleared = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
     assert_eq!(cleared.title, None);
     assert_eq!(cleared.agent, after.agent);
@@ -122,11 +174,28 @@ pub async fn session_custom_and_json_looking_strings_round_trip(store: Store) {
         serde_json::from_value(json!({"type": "inline", "spec": spec_json("{\"x\":1}")})).unwrap();
     let custom = json!({"labels": ["a", "b"], "nested": {"n": 1.5}});
     store
-        .create_session(NewSession { agent: agent.clone(), custom: Some(custom.clone()), ..new_session(TENANT, SESSION) })
+        .create_session(NewSession {
+            agent: agent.clone(),
+            custom: Some(custom.clone()),
+            ..new_session(TENANT, SESSION)
+        })
         .await
         .unwrap();
-    store.update_session(TENANT, SESSION, SessionUpdate { agent_spec: None, title: Some(Some("{\"x\":1}".into())) }).await.unwrap();
-    store.create_turn(with_messages(turn("t1", None), MAIN, &["{\"y\":2}"])).await.unwrap();
+    store
+        .update_session(
+            TENANT,
+            SESSION,
+            SessionUpdate {
+                agent_spec: None,
+                title: Some(Some("{\"x\":1}".into())),
+            },
+        )
+        .await
+        .unwrap();
+    store
+        .create_turn(with_messages(turn("t1", None), MAIN, &["{\"y\":2}"]))
+        .await
+        .unwrap();
     let session = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
     assert_eq!(session.title.as_deref(), Some("{\"x\":1}"));
     assert_eq!(session.custom, Some(custom));
@@ -138,17 +207,44 @@ pub async fn session_custom_and_json_looking_strings_round_trip(store: Store) {
 async fn seed_full_session(store: &Store, tenant: &str, session: &str) {
     seed_session(store, tenant, session).await;
     let turn_key = key_in(tenant, session, "turn-1");
-    store.create_turn(with_messages(turn_in(tenant, session, "turn-1", None), MAIN, &["hello"])).await.unwrap();
     store
-        .append_events(&turn_key, vec![stored(1, turn_created(&event_id(), "turn-1")), stored(2, model_message(&event_id(), "hi"))])
+        .create_turn(with_messages(
+            turn_in(tenant, session, "turn-1", None),
+            MAIN,
+            &["hello"],
+        ))
         .await
         .unwrap();
-    store.patch_thread_capability_state(&turn_key, MAIN, "plan", json!({"step": 1})).await.unwrap();
     store
-        .patch_mcp_servers(&turn_key, vec![serde_json::from_value(json!({"id": "svc", "name": "svc", "session_id": "m1"})).unwrap()])
+        .append_events(
+            &turn_key,
+            vec![
+                stored(1, turn_created(&event_id(), "turn-1")),
+                stored(2, model_message(&event_id(), "hi")),
+            ],
+        )
         .await
         .unwrap();
-    store.patch_sandbox_info(&turn_key, SandboxInfo { sandbox_id: "sbx-1".into() }).await.unwrap();
+    store
+        .patch_thread_capability_state(&turn_key, MAIN, "plan", json!({"step": 1}))
+        .await
+        .unwrap();
+    store
+        .patch_mcp_servers(
+            &turn_key,
+            vec![serde_json::from_value(json!({"id": "svc", "name": "svc", "session_id": "m1"})).unwrap()],
+        )
+        .await
+        .unwrap();
+    store
+        .patch_sandbox_info(
+            &turn_key,
+            SandboxInfo {
+                sandbox_id: "sbx-1".into(),
+            },
+        )
+        .await
+        .unwrap();
 }
 
 pub async fn delete_session_removes_everything_idempotently_and_per_tenant(store: Store) {
@@ -156,7 +252,10 @@ pub async fn delete_session_removes_everything_idempotently_and_per_tenant(store
     seed_session(&store, "other", "other-session").await;
 
     store.delete_session("other", SESSION).await.unwrap();
-    assert!(store.get_session(TENANT, SESSION).await.unwrap().is_some(), "wrong tenant must not delete");
+    assert!(
+        store.get_session(TENANT, SESSION).await.unwrap().is_some(),
+        "wrong tenant must not delete"
+    );
     assert_eq!(event_types(&store, &key("turn-1")).await.len(), 2);
 
     store.delete_session(TENANT, SESSION).await.unwrap();
@@ -164,11 +263,24 @@ pub async fn delete_session_removes_everything_idempotently_and_per_tenant(store
     assert!(store.get_session(TENANT, SESSION).await.unwrap().is_none());
     assert!(store.get_session("other", "other-session").await.unwrap().is_some());
     assert!(store.get_turn(&key("turn-1")).await.unwrap().is_none());
-    let error = store.list_turn_events(&key("turn-1"), SortOrder::Asc, &PageRequest::first(10)).await.unwrap_err();
+    let error = store
+        .list_turn_events(&key("turn-1"), SortOrder::Asc, &PageRequest::first(10))
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::TurnNotFound { .. }), "{error:?}");
-    let error = store.list_session_events(TENANT, SESSION, None, &PageRequest::first(10)).await.unwrap_err();
+    let error = store
+        .list_session_events(TENANT, SESSION, None, &PageRequest::first(10))
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::SessionNotFound { .. }), "{error:?}");
-    assert!(store.list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10)).await.unwrap().data.is_empty());
+    assert!(
+        store
+            .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10))
+            .await
+            .unwrap()
+            .data
+            .is_empty()
+    );
 
     // Re-creating the same ids resurrects nothing.
     seed_session(&store, TENANT, SESSION).await;
@@ -184,19 +296,28 @@ pub async fn delete_session_removes_everything_idempotently_and_per_tenant(store
 pub async fn delete_session_then_session_writes_fail(store: Store) {
     seed_full_session(&store, TENANT, SESSION).await;
     store.delete_session(TENANT, SESSION).await.unwrap();
-    let error = store.update_session(TENANT, SESSION, SessionUpdate::default()).await.unwrap_err();
+    let error = store
+        .update_session(TENANT, SESSION, SessionUpdate::default())
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::SessionNotFound { .. }), "{error:?}");
     let error = store.create_turn(turn("turn-2", None)).await.unwrap_err();
     assert!(matches!(error, StoreError::SessionNotFound { .. }), "{error:?}");
 }
 
 /// Every turn-scoped write, applied to `turn_key`; each returns its error if any.
-pub async fn turn_scoped_write_errors(store: &Store, turn_key: &trueforge_store::session::TurnKey) -> Vec<(&'static str, StoreError)> {
+pub async fn turn_scoped_write_errors(
+    store: &Store,
+    turn_key: &trueforge_store::session::TurnKey,
+) -> Vec<(&'static str, StoreError)> {
     let mut errors = Vec::new();
     let freeze = FreezeTurn {
         reason: trueforge_protocol::CancellationReason::ClientCancelled,
         metrics: None,
-        done: TurnDone { event_id: event_id(), min_seq: 0 },
+        done: TurnDone {
+            event_id: event_id(),
+            min_seq: 0,
+        },
     };
     macro_rules! record {
         ($name:literal, $call:expr) => {
@@ -206,15 +327,36 @@ pub async fn turn_scoped_write_errors(store: &Store, turn_key: &trueforge_store:
         };
     }
     record!("freeze", store.freeze_and_get_turn(turn_key, freeze));
-    record!("update_turn_state", store.update_turn_state(turn_key, done_state(), done_marker()));
-    record!("add_threads", store.add_threads(turn_key, vec![child_snapshot("child")]));
+    record!(
+        "update_turn_state",
+        store.update_turn_state(turn_key, done_state(), done_marker())
+    );
+    record!(
+        "add_threads",
+        store.add_threads(turn_key, vec![child_snapshot("child")])
+    );
     record!("remove_threads", store.remove_threads(turn_key, &[MAIN.to_string()]));
-    record!("append_context", store.append_to_thread_context(turn_key, MAIN, vec![user("x")], None, None));
-    record!("overwrite_context", store.overwrite_thread_context(turn_key, MAIN, vec![user("y")], usage(1)));
+    record!(
+        "append_context",
+        store.append_to_thread_context(turn_key, MAIN, vec![user("x")], None, None)
+    );
+    record!(
+        "overwrite_context",
+        store.overwrite_thread_context(turn_key, MAIN, vec![user("y")], usage(1))
+    );
     record!("patch_mcp_servers", store.patch_mcp_servers(turn_key, Vec::new()));
-    record!("patch_sandbox_info", store.patch_sandbox_info(turn_key, SandboxInfo { sandbox_id: "s".into() }));
-    record!("patch_capability", store.patch_thread_capability_state(turn_key, MAIN, "k", json!(1)));
-    record!("append_events", store.append_events(turn_key, vec![stored(100, model_message(&event_id(), "x"))]));
+    record!(
+        "patch_sandbox_info",
+        store.patch_sandbox_info(turn_key, SandboxInfo { sandbox_id: "s".into() })
+    );
+    record!(
+        "patch_capability",
+        store.patch_thread_capability_state(turn_key, MAIN, "k", json!(1))
+    );
+    record!(
+        "append_events",
+        store.append_events(turn_key, vec![stored(100, model_message(&event_id(), "x"))])
+    );
     errors
 }
 
@@ -250,15 +392,30 @@ pub async fn missing_turn_writes_fail_not_found(store: Store) {
 }
 
 pub async fn missing_session_writes_fail_not_found(store: Store) {
-    let error = store.update_session(TENANT, "nope", SessionUpdate::default()).await.unwrap_err();
+    let error = store
+        .update_session(TENANT, "nope", SessionUpdate::default())
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::SessionNotFound { .. }), "{error:?}");
-    let error = store.create_turn(turn_in(TENANT, "nope", "t1", None)).await.unwrap_err();
+    let error = store
+        .create_turn(turn_in(TENANT, "nope", "t1", None))
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::SessionNotFound { .. }), "{error:?}");
-    let error = store.list_session_events(TENANT, "nope", None, &PageRequest::first(10)).await.unwrap_err();
+    let error = store
+        .list_session_events(TENANT, "nope", None, &PageRequest::first(10))
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::SessionNotFound { .. }), "{error:?}");
-    let error = store.list_turns(TENANT, "nope", &PageRequest::first(10)).await.unwrap_err();
+    let error = store
+        .list_turns(TENANT, "nope", &PageRequest::first(10))
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::SessionNotFound { .. }), "{error:?}");
-    let error = store.list_turn_events(&key_in(TENANT, "nope", "t1"), SortOrder::Asc, &PageRequest::first(10)).await.unwrap_err();
+    let error = store
+        .list_turn_events(&key_in(TENANT, "nope", "t1"), SortOrder::Asc, &PageRequest::first(10))
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::TurnNotFound { .. }), "{error:?}");
 }
 
@@ -310,20 +467,35 @@ fn ids(page: &trueforge_store::session::Page<trueforge_store::session::SessionRe
 
 pub async fn list_sessions_newest_first_by_default_asc_on_request(store: Store) {
     seed_three_sessions(&store).await;
-    let desc = store.list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10)).await.unwrap();
+    let desc = store
+        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10))
+        .await
+        .unwrap();
     assert_eq!(ids(&desc), ["sc", "sb", "sa"]);
     assert_eq!(desc.next_page_token, None);
-    let asc_filter = SessionFilter { order: SortOrder::Asc, ..SessionFilter::default() };
-    let asc = store.list_sessions(TENANT, &asc_filter, &PageRequest::first(10)).await.unwrap();
+    let asc_filter = SessionFilter {
+        order: SortOrder::Asc,
+        ..SessionFilter::default()
+    };
+    let asc = store
+        .list_sessions(TENANT, &asc_filter, &PageRequest::first(10))
+        .await
+        .unwrap();
     assert_eq!(ids(&asc), ["sa", "sb", "sc"]);
 }
 
 pub async fn list_sessions_paginates_and_filters_created_bounds(store: Store) {
     seed_three_sessions(&store).await;
-    let first = store.list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(2)).await.unwrap();
+    let first = store
+        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(2))
+        .await
+        .unwrap();
     assert_eq!(ids(&first), ["sc", "sb"]);
     let token = first.next_page_token.clone().expect("a next page");
-    let second = store.list_sessions(TENANT, &SessionFilter::default(), &PageRequest::after(2, token)).await.unwrap();
+    let second = store
+        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::after(2, token))
+        .await
+        .unwrap();
     assert_eq!(ids(&second), ["sa"]);
     assert_eq!(second.next_page_token, None);
     let middle = store.get_session(TENANT, "sb").await.unwrap().unwrap();
@@ -332,19 +504,42 @@ pub async fn list_sessions_paginates_and_filters_created_bounds(store: Store) {
         created_to: Some(middle.created_at),
         ..SessionFilter::default()
     };
-    let bounded = store.list_sessions(TENANT, &filter, &PageRequest::first(10)).await.unwrap();
+    let bounded = store
+        .list_sessions(TENANT, &filter, &PageRequest::first(10))
+        .await
+        .unwrap();
     assert_eq!(ids(&bounded), ["sb"]);
 }
 
 pub async fn list_sessions_orders_by_last_activity(store: Store) {
     seed_three_sessions(&store).await;
-    store.update_session(TENANT, "sa", SessionUpdate { agent_spec: None, title: Some(Some("bump".into())) }).await.unwrap();
-    let all = store.list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10)).await.unwrap();
+    store
+        .update_session(
+            TENANT,
+            "sa",
+            SessionUpdate {
+                agent_spec: None,
+                title: Some(Some("bump".into())),
+            },
+        )
+        .await
+        .unwrap();
+    let all = store
+        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10))
+        .await
+        .unwrap();
     assert_eq!(ids(&all), ["sa", "sc", "sb"]);
-    let first = store.list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(2)).await.unwrap();
+    let first = store
+        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(2))
+        .await
+        .unwrap();
     assert_eq!(ids(&first), ["sa", "sc"]);
     let second = store
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::after(2, first.next_page_token.unwrap()))
+        .list_sessions(
+            TENANT,
+            &SessionFilter::default(),
+            &PageRequest::after(2, first.next_page_token.unwrap()),
+        )
         .await
         .unwrap();
     assert_eq!(ids(&second), ["sb"]);
@@ -355,12 +550,21 @@ pub async fn list_sessions_keyset_pages_partition_in_both_orders(store: Store) {
         seed_session(&store, TENANT, &format!("s{i}")).await;
     }
     for order in [SortOrder::Desc, SortOrder::Asc] {
-        let filter = SessionFilter { order, ..SessionFilter::default() };
-        let all = store.list_sessions(TENANT, &filter, &PageRequest::first(100)).await.unwrap();
+        let filter = SessionFilter {
+            order,
+            ..SessionFilter::default()
+        };
+        let all = store
+            .list_sessions(TENANT, &filter, &PageRequest::first(100))
+            .await
+            .unwrap();
         let mut paged = Vec::new();
         let mut token = None;
         loop {
-            let page = PageRequest { limit: 3, page_token: token };
+            let page = PageRequest {
+                limit: 3,
+                page_token: token,
+            };
             let result = store.list_sessions(TENANT, &filter, &page).await.unwrap();
             paged.extend(result.data.iter().map(|s| s.session_id.clone()));
             token = result.next_page_token;
@@ -379,11 +583,18 @@ pub async fn list_sessions_pages_are_stable_under_concurrent_inserts(store: Stor
         seed_session(&store, TENANT, &format!("old{i}")).await;
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    let first = store.list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(2)).await.unwrap();
+    let first = store
+        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(2))
+        .await
+        .unwrap();
     // A new session arrives between pages: with offsets the second page would repeat a row.
     seed_session(&store, TENANT, "new").await;
     let second = store
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::after(2, first.next_page_token.clone().unwrap()))
+        .list_sessions(
+            TENANT,
+            &SessionFilter::default(),
+            &PageRequest::after(2, first.next_page_token.clone().unwrap()),
+        )
         .await
         .unwrap();
     let mut seen: Vec<&str> = ids(&first);
@@ -392,12 +603,43 @@ pub async fn list_sessions_pages_are_stable_under_concurrent_inserts(store: Stor
 }
 
 pub async fn list_sessions_filters_created_by(store: Store) {
-    store.create_session(NewSession { created_by: "alice".into(), ..new_session(TENANT, "alice-session") }).await.unwrap();
-    store.create_session(NewSession { created_by: "bob".into(), ..new_session(TENANT, "bob-session") }).await.unwrap();
-    let filter = SessionFilter { created_by: Some("alice".into()), ..SessionFilter::default() };
-    assert_eq!(ids(&store.list_sessions(TENANT, &filter, &PageRequest::first(10)).await.unwrap()), ["alice-session"]);
-    let filter = SessionFilter { created_by: Some("nobody".into()), ..SessionFilter::default() };
-    assert!(store.list_sessions(TENANT, &filter, &PageRequest::first(10)).await.unwrap().data.is_empty());
+    store
+        .create_session(NewSession {
+            created_by: "alice".into(),
+            ..new_session(TENANT, "alice-session")
+        })
+        .await
+        .unwrap();
+    store
+        .create_session(NewSession {
+            created_by: "bob".into(),
+            ..new_session(TENANT, "bob-session")
+        })
+        .await
+        .unwrap();
+    let filter = SessionFilter {
+        created_by: Some("alice".into()),
+        ..SessionFilter::default()
+    };
+    assert_eq!(
+        ids(&store
+            .list_sessions(TENANT, &filter, &PageRequest::first(10))
+            .await
+            .unwrap()),
+        ["alice-session"]
+    );
+    let filter = SessionFilter {
+        created_by: Some("nobody".into()),
+        ..SessionFilter::default()
+    };
+    assert!(
+        store
+            .list_sessions(TENANT, &filter, &PageRequest::first(10))
+            .await
+            .unwrap()
+            .data
+            .is_empty()
+    );
 }
 
 pub async fn turn_state_of_frozen_session_turn_is_cancelled(store: Store) {
@@ -406,7 +648,10 @@ pub async fn turn_state_of_frozen_session_turn_is_cancelled(store: Store) {
     let freeze = FreezeTurn {
         reason: trueforge_protocol::CancellationReason::Abandoned,
         metrics: None,
-        done: TurnDone { event_id: event_id(), min_seq: 0 },
+        done: TurnDone {
+            event_id: event_id(),
+            min_seq: 0,
+        },
     };
     let record = store.freeze_and_get_turn(&key("turn-1"), freeze).await.unwrap();
     assert!(matches!(record.turn.state, TurnState::Cancelled { .. }));

@@ -23,10 +23,20 @@ pub async fn events_list_by_seq_not_call_order(store: Store) {
     running_turn(&store).await;
     let (first_id, second_id) = (event_id(), event_id());
     store
-        .append_events(&key("turn-1"), vec![stored(2, model_message(&second_id, "hi")), stored(1, turn_created(&first_id, "turn-1"))])
+        .append_events(
+            &key("turn-1"),
+            vec![
+                stored(2, model_message(&second_id, "hi")),
+                stored(1, turn_created(&first_id, "turn-1")),
+            ],
+        )
         .await
         .unwrap();
-    let listed = store.list_turn_events(&key("turn-1"), SortOrder::Asc, &PageRequest::first(10)).await.unwrap().data;
+    let listed = store
+        .list_turn_events(&key("turn-1"), SortOrder::Asc, &PageRequest::first(10))
+        .await
+        .unwrap()
+        .data;
     let order: Vec<(u64, &str)> = listed.iter().map(|e| (e.seq, e.event.event_type())).collect();
     assert_eq!(order, [(1, "turn.created"), (2, "model.message")]);
     assert_eq!(listed[0].event.id(), first_id);
@@ -34,11 +44,20 @@ pub async fn events_list_by_seq_not_call_order(store: Store) {
 
 pub async fn threads_add_remove_append_overwrite(store: Store) {
     running_turn(&store).await;
-    store.add_threads(&key("turn-1"), vec![child_snapshot("child")]).await.unwrap();
-    store.append_to_thread_context(&key("turn-1"), "child", vec![user("c1")], None, None).await.unwrap();
+    store
+        .add_threads(&key("turn-1"), vec![child_snapshot("child")])
+        .await
+        .unwrap();
+    store
+        .append_to_thread_context(&key("turn-1"), "child", vec![user("c1")], None, None)
+        .await
+        .unwrap();
     let record = store.get_turn(&key("turn-1")).await.unwrap().unwrap();
     assert_eq!(texts(&record.snapshot.threads["child"].context), ["c1"]);
-    store.overwrite_thread_context(&key("turn-1"), "child", vec![user("replaced")], usage(7)).await.unwrap();
+    store
+        .overwrite_thread_context(&key("turn-1"), "child", vec![user("replaced")], usage(7))
+        .await
+        .unwrap();
     let record = store.get_turn(&key("turn-1")).await.unwrap().unwrap();
     assert_eq!(texts(&record.snapshot.threads["child"].context), ["replaced"]);
     assert_eq!(record.snapshot.threads["child"].current_context_usage.prompt_tokens, 7);
@@ -63,9 +82,15 @@ pub async fn add_threads_keeps_initial_context_and_state(store: Store) {
 
 pub async fn add_threads_rejects_duplicates(store: Store) {
     running_turn(&store).await;
-    let error = store.add_threads(&key("turn-1"), vec![child_snapshot(MAIN)]).await.unwrap_err();
+    let error = store
+        .add_threads(&key("turn-1"), vec![child_snapshot(MAIN)])
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::ThreadAlreadyExists { .. }), "{error:?}");
-    let error = store.add_threads(&key("turn-1"), vec![child_snapshot("x"), child_snapshot("x")]).await.unwrap_err();
+    let error = store
+        .add_threads(&key("turn-1"), vec![child_snapshot("x"), child_snapshot("x")])
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::ThreadAlreadyExists { .. }), "{error:?}");
     let threads = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads;
     assert_eq!(threads.len(), 1, "a rejected batch adds nothing");
@@ -74,9 +99,15 @@ pub async fn add_threads_rejects_duplicates(store: Store) {
 pub async fn unknown_thread_writes_are_rejected(store: Store) {
     running_turn(&store).await;
     let turn_key = key("turn-1");
-    let error = store.append_to_thread_context(&turn_key, "ghost", vec![user("x")], None, None).await.unwrap_err();
+    let error = store
+        .append_to_thread_context(&turn_key, "ghost", vec![user("x")], None, None)
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
-    let error = store.overwrite_thread_context(&turn_key, "ghost", vec![user("x")], usage(1)).await.unwrap_err();
+    let error = store
+        .overwrite_thread_context(&turn_key, "ghost", vec![user("x")], usage(1))
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
     let error = store.remove_threads(&turn_key, &["ghost".into()]).await.unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
@@ -85,29 +116,53 @@ pub async fn unknown_thread_writes_are_rejected(store: Store) {
 
 pub async fn capability_patch_on_unknown_thread_is_rejected(store: Store) {
     running_turn(&store).await;
-    let error = store.patch_thread_capability_state(&key("turn-1"), "ghost", "k", json!(1)).await.unwrap_err();
+    let error = store
+        .patch_thread_capability_state(&key("turn-1"), "ghost", "k", json!(1))
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
     // No orphan row resurfaces when a thread of that id is added later.
-    store.add_threads(&key("turn-1"), vec![child_snapshot("ghost")]).await.unwrap();
+    store
+        .add_threads(&key("turn-1"), vec![child_snapshot("ghost")])
+        .await
+        .unwrap();
     let threads = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads;
     assert_eq!(threads["ghost"].capability_state, None);
 }
 
 pub async fn context_order_survives_persistence(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
-    store.create_turn(with_messages(turn("turn-1", None), MAIN, &["m-03", "m-01", "m-04"])).await.unwrap();
     store
-        .append_to_thread_context(&key("turn-1"), MAIN, vec![user("m-02"), user("m-05"), user("m-00")], None, None)
+        .create_turn(with_messages(turn("turn-1", None), MAIN, &["m-03", "m-01", "m-04"]))
         .await
         .unwrap();
-    assert_eq!(main_context(&store, &key("turn-1")).await, ["m-03", "m-01", "m-04", "m-02", "m-05", "m-00"]);
+    store
+        .append_to_thread_context(
+            &key("turn-1"),
+            MAIN,
+            vec![user("m-02"), user("m-05"), user("m-00")],
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        main_context(&store, &key("turn-1")).await,
+        ["m-03", "m-01", "m-04", "m-02", "m-05", "m-00"]
+    );
 }
 
 pub async fn append_replaces_usage_only_when_given_and_sets_completion_once(store: Store) {
     running_turn(&store).await;
     let turn_key = key("turn-1");
-    store.append_to_thread_context(&turn_key, MAIN, vec![user("a")], Some(usage(5)), None).await.unwrap();
-    store.append_to_thread_context(&turn_key, MAIN, vec![user("b")], None, None).await.unwrap();
+    store
+        .append_to_thread_context(&turn_key, MAIN, vec![user("a")], Some(usage(5)), None)
+        .await
+        .unwrap();
+    store
+        .append_to_thread_context(&turn_key, MAIN, vec![user("b")], None, None)
+        .await
+        .unwrap();
     let main = store.get_turn(&turn_key).await.unwrap().unwrap().snapshot.threads[MAIN].clone();
     assert_eq!(main.current_context_usage.prompt_tokens, 5);
     assert_eq!(main.completion, None);
@@ -117,28 +172,57 @@ pub async fn append_replaces_usage_only_when_given_and_sets_completion_once(stor
         "send_to_parent": {"role": "tool", "tool_call_id": "call-1", "content": "ok"}
     }))
     .unwrap();
-    store.append_to_thread_context(&turn_key, MAIN, vec![], None, Some(completion.clone())).await.unwrap();
-    store.append_to_thread_context(&turn_key, MAIN, vec![user("c")], Some(usage(6)), None).await.unwrap();
+    store
+        .append_to_thread_context(&turn_key, MAIN, vec![], None, Some(completion.clone()))
+        .await
+        .unwrap();
+    store
+        .append_to_thread_context(&turn_key, MAIN, vec![user("c")], Some(usage(6)), None)
+        .await
+        .unwrap();
     let main = store.get_turn(&turn_key).await.unwrap().unwrap().snapshot.threads[MAIN].clone();
-    assert_eq!(main.completion, Some(completion), "a null completion keeps the stored one");
+    assert_eq!(
+        main.completion,
+        Some(completion),
+        "a null completion keeps the stored one"
+    );
     assert_eq!(main.current_context_usage.prompt_tokens, 6);
     assert_eq!(texts(&main.context), ["a", "b", "c"]);
 }
 
 pub async fn capability_patch_is_last_write_wins_per_key(store: Store) {
     running_turn(&store).await;
-    store.patch_thread_capability_state(&key("turn-1"), MAIN, "tfy.plan", json!({"v": 1})).await.unwrap();
-    store.patch_thread_capability_state(&key("turn-1"), MAIN, "tfy.plan", json!({"v": 2})).await.unwrap();
-    store.patch_thread_capability_state(&key("turn-1"), MAIN, "other", json!("x")).await.unwrap();
-    let state = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads[MAIN].capability_state.clone();
+    store
+        .patch_thread_capability_state(&key("turn-1"), MAIN, "tfy.plan", json!({"v": 1}))
+        .await
+        .unwrap();
+    store
+        .patch_thread_capability_state(&key("turn-1"), MAIN, "tfy.plan", json!({"v": 2}))
+        .await
+        .unwrap();
+    store
+        .patch_thread_capability_state(&key("turn-1"), MAIN, "other", json!("x"))
+        .await
+        .unwrap();
+    let state = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads[MAIN]
+        .capability_state
+        .clone();
     assert_eq!(state, map(json!({"tfy.plan": {"v": 2}, "other": "x"})));
 }
 
 pub async fn capability_patch_with_null_stores_null(store: Store) {
     running_turn(&store).await;
-    store.patch_thread_capability_state(&key("turn-1"), MAIN, "k", json!({"v": 1})).await.unwrap();
-    store.patch_thread_capability_state(&key("turn-1"), MAIN, "k", Value::Null).await.unwrap();
-    let state = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads[MAIN].capability_state.clone();
+    store
+        .patch_thread_capability_state(&key("turn-1"), MAIN, "k", json!({"v": 1}))
+        .await
+        .unwrap();
+    store
+        .patch_thread_capability_state(&key("turn-1"), MAIN, "k", Value::Null)
+        .await
+        .unwrap();
+    let state = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads[MAIN]
+        .capability_state
+        .clone();
     assert_eq!(state, map(json!({"k": null})), "null is a stored value, not a deletion");
 }
 
@@ -150,9 +234,16 @@ pub async fn capability_state_is_per_turn(store: Store) {
     let mut second = turn("turn-2", Some("turn-1"));
     second.capability_states = vec![(MAIN.into(), map(json!({"plan": {"step": 1}})))];
     store.create_turn(second).await.unwrap();
-    store.patch_thread_capability_state(&key("turn-2"), MAIN, "plan", json!({"step": 2})).await.unwrap();
-    let first_state = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads[MAIN].capability_state.clone();
-    let second_state = store.get_turn(&key("turn-2")).await.unwrap().unwrap().snapshot.threads[MAIN].capability_state.clone();
+    store
+        .patch_thread_capability_state(&key("turn-2"), MAIN, "plan", json!({"step": 2}))
+        .await
+        .unwrap();
+    let first_state = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads[MAIN]
+        .capability_state
+        .clone();
+    let second_state = store.get_turn(&key("turn-2")).await.unwrap().unwrap().snapshot.threads[MAIN]
+        .capability_state
+        .clone();
     assert_eq!(first_state, map(json!({"plan": {"step": 1}})));
     assert_eq!(second_state, map(json!({"plan": {"step": 2}})));
 }
@@ -162,7 +253,11 @@ pub async fn thread_snapshot_is_json_round_trip_total(store: Store) {
     let mut first = turn("turn-1", None);
     first.context_appends.push(ContextAppend {
         thread_id: MAIN.into(),
-        messages: vec![user("hello"), trueforge_protocol::ContextMessage::assistant_text("hi"), trueforge_protocol::ContextMessage::tool_result("c1", "42")],
+        messages: vec![
+            user("hello"),
+            trueforge_protocol::ContextMessage::assistant_text("hi"),
+            trueforge_protocol::ContextMessage::tool_result("c1", "42"),
+        ],
         current_context_usage: Some(usage(9)),
     });
     store.create_turn(first).await.unwrap();
@@ -176,24 +271,58 @@ pub async fn thread_snapshot_is_json_round_trip_total(store: Store) {
 pub async fn patch_mcp_servers_and_sandbox_info(store: Store) {
     running_turn(&store).await;
     let server: McpServerInitInfo =
-        serde_json::from_value(json!({"id": "svc", "name": "svc", "session_id": "mcp-1", "transport_type": "sse"})).unwrap();
-    store.patch_mcp_servers(&key("turn-1"), vec![server.clone()]).await.unwrap();
-    store.patch_sandbox_info(&key("turn-1"), SandboxInfo { sandbox_id: "sbx-1".into() }).await.unwrap();
+        serde_json::from_value(json!({"id": "svc", "name": "svc", "session_id": "mcp-1", "transport_type": "sse"}))
+            .unwrap();
+    store
+        .patch_mcp_servers(&key("turn-1"), vec![server.clone()])
+        .await
+        .unwrap();
+    store
+        .patch_sandbox_info(
+            &key("turn-1"),
+            SandboxInfo {
+                sandbox_id: "sbx-1".into(),
+            },
+        )
+        .await
+        .unwrap();
     let snapshot = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot;
-    assert_eq!(snapshot.mcp_servers.unwrap()["svc"].session_id.as_deref(), Some("mcp-1"));
-    assert_eq!(snapshot.sandbox_info, Some(SandboxInfo { sandbox_id: "sbx-1".into() }));
+    assert_eq!(
+        snapshot.mcp_servers.unwrap()["svc"].session_id.as_deref(),
+        Some("mcp-1")
+    );
+    assert_eq!(
+        snapshot.sandbox_info,
+        Some(SandboxInfo {
+            sandbox_id: "sbx-1".into()
+        })
+    );
 }
 
 pub async fn patch_mcp_servers_replaces_each_server_whole(store: Store) {
     running_turn(&store).await;
     let with_session: McpServerInitInfo =
-        serde_json::from_value(json!({"id": "svc", "name": "svc", "session_id": "mcp-1", "transport_type": "sse"})).unwrap();
+        serde_json::from_value(json!({"id": "svc", "name": "svc", "session_id": "mcp-1", "transport_type": "sse"}))
+            .unwrap();
     let other: McpServerInitInfo = serde_json::from_value(json!({"id": "other", "name": "other"})).unwrap();
-    store.patch_mcp_servers(&key("turn-1"), vec![with_session, other.clone()]).await.unwrap();
+    store
+        .patch_mcp_servers(&key("turn-1"), vec![with_session, other.clone()])
+        .await
+        .unwrap();
     let without_session: McpServerInitInfo =
         serde_json::from_value(json!({"id": "svc", "name": "svc", "transport_type": "sse"})).unwrap();
-    store.patch_mcp_servers(&key("turn-1"), vec![without_session.clone()]).await.unwrap();
-    let servers = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.mcp_servers.unwrap();
+    store
+        .patch_mcp_servers(&key("turn-1"), vec![without_session.clone()])
+        .await
+        .unwrap();
+    let servers = store
+        .get_turn(&key("turn-1"))
+        .await
+        .unwrap()
+        .unwrap()
+        .snapshot
+        .mcp_servers
+        .unwrap();
     assert_eq!(servers["svc"], without_session);
     assert_eq!(servers["other"], other);
     assert_eq!(servers.len(), 2);

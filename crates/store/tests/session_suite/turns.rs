@@ -37,7 +37,16 @@ pub async fn create_turn_sets_title_once(store: Store) {
     let mut second = turn("turn-2", Some("turn-1"));
     second.title_if_unset = Some("Second title".into());
     store.create_turn(second).await.unwrap();
-    assert_eq!(store.get_session(TENANT, SESSION).await.unwrap().unwrap().title.as_deref(), Some("First title"));
+    assert_eq!(
+        store
+            .get_session(TENANT, SESSION)
+            .await
+            .unwrap()
+            .unwrap()
+            .title
+            .as_deref(),
+        Some("First title")
+    );
 }
 
 pub async fn create_turn_forks_from_any_turn_and_advances_tip(store: Store) {
@@ -46,7 +55,16 @@ pub async fn create_turn_forks_from_any_turn_and_advances_tip(store: Store) {
     finished_turn(&store, turn("turn-2", Some("turn-1"))).await;
     let fork = store.create_turn(turn("turn-fork", Some("turn-1"))).await.unwrap();
     assert_eq!(fork.previous_turn_id.as_deref(), Some("turn-1"));
-    assert_eq!(store.get_session(TENANT, SESSION).await.unwrap().unwrap().last_turn_id.as_deref(), Some("turn-fork"));
+    assert_eq!(
+        store
+            .get_session(TENANT, SESSION)
+            .await
+            .unwrap()
+            .unwrap()
+            .last_turn_id
+            .as_deref(),
+        Some("turn-fork")
+    );
 }
 
 pub async fn create_turn_new_root_while_another_runs(store: Store) {
@@ -54,7 +72,16 @@ pub async fn create_turn_new_root_while_another_runs(store: Store) {
     store.create_turn(turn("turn-1", None)).await.unwrap();
     let root = store.create_turn(turn("turn-root-2", None)).await.unwrap();
     assert_eq!(root.first_turn_id, "turn-root-2");
-    assert_eq!(store.get_session(TENANT, SESSION).await.unwrap().unwrap().last_turn_id.as_deref(), Some("turn-root-2"));
+    assert_eq!(
+        store
+            .get_session(TENANT, SESSION)
+            .await
+            .unwrap()
+            .unwrap()
+            .last_turn_id
+            .as_deref(),
+        Some("turn-root-2")
+    );
 }
 
 pub async fn create_turn_concurrent_forks_get_isolated_context(store: Store) {
@@ -66,9 +93,23 @@ pub async fn create_turn_concurrent_forks_get_isolated_context(store: Store) {
     );
     a.unwrap();
     b.unwrap();
-    let tip = store.get_session(TENANT, SESSION).await.unwrap().unwrap().last_turn_id.unwrap();
+    let tip = store
+        .get_session(TENANT, SESSION)
+        .await
+        .unwrap()
+        .unwrap()
+        .last_turn_id
+        .unwrap();
     assert!(tip == "turn-a" || tip == "turn-b", "{tip}");
-    assert_eq!(store.list_turns(TENANT, SESSION, &PageRequest::first(10)).await.unwrap().data.len(), 3);
+    assert_eq!(
+        store
+            .list_turns(TENANT, SESSION, &PageRequest::first(10))
+            .await
+            .unwrap()
+            .data
+            .len(),
+        3
+    );
     assert_eq!(main_context(&store, &key("turn-a")).await, ["shared", "a-only"]);
     assert_eq!(main_context(&store, &key("turn-b")).await, ["shared", "b-only"]);
 }
@@ -81,7 +122,16 @@ pub async fn create_turn_rejects_running_previous(store: Store) {
     assert!(error.is_conflict());
     // Nothing of the refused turn was written.
     assert!(store.get_turn(&key("turn-2")).await.unwrap().is_none());
-    assert_eq!(store.get_session(TENANT, SESSION).await.unwrap().unwrap().last_turn_id.as_deref(), Some("turn-1"));
+    assert_eq!(
+        store
+            .get_session(TENANT, SESSION)
+            .await
+            .unwrap()
+            .unwrap()
+            .last_turn_id
+            .as_deref(),
+        Some("turn-1")
+    );
 }
 
 pub async fn create_turn_rejects_duplicate_turn_id(store: Store) {
@@ -96,7 +146,10 @@ pub async fn create_turn_rejects_unknown_previous_turn(store: Store) {
     let error = store.create_turn(turn("turn-2", Some("ghost"))).await.unwrap_err();
     assert!(matches!(error, StoreError::PreviousTurnNotFound { .. }), "{error:?}");
     assert!(store.get_turn(&key("turn-2")).await.unwrap().is_none());
-    assert_eq!(store.get_session(TENANT, SESSION).await.unwrap().unwrap().last_turn_id, None);
+    assert_eq!(
+        store.get_session(TENANT, SESSION).await.unwrap().unwrap().last_turn_id,
+        None
+    );
 }
 
 pub async fn create_turn_rejects_previous_turn_of_another_session(store: Store) {
@@ -134,34 +187,75 @@ pub async fn create_turn_capability_map_is_complete_not_merged(store: Store) {
     second.capability_states = vec![(MAIN.into(), map(json!({"keep": {"version": 2}})))];
     store.create_turn(second).await.unwrap();
     let record = store.get_turn(&key("turn-2")).await.unwrap().unwrap();
-    assert_eq!(record.snapshot.threads[MAIN].capability_state, map(json!({"keep": {"version": 2}})));
+    assert_eq!(
+        record.snapshot.threads[MAIN].capability_state,
+        map(json!({"keep": {"version": 2}}))
+    );
     let first_record = store.get_turn(&key("turn-1")).await.unwrap().unwrap();
-    assert_eq!(first_record.snapshot.threads[MAIN].capability_state, map(json!({"keep": {"version": 1}, "remove": true})));
+    assert_eq!(
+        first_record.snapshot.threads[MAIN].capability_state,
+        map(json!({"keep": {"version": 1}, "remove": true}))
+    );
 }
 
 pub async fn create_turn_fork_after_tip_overwrite_sees_parent_prefix(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     finished_turn(&store, with_messages(turn("turn-1", None), MAIN, &["from-t1"])).await;
-    store.create_turn(with_messages(turn("turn-2", Some("turn-1")), MAIN, &["from-t2"])).await.unwrap();
-    store.overwrite_thread_context(&key("turn-2"), MAIN, vec![user("compacted")], usage(1)).await.unwrap();
+    store
+        .create_turn(with_messages(turn("turn-2", Some("turn-1")), MAIN, &["from-t2"]))
+        .await
+        .unwrap();
+    store
+        .overwrite_thread_context(&key("turn-2"), MAIN, vec![user("compacted")], usage(1))
+        .await
+        .unwrap();
     finish(&store, &key("turn-2")).await;
-    store.create_turn(with_messages(turn("turn-fork", Some("turn-1")), MAIN, &["fork-append"])).await.unwrap();
-    assert_eq!(main_context(&store, &key("turn-fork")).await, ["from-t1", "fork-append"]);
+    store
+        .create_turn(with_messages(turn("turn-fork", Some("turn-1")), MAIN, &["fork-append"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        main_context(&store, &key("turn-fork")).await,
+        ["from-t1", "fork-append"]
+    );
     assert_eq!(main_context(&store, &key("turn-2")).await, ["compacted"]);
 }
 
 pub async fn create_turn_with_several_new_threads_is_atomic(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     let mut first = turn("turn-1", None);
-    let parent = AgentParent { thread_id: MAIN.into(), tool_call_id: "call-1".into() };
+    let parent = AgentParent {
+        thread_id: MAIN.into(),
+        tool_call_id: "call-1".into(),
+    };
     let agent_info: trueforge_protocol::AgentInfo =
         serde_json::from_value(json!({"type": "dynamic", "name": "researcher", "input": "look it up"})).unwrap();
-    first.new_threads.push(NewThread { thread_id: "child-a".into(), parent: Some(parent.clone()), agent_info: Some(agent_info.clone()) });
-    first.new_threads.push(NewThread { thread_id: "child-b".into(), parent: Some(parent.clone()), agent_info: None });
+    first.new_threads.push(NewThread {
+        thread_id: "child-a".into(),
+        parent: Some(parent.clone()),
+        agent_info: Some(agent_info.clone()),
+    });
+    first.new_threads.push(NewThread {
+        thread_id: "child-b".into(),
+        parent: Some(parent.clone()),
+        agent_info: None,
+    });
     first.context_appends = vec![
-        ContextAppend { thread_id: MAIN.into(), messages: vec![user("root")], current_context_usage: None },
-        ContextAppend { thread_id: "child-a".into(), messages: vec![user("a1"), user("a2")], current_context_usage: None },
-        ContextAppend { thread_id: "child-b".into(), messages: vec![user("b1")], current_context_usage: Some(usage(2)) },
+        ContextAppend {
+            thread_id: MAIN.into(),
+            messages: vec![user("root")],
+            current_context_usage: None,
+        },
+        ContextAppend {
+            thread_id: "child-a".into(),
+            messages: vec![user("a1"), user("a2")],
+            current_context_usage: None,
+        },
+        ContextAppend {
+            thread_id: "child-b".into(),
+            messages: vec![user("b1")],
+            current_context_usage: Some(usage(2)),
+        },
     ];
     first.capability_states = vec![
         (MAIN.into(), None),
@@ -170,12 +264,18 @@ pub async fn create_turn_with_several_new_threads_is_atomic(store: Store) {
     ];
     store.create_turn(first).await.unwrap();
     let threads = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads;
-    assert_eq!(threads.keys().cloned().collect::<BTreeSet<_>>(), BTreeSet::from(["main".into(), "child-a".into(), "child-b".into()]));
+    assert_eq!(
+        threads.keys().cloned().collect::<BTreeSet<_>>(),
+        BTreeSet::from(["main".into(), "child-a".into(), "child-b".into()])
+    );
     assert_eq!(texts(&threads["main"].context), ["root"]);
     assert_eq!(texts(&threads["child-a"].context), ["a1", "a2"]);
     assert_eq!(threads["child-a"].parent, Some(parent.clone()));
     assert_eq!(threads["child-a"].agent_info, Some(agent_info));
-    assert_eq!(threads["child-a"].capability_state, map(json!({"tfy.plan": {"step": 1}})));
+    assert_eq!(
+        threads["child-a"].capability_state,
+        map(json!({"tfy.plan": {"step": 1}}))
+    );
     assert_eq!(threads["child-b"].current_context_usage.prompt_tokens, 2);
     assert_eq!(threads["main"].parent, None);
 }
@@ -184,7 +284,10 @@ async fn assert_rejected(store: &Store, bad: trueforge_store::session::NewTurn) 
     let turn_id = bad.turn_id.clone();
     let error = store.create_turn(bad).await.unwrap_err();
     assert!(matches!(error, StoreError::InvalidInput(_)), "{error:?}");
-    assert!(store.get_turn(&key(&turn_id)).await.unwrap().is_none(), "a rejected turn must leave nothing");
+    assert!(
+        store.get_turn(&key(&turn_id)).await.unwrap().is_none(),
+        "a rejected turn must leave nothing"
+    );
 }
 
 pub async fn create_turn_validates_thread_delta(store: Store) {
@@ -211,7 +314,16 @@ pub async fn create_turn_validates_thread_delta(store: Store) {
     let mut missing = turn("bad-6", Some("turn-1"));
     missing.capability_states.clear();
     assert_rejected(&store, missing).await;
-    assert_eq!(store.get_session(TENANT, SESSION).await.unwrap().unwrap().last_turn_id.as_deref(), Some("turn-1"));
+    assert_eq!(
+        store
+            .get_session(TENANT, SESSION)
+            .await
+            .unwrap()
+            .unwrap()
+            .last_turn_id
+            .as_deref(),
+        Some("turn-1")
+    );
 }
 
 pub async fn create_turn_rejects_empty_turn_id(store: Store) {
@@ -231,7 +343,10 @@ pub async fn create_turn_derives_topology_from_previous_turn(store: Store) {
     assert_eq!(last.first_turn_id, "t0");
     assert_eq!(last.previous_turn_id.as_deref(), Some("t23"));
     let expected: Vec<String> = (4..24).map(|i| format!("t{i}")).collect();
-    assert_eq!(last.ancestor_ids, expected, "a window of the 20 newest ancestors, newest last");
+    assert_eq!(
+        last.ancestor_ids, expected,
+        "a window of the 20 newest ancestors, newest last"
+    );
     let fork = store.create_turn(turn("fork", Some("t2"))).await.unwrap();
     assert_eq!(fork.first_turn_id, "t0");
     assert_eq!(fork.ancestor_ids, ["t0", "t1", "t2"]);
@@ -246,7 +361,10 @@ pub async fn create_turn_stores_input_and_custom(store: Store) {
     let record = store.get_turn(&key("turn-1")).await.unwrap().unwrap();
     assert_eq!(record.turn.input, new_turn.input);
     assert_eq!(record.turn.custom, Some(json!({"trace": "abc"})));
-    let listed = store.list_turns(TENANT, SESSION, &PageRequest::first(10)).await.unwrap();
+    let listed = store
+        .list_turns(TENANT, SESSION, &PageRequest::first(10))
+        .await
+        .unwrap();
     assert_eq!(listed.data[0].input, new_turn.input);
 }
 
@@ -254,7 +372,10 @@ pub async fn turn_updated_at_moves_with_every_write(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     let created = store.create_turn(turn("turn-1", None)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
-    store.append_to_thread_context(&key("turn-1"), MAIN, vec![user("x")], None, None).await.unwrap();
+    store
+        .append_to_thread_context(&key("turn-1"), MAIN, vec![user("x")], None, None)
+        .await
+        .unwrap();
     let after_append = store.get_turn(&key("turn-1")).await.unwrap().unwrap().turn;
     assert!(after_append.updated_at > created.updated_at);
     assert_eq!(after_append.created_at, created.created_at);
@@ -269,14 +390,27 @@ pub async fn create_turn_carries_mcp_and_sandbox_checkpoint(store: Store) {
     store.create_turn(turn("turn-1", None)).await.unwrap();
     let server: trueforge_protocol::McpServerInitInfo =
         serde_json::from_value(json!({"id": "svc", "name": "svc", "session_id": "mcp-1"})).unwrap();
-    store.patch_mcp_servers(&key("turn-1"), vec![server.clone()]).await.unwrap();
     store
-        .patch_sandbox_info(&key("turn-1"), trueforge_store::session::SandboxInfo { sandbox_id: "sbx-1".into() })
+        .patch_mcp_servers(&key("turn-1"), vec![server.clone()])
+        .await
+        .unwrap();
+    store
+        .patch_sandbox_info(
+            &key("turn-1"),
+            trueforge_store::session::SandboxInfo {
+                sandbox_id: "sbx-1".into(),
+            },
+        )
         .await
         .unwrap();
     finish(&store, &key("turn-1")).await;
     store.create_turn(turn("turn-2", Some("turn-1"))).await.unwrap();
-    let snapshot = store.get_turn(&TurnKey::new(TENANT, SESSION, "turn-2")).await.unwrap().unwrap().snapshot;
+    let snapshot = store
+        .get_turn(&TurnKey::new(TENANT, SESSION, "turn-2"))
+        .await
+        .unwrap()
+        .unwrap()
+        .snapshot;
     assert_eq!(snapshot.mcp_servers.unwrap()["svc"], server);
     assert_eq!(snapshot.sandbox_info.unwrap().sandbox_id, "sbx-1");
     let root = store.create_turn(turn("root-2", None)).await.unwrap();

@@ -2,10 +2,10 @@
 
 use serde_json::json;
 use trueforge_protocol::{AgentSpec, McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest};
-use trueforge_store::StoreError;
 use trueforge_store::settings::{
     OAuthClientCredentials, OAuthClientRegistration, OAuthServerMetadata, OAuthToken, PendingAuthorization,
 };
+use trueforge_store::{StoreError, Timestamp};
 
 pub const A: &str = "tenant-a";
 pub const B: &str = "tenant-b";
@@ -45,13 +45,18 @@ pub fn model_names(manifest: &ModelProviderManifest) -> Vec<String> {
 
 pub fn with_models(manifest: &ModelProviderManifest, names: &[String]) -> ModelProviderManifest {
     let mut value = serde_json::to_value(manifest).unwrap();
-    value["models"] = names.iter().map(|name| json!({"model_id": name, "name": name, "properties": {}})).collect();
+    value["models"] = names
+        .iter()
+        .map(|name| json!({"model_id": name, "name": name, "properties": {}}))
+        .collect();
     serde_json::from_value(value).unwrap()
 }
 
 pub fn mcp_header(name: &str, headers: &[(&str, &str)]) -> McpServerManifest {
-    let headers: serde_json::Map<String, serde_json::Value> =
-        headers.iter().map(|(key, value)| ((*key).to_owned(), json!(value))).collect();
+    let headers: serde_json::Map<String, serde_json::Value> = headers
+        .iter()
+        .map(|(key, value)| ((*key).to_owned(), json!(value)))
+        .collect();
     serde_json::from_value(json!({
         "type": "remote",
         "name": name,
@@ -103,7 +108,10 @@ pub fn client(client_id: &str, secret: Option<&str>) -> OAuthClientRegistration 
             token_endpoint: "https://auth.example.com/token".to_owned(),
             code_challenge_methods_supported: Some(vec!["S256".to_owned()]),
         },
-        client: OAuthClientCredentials { client_id: client_id.to_owned(), client_secret: secret.map(str::to_owned) },
+        client: OAuthClientCredentials {
+            client_id: client_id.to_owned(),
+            client_secret: secret.map(str::to_owned),
+        },
     }
 }
 
@@ -111,7 +119,7 @@ pub fn token(access: &str, refresh: Option<&str>) -> OAuthToken {
     OAuthToken {
         access_token: access.to_owned(),
         refresh_token: refresh.map(str::to_owned),
-        expires_at: chrono::DateTime::from_timestamp_millis(1_900_000_000_123),
+        expires_at: Some(Timestamp(1_900_000_000_123)),
         scope: Some("read write".to_owned()),
     }
 }
@@ -137,10 +145,15 @@ pub fn assert_name_conflict(error: StoreError, expected_name: &str) {
 
 #[track_caller]
 pub fn assert_not_found(error: StoreError) {
-    assert!(matches!(error, StoreError::NotFound { .. }), "expected NotFound, got {error:?}");
+    assert!(
+        matches!(error, StoreError::NotFound { .. }),
+        "expected NotFound, got {error:?}"
+    );
 }
 
 /// True for a lowercase ULID.
 pub fn is_lower_ulid(id: &str) -> bool {
-    id.len() == 26 && id.chars().all(|c| c.is_ascii_digit() || c.is_ascii_lowercase()) && ulid::Ulid::from_string(id).is_ok()
+    id.len() == 26
+        && id.chars().all(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
+        && ulid::Ulid::from_string(id).is_ok()
 }

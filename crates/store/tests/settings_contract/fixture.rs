@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use trueforge_store::StoreResult;
 use trueforge_store::crypto::SecretCipher;
 use trueforge_store::db::PostgresDb;
 use trueforge_store::settings::{
     Clock, MemorySettingsStore, PostgresSettingsStore, SettingsStore, SqliteSettingsStore,
 };
+use trueforge_store::{StoreResult, Timestamp};
 
 use crate::common;
 
@@ -40,8 +40,8 @@ pub trait SqlFixture: Fixture {
 pub struct ShiftedClock(AtomicI64);
 
 impl Clock for ShiftedClock {
-    fn now_ms(&self) -> i64 {
-        chrono::Utc::now().timestamp_millis() + self.0.load(Ordering::SeqCst)
+    fn now(&self) -> Timestamp {
+        Timestamp::now().plus_millis(self.0.load(Ordering::SeqCst))
     }
 }
 
@@ -52,7 +52,10 @@ pub struct MemoryFixture {
 
 pub async fn memory() -> MemoryFixture {
     let clock = Arc::new(ShiftedClock::default());
-    MemoryFixture { store: Arc::new(MemorySettingsStore::with_clock(clock.clone())), clock }
+    MemoryFixture {
+        store: Arc::new(MemorySettingsStore::with_clock(clock.clone())),
+        clock,
+    }
 }
 
 #[async_trait::async_trait]
@@ -75,8 +78,14 @@ pub struct SqliteFixture {
 pub async fn sqlite() -> SqliteFixture {
     let temp = common::sqlite_db().await;
     let cipher = SecretCipher::generate();
-    let store = SqliteSettingsStore::open(temp.db.clone(), cipher.clone()).await.unwrap();
-    SqliteFixture { temp, cipher, store: Arc::new(store) }
+    let store = SqliteSettingsStore::open(temp.db.clone(), cipher.clone())
+        .await
+        .unwrap();
+    SqliteFixture {
+        temp,
+        cipher,
+        store: Arc::new(store),
+    }
 }
 
 #[async_trait::async_trait]
@@ -86,7 +95,10 @@ impl Fixture for SqliteFixture {
     }
 
     async fn age_pending_authorizations(&self, by: Duration) {
-        let sql = format!("UPDATE oauth_pending_authorization SET created_at = created_at - {}", by.as_millis());
+        let sql = format!(
+            "UPDATE oauth_pending_authorization SET created_at = created_at - {}",
+            by.as_millis()
+        );
         self.execute(&sql).await;
     }
 }
@@ -123,7 +135,11 @@ pub async fn postgres() -> PostgresFixture {
     let db = common::postgres_db().await;
     let cipher = SecretCipher::generate();
     let store = PostgresSettingsStore::open(db.clone(), cipher.clone()).await.unwrap();
-    PostgresFixture { db, cipher, store: Arc::new(store) }
+    PostgresFixture {
+        db,
+        cipher,
+        store: Arc::new(store),
+    }
 }
 
 #[async_trait::async_trait]
@@ -133,7 +149,10 @@ impl Fixture for PostgresFixture {
     }
 
     async fn age_pending_authorizations(&self, by: Duration) {
-        let sql = format!("UPDATE oauth_pending_authorization SET created_at = created_at - {}", by.as_millis());
+        let sql = format!(
+            "UPDATE oauth_pending_authorization SET created_at = created_at - {}",
+            by.as_millis()
+        );
         self.execute(&sql).await;
     }
 }

@@ -18,7 +18,13 @@ pub async fn agents_create_get_list_order(f: &impl Fixture) {
     assert_eq!(b.manifest, agent("openai/b"));
     assert_eq!(b.created_at, b.updated_at);
 
-    let names: Vec<String> = store.list_agents(A).await.unwrap().into_iter().map(|r| r.name).collect();
+    let names: Vec<String> = store
+        .list_agents(A)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
     assert_eq!(names, ["Zulu", "alpha", "beta"], "byte-wise order: uppercase first");
     assert_eq!(store.get_agent(A, &b.id).await.unwrap(), Some(b.clone()));
     assert_eq!(store.get_agent_by_name(A, "beta").await.unwrap(), Some(b));
@@ -29,11 +35,17 @@ pub async fn agents_create_get_list_order(f: &impl Fixture) {
 pub async fn agents_create_conflict(f: &impl Fixture) {
     let store = f.store();
     store.create_agent(A, "helper", agent("openai/a")).await.unwrap();
-    assert_name_conflict(store.create_agent(A, "helper", agent("openai/b")).await.unwrap_err(), "helper");
+    assert_name_conflict(
+        store.create_agent(A, "helper", agent("openai/b")).await.unwrap_err(),
+        "helper",
+    );
     // Names are case-sensitive and per tenant.
     store.create_agent(A, "Helper", agent("openai/b")).await.unwrap();
     store.create_agent(B, "helper", agent("openai/b")).await.unwrap();
-    assert_eq!(store.get_agent_by_name(A, "helper").await.unwrap().unwrap().manifest, agent("openai/a"));
+    assert_eq!(
+        store.get_agent_by_name(A, "helper").await.unwrap().unwrap().manifest,
+        agent("openai/a")
+    );
 }
 
 pub async fn agents_update(f: &impl Fixture) {
@@ -41,7 +53,10 @@ pub async fn agents_update(f: &impl Fixture) {
     let created = store.create_agent(A, "helper", agent("openai/a")).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     let updated = store.update_agent(A, &created.id, agent("openai/b")).await.unwrap();
-    assert_eq!((updated.id.as_str(), updated.name.as_str()), (created.id.as_str(), "helper"));
+    assert_eq!(
+        (updated.id.as_str(), updated.name.as_str()),
+        (created.id.as_str(), "helper")
+    );
     assert_eq!(updated.manifest, agent("openai/b"));
     assert_eq!(updated.created_at, created.created_at);
     assert!(updated.updated_at > created.updated_at);
@@ -53,7 +68,10 @@ pub async fn agents_delete(f: &impl Fixture) {
     let store = f.store();
     let created = store.create_agent(A, "helper", agent("openai/a")).await.unwrap();
     assert!(store.delete_agent(A, &created.id).await.unwrap());
-    assert!(!store.delete_agent(A, &created.id).await.unwrap(), "delete is idempotent");
+    assert!(
+        !store.delete_agent(A, &created.id).await.unwrap(),
+        "delete is idempotent"
+    );
     assert_eq!(store.get_agent(A, &created.id).await.unwrap(), None);
     assert!(store.list_agents(A).await.unwrap().is_empty());
     let again = store.create_agent(A, "helper", agent("openai/a")).await.unwrap();
@@ -73,12 +91,25 @@ pub async fn agents_tenant_isolation(f: &impl Fixture) {
 
 pub async fn model_providers_crud_and_order(f: &impl Fixture) {
     let store = f.store();
-    let openai = store.create_model_provider(A, provider("openai", "sk-openai-0123456789")).await.unwrap();
-    store.create_model_provider(A, provider("anthropic", "sk-ant-0123456789")).await.unwrap();
-    store.create_model_provider(A, custom_provider("Zed", "zed-key-0123456789")).await.unwrap();
+    let openai = store
+        .create_model_provider(A, provider("openai", "sk-openai-0123456789"))
+        .await
+        .unwrap();
+    store
+        .create_model_provider(A, provider("anthropic", "sk-ant-0123456789"))
+        .await
+        .unwrap();
+    store
+        .create_model_provider(A, custom_provider("Zed", "zed-key-0123456789"))
+        .await
+        .unwrap();
     assert!(is_lower_ulid(&openai.id));
     assert_eq!(openai.name, "openai");
-    assert_eq!(openai.manifest.base_url(), "https://api.openai.com/v1", "default materialised");
+    assert_eq!(
+        openai.manifest.base_url(),
+        "https://api.openai.com/v1",
+        "default materialised"
+    );
     assert_eq!(api_key(&openai.manifest), "sk-openai-0123456789");
 
     let listed = store.list_model_providers(A).await.unwrap();
@@ -91,20 +122,35 @@ pub async fn model_providers_crud_and_order(f: &impl Fixture) {
 
 pub async fn model_providers_create_conflict(f: &impl Fixture) {
     let store = f.store();
-    store.create_model_provider(A, provider("openai", "first-key-0123")).await.unwrap();
-    let error = store.create_model_provider(A, provider("openai", "second-key-0123")).await.unwrap_err();
+    store
+        .create_model_provider(A, provider("openai", "first-key-0123"))
+        .await
+        .unwrap();
+    let error = store
+        .create_model_provider(A, provider("openai", "second-key-0123"))
+        .await
+        .unwrap_err();
     assert_name_conflict(error, "openai");
-    store.create_model_provider(B, provider("openai", "b-key-0123456")).await.unwrap();
+    store
+        .create_model_provider(B, provider("openai", "b-key-0123456"))
+        .await
+        .unwrap();
     let kept = store.get_model_provider(A, "openai").await.unwrap().unwrap();
     assert_eq!(api_key(&kept.manifest), "first-key-0123");
 }
 
 pub async fn model_providers_upsert_keeps_identity(f: &impl Fixture) {
     let store = f.store();
-    let inserted = store.upsert_model_provider(A, provider("openai", "key-one-0123456")).await.unwrap();
+    let inserted = store
+        .upsert_model_provider(A, provider("openai", "key-one-0123456"))
+        .await
+        .unwrap();
     assert_eq!(inserted.created_at, inserted.updated_at);
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    let replaced = store.upsert_model_provider(A, provider("openai", "key-two-0123456")).await.unwrap();
+    let replaced = store
+        .upsert_model_provider(A, provider("openai", "key-two-0123456"))
+        .await
+        .unwrap();
     assert_eq!(replaced.id, inserted.id);
     assert_eq!(replaced.created_at, inserted.created_at);
     assert!(replaced.updated_at > inserted.updated_at);
@@ -136,7 +182,10 @@ pub async fn model_providers_upsert_with_keeps_stored_secret(f: &impl Fixture) {
     assert_eq!(store.get_model_provider(A, "openai").await.unwrap(), None);
 
     // Stored: the redacted value keeps it, the other fields change.
-    store.create_model_provider(A, provider("openai", "sk-live-0123456789")).await.unwrap();
+    store
+        .create_model_provider(A, provider("openai", "sk-live-0123456789"))
+        .await
+        .unwrap();
     let incoming = with_models(&masked, &["new-model".to_owned()]);
     let updated = store
         .upsert_model_provider_with(
@@ -201,12 +250,21 @@ pub async fn model_providers_upsert_with_is_atomic(f: &impl Fixture) {
 
 pub async fn model_providers_delete_and_tenant_isolation(f: &impl Fixture) {
     let store = f.store();
-    store.create_model_provider(A, provider("openai", "a-key-0123456")).await.unwrap();
+    store
+        .create_model_provider(A, provider("openai", "a-key-0123456"))
+        .await
+        .unwrap();
     assert!(store.list_model_providers(B).await.unwrap().is_empty());
     assert_eq!(store.get_model_provider(B, "openai").await.unwrap(), None);
     assert!(!store.delete_model_provider(B, "openai").await.unwrap());
-    let b = store.upsert_model_provider(B, provider("openai", "b-key-0123456")).await.unwrap();
-    assert_eq!(api_key(&store.get_model_provider(A, "openai").await.unwrap().unwrap().manifest), "a-key-0123456");
+    let b = store
+        .upsert_model_provider(B, provider("openai", "b-key-0123456"))
+        .await
+        .unwrap();
+    assert_eq!(
+        api_key(&store.get_model_provider(A, "openai").await.unwrap().unwrap().manifest),
+        "a-key-0123456"
+    );
 
     assert!(store.delete_model_provider(A, "openai").await.unwrap());
     assert!(!store.delete_model_provider(A, "openai").await.unwrap());
@@ -221,9 +279,17 @@ pub async fn skills_crud_filter_and_order(f: &impl Fixture) {
     store.create_skill(A, skill("Xlsx", "v2")).await.unwrap();
     assert!(is_lower_ulid(&pdf.id));
     assert_eq!(pdf.manifest, skill("pdf", "main"));
-    let all: Vec<String> = store.list_skills(A, None).await.unwrap().into_iter().map(|r| r.name).collect();
+    let all: Vec<String> = store
+        .list_skills(A, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
     assert_eq!(all, ["Xlsx", "docx", "pdf"]);
-    let some = store.list_skills(A, Some(&["pdf".to_owned(), "missing".to_owned(), "Xlsx".to_owned()])).await;
+    let some = store
+        .list_skills(A, Some(&["pdf".to_owned(), "missing".to_owned(), "Xlsx".to_owned()]))
+        .await;
     let some: Vec<String> = some.unwrap().into_iter().map(|r| r.name).collect();
     assert_eq!(some, ["Xlsx", "pdf"]);
     assert!(store.list_skills(A, Some(&[])).await.unwrap().is_empty());
@@ -235,11 +301,20 @@ pub async fn skills_upsert_delete_and_tenant_isolation(f: &impl Fixture) {
     let store = f.store();
     let created = store.upsert_skill(A, skill("pdf", "main")).await.unwrap();
     let replaced = store.upsert_skill(A, skill("pdf", "v2")).await.unwrap();
-    assert_eq!((replaced.id.as_str(), replaced.created_at), (created.id.as_str(), created.created_at));
+    assert_eq!(
+        (replaced.id.as_str(), replaced.created_at),
+        (created.id.as_str(), created.created_at)
+    );
     assert_eq!(replaced.manifest.git_ref, "v2");
 
     assert!(store.list_skills(B, None).await.unwrap().is_empty());
-    assert!(store.list_skills(B, Some(&["pdf".to_owned()])).await.unwrap().is_empty());
+    assert!(
+        store
+            .list_skills(B, Some(&["pdf".to_owned()]))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(store.get_skill(B, "pdf").await.unwrap(), None);
     assert!(!store.delete_skill(B, "pdf").await.unwrap());
 

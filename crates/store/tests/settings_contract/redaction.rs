@@ -35,12 +35,22 @@ fn marker_detection_matches_anywhere() {
 
 #[test]
 fn resolve_secret_keeps_the_stored_value_only_for_redacted_input() {
-    assert_eq!(resolve_secret("new-key", Some("old-key"), MissingSecret::ApiKey).unwrap(), "new-key");
-    assert_eq!(resolve_secret("new-key", None, MissingSecret::ApiKey).unwrap(), "new-key");
-    assert_eq!(resolve_secret("old--***REDACTED***-key", Some("old-key"), MissingSecret::ApiKey).unwrap(), "old-key");
-    for (missing, message) in
-        [(MissingSecret::ApiKey, "API key is required"), (MissingSecret::HeaderSecret, "Header secret is required")]
-    {
+    assert_eq!(
+        resolve_secret("new-key", Some("old-key"), MissingSecret::ApiKey).unwrap(),
+        "new-key"
+    );
+    assert_eq!(
+        resolve_secret("new-key", None, MissingSecret::ApiKey).unwrap(),
+        "new-key"
+    );
+    assert_eq!(
+        resolve_secret("old--***REDACTED***-key", Some("old-key"), MissingSecret::ApiKey).unwrap(),
+        "old-key"
+    );
+    for (missing, message) in [
+        (MissingSecret::ApiKey, "API key is required"),
+        (MissingSecret::HeaderSecret, "Header secret is required"),
+    ] {
         match resolve_secret(SECRET_REDACTION, None, missing) {
             Err(StoreError::MissingStoredSecret(text)) => assert_eq!(text, message),
             other => panic!("{other:?}"),
@@ -50,11 +60,20 @@ fn resolve_secret_keeps_the_stored_value_only_for_redacted_input() {
 
 #[test]
 fn manifest_redaction_masks_every_secret_and_nothing_else() {
-    let manifest = mcp_header("github", &[("Authorization", "Bearer ghp_0123456789"), ("X-Short", "abc")]);
+    let manifest = mcp_header(
+        "github",
+        &[("Authorization", "Bearer ghp_0123456789"), ("X-Short", "abc")],
+    );
     let masked = redacted(&manifest);
     assert_eq!(
         masked,
-        mcp_header("github", &[("Authorization", "Bea-***REDACTED***-789"), ("X-Short", SECRET_REDACTION)])
+        mcp_header(
+            "github",
+            &[
+                ("Authorization", "Bea-***REDACTED***-789"),
+                ("X-Short", SECRET_REDACTION)
+            ]
+        )
     );
     let mut in_place = provider("openai", "sk-0123456789");
     redact_manifest(&mut in_place);
@@ -68,7 +87,10 @@ fn restore_matches_headers_by_name() {
     let stored = mcp_header("github", &[("A", "secret-a-0123456"), ("B", "secret-b-0123456")]);
     let mut incoming = mcp_header("github", &[("A", SECRET_REDACTION), ("B", "rotated-b")]);
     restore_redacted_secrets(&mut incoming, Some(&stored), MissingSecret::HeaderSecret).unwrap();
-    assert_eq!(incoming, mcp_header("github", &[("A", "secret-a-0123456"), ("B", "rotated-b")]));
+    assert_eq!(
+        incoming,
+        mcp_header("github", &[("A", "secret-a-0123456"), ("B", "rotated-b")])
+    );
 
     let mut renamed = mcp_header("github", &[("C", SECRET_REDACTION)]);
     let error = restore_redacted_secrets(&mut renamed, Some(&stored), MissingSecret::HeaderSecret).unwrap_err();

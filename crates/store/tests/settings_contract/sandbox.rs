@@ -21,7 +21,13 @@ fn ready(image: &str) -> SandboxProviderStatus {
 pub async fn sandbox_provider_singleton(f: &impl Fixture) {
     let store = f.store();
     assert_eq!(store.get_sandbox_provider(A).await.unwrap(), None);
-    let first = store.upsert_sandbox_provider(A, daytona("dtn-key-0123456789", 60_000), SandboxProviderStatus::pending()).await;
+    let first = store
+        .upsert_sandbox_provider(
+            A,
+            daytona("dtn-key-0123456789", 60_000),
+            SandboxProviderStatus::pending(),
+        )
+        .await;
     let first = first.unwrap();
     assert_eq!(first.tenant_id, A);
     assert_eq!(first.manifest, daytona("dtn-key-0123456789", 60_000));
@@ -29,22 +35,40 @@ pub async fn sandbox_provider_singleton(f: &impl Fixture) {
     assert_eq!(store.get_sandbox_provider(A).await.unwrap(), Some(first.clone()));
 
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    let second = store.upsert_sandbox_provider(A, daytona("dtn-key-other-0123", 30_000), ready("img:1")).await.unwrap();
-    assert_eq!(second.created_at, first.created_at, "one row per tenant, replaced in place");
+    let second = store
+        .upsert_sandbox_provider(A, daytona("dtn-key-other-0123", 30_000), ready("img:1"))
+        .await
+        .unwrap();
+    assert_eq!(
+        second.created_at, first.created_at,
+        "one row per tenant, replaced in place"
+    );
     assert!(second.updated_at > first.updated_at);
-    assert_eq!((second.manifest.clone(), second.status.clone()), (daytona("dtn-key-other-0123", 30_000), ready("img:1")));
+    assert_eq!(
+        (second.manifest.clone(), second.status.clone()),
+        (daytona("dtn-key-other-0123", 30_000), ready("img:1"))
+    );
     assert_eq!(store.get_sandbox_provider(A).await.unwrap(), Some(second.clone()));
 
     // Tenants are independent.
     assert_eq!(store.get_sandbox_provider(B).await.unwrap(), None);
-    store.upsert_sandbox_provider(B, daytona("b-key-0123456789", 1), SandboxProviderStatus::pending()).await.unwrap();
+    store
+        .upsert_sandbox_provider(B, daytona("b-key-0123456789", 1), SandboxProviderStatus::pending())
+        .await
+        .unwrap();
     assert_eq!(store.get_sandbox_provider(A).await.unwrap(), Some(second));
 }
 
 pub async fn sandbox_status_update(f: &impl Fixture) {
     let store = f.store();
     assert_not_found(store.update_sandbox_status(A, ready("img:1")).await.unwrap_err());
-    let created = store.upsert_sandbox_provider(A, daytona("dtn-key-0123456789", 60_000), SandboxProviderStatus::pending()).await;
+    let created = store
+        .upsert_sandbox_provider(
+            A,
+            daytona("dtn-key-0123456789", 60_000),
+            SandboxProviderStatus::pending(),
+        )
+        .await;
     let created = created.unwrap();
     let failed = SandboxProviderStatus {
         status: SandboxBuildStatus::Failed,
@@ -76,10 +100,16 @@ pub async fn sandbox_upsert_with_and_delete(f: &impl Fixture) {
         )
         .await
         .unwrap_err();
-    assert!(matches!(error, trueforge_store::StoreError::MissingStoredSecret(_)), "{error:?}");
+    assert!(
+        matches!(error, trueforge_store::StoreError::MissingStoredSecret(_)),
+        "{error:?}"
+    );
     assert_eq!(store.get_sandbox_provider(A).await.unwrap(), None);
 
-    store.upsert_sandbox_provider(A, daytona("dtn-key-0123456789", 60_000), ready("img:1")).await.unwrap();
+    store
+        .upsert_sandbox_provider(A, daytona("dtn-key-0123456789", 60_000), ready("img:1"))
+        .await
+        .unwrap();
     let updated = store
         .upsert_sandbox_provider_with(
             A,
@@ -88,7 +118,10 @@ pub async fn sandbox_upsert_with_and_delete(f: &impl Fixture) {
                 let mut manifest = masked;
                 restore_redacted_secrets(&mut manifest, Some(&stored.manifest), MissingSecret::ApiKey)?;
                 // Keep the build metadata so an upgrade does not rebuild the image.
-                let status = SandboxProviderStatus { status: SandboxBuildStatus::Pending, ..stored.status.clone() };
+                let status = SandboxProviderStatus {
+                    status: SandboxBuildStatus::Pending,
+                    ..stored.status.clone()
+                };
                 Ok((manifest, status))
             }),
         )

@@ -11,15 +11,31 @@ fn key_file_is_created_with_mode_0600_and_reused() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("nested").join("secret.key");
     let created = SecretCipher::from_env_value_or_key_file(None, &file).unwrap();
-    assert_eq!(created.source(), &KeySource::KeyFile { path: file.clone(), created: true });
+    assert_eq!(
+        created.source(),
+        &KeySource::KeyFile {
+            path: file.clone(),
+            created: true
+        }
+    );
     assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
     let key = BASE64.decode(std::fs::read_to_string(&file).unwrap().trim()).unwrap();
     assert_eq!(key.len(), 32);
 
     let reopened = SecretCipher::from_env_value_or_key_file(None, &file).unwrap();
-    assert_eq!(reopened.source(), &KeySource::KeyFile { path: file.clone(), created: false });
+    assert_eq!(
+        reopened.source(),
+        &KeySource::KeyFile {
+            path: file.clone(),
+            created: false
+        }
+    );
     assert_eq!(reopened.key_id(), created.key_id());
-    assert_eq!(std::fs::read_dir(file.parent().unwrap()).unwrap().count(), 1, "no temporary file is left");
+    assert_eq!(
+        std::fs::read_dir(file.parent().unwrap()).unwrap().count(),
+        1,
+        "no temporary file is left"
+    );
 }
 
 #[test]
@@ -28,7 +44,10 @@ fn the_variable_wins_over_the_key_file() {
     let file = dir.path().join("secret.key");
     let cipher = SecretCipher::from_env_value_or_key_file(Some(&BASE64.encode([9u8; 32])), &file).unwrap();
     assert_eq!(cipher.source(), &KeySource::Environment);
-    assert_eq!(cipher.key_id(), SecretCipher::from_key_bytes(&[9u8; 32]).unwrap().key_id());
+    assert_eq!(
+        cipher.key_id(),
+        SecretCipher::from_key_bytes(&[9u8; 32]).unwrap().key_id()
+    );
     assert!(!file.exists(), "no key file is created when the variable is set");
 }
 

@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 use sqlx::types::Json;
 use sqlx::{QueryBuilder, Transaction};
 use trueforge_protocol::{
-    AgentInfo, AgentParent, AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo,
-    SessionAgent, SessionEvent, SubAgentCompletion, TurnInputItem, TurnState,
+    AgentInfo, AgentParent, AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SessionAgent,
+    SessionEvent, SubAgentCompletion, TurnInputItem, TurnState,
 };
 
 use super::{Db, SEARCH_CONDITION, Store, clock, search_expression};
@@ -83,7 +83,10 @@ struct TurnRow {
 impl From<TurnRow> for TurnSummary {
     fn from(row: TurnRow) -> Self {
         let lease = match (row.lease_owner, row.lease_expires_at) {
-            (Some(owner), Some(expires_at)) => Some(Lease { owner, expires_at: Timestamp(expires_at) }),
+            (Some(owner), Some(expires_at)) => Some(Lease {
+                owner,
+                expires_at: Timestamp(expires_at),
+            }),
             _ => None,
         };
         Self {
@@ -137,11 +140,16 @@ impl From<HistoryRow> for HistoryEntry {
 }
 
 fn turn_not_found(key: &TurnKey) -> StoreError {
-    StoreError::TurnNotFound { turn_id: key.turn_id.clone() }
+    StoreError::TurnNotFound {
+        turn_id: key.turn_id.clone(),
+    }
 }
 
 fn thread_not_found(key: &TurnKey, thread_id: &str) -> StoreError {
-    StoreError::ThreadNotFound { turn_id: key.turn_id.clone(), thread_id: thread_id.to_string() }
+    StoreError::ThreadNotFound {
+        turn_id: key.turn_id.clone(),
+        thread_id: thread_id.to_string(),
+    }
 }
 
 fn seq_from_db(seq: i64) -> u64 {
@@ -177,7 +185,10 @@ async fn fence(tx: &mut Tx, key: &TurnKey, now: Timestamp) -> StoreResult<u64> {
     match last_seq {
         Some(last_seq) => Ok(seq_from_db(last_seq)),
         None => Err(match read_state(tx, key).await? {
-            Some(state) => StoreError::TurnNotRunning { turn_id: key.turn_id.clone(), state: Box::new(state) },
+            Some(state) => StoreError::TurnNotRunning {
+                turn_id: key.turn_id.clone(),
+                state: Box::new(state),
+            },
             None => turn_not_found(key),
         }),
     }
@@ -203,10 +214,12 @@ async fn new_segment(
 ) -> StoreResult<i64> {
     let parent_len: i64 = match parent {
         None => 0,
-        Some(parent) => sqlx::query_scalar("SELECT len FROM context_segment WHERE segment_id = $1")
-            .bind(parent)
-            .fetch_one(&mut **tx)
-            .await?,
+        Some(parent) => {
+            sqlx::query_scalar("SELECT len FROM context_segment WHERE segment_id = $1")
+                .bind(parent)
+                .fetch_one(&mut **tx)
+                .await?
+        }
     };
     Ok(sqlx::query_scalar(
         "INSERT INTO context_segment (session_id, turn_id, thread_id, parent_segment_id, parent_len, \
@@ -290,15 +303,19 @@ async fn load_turn_row(tx: &mut Tx, key: &TurnKey) -> StoreResult<Option<TurnRow
 }
 
 async fn load_record(tx: &mut Tx, key: &TurnKey) -> StoreResult<Option<TurnRecord>> {
-    let Some(row) = load_turn_row(tx, key).await? else { return Ok(None) };
-    type Checkpoint = (Option<Json<BTreeMap<String, McpServerInitInfo>>>, Option<Json<SandboxInfo>>);
-    let (mcp_servers, sandbox_info): Checkpoint = sqlx::query_as(
-        "SELECT mcp_servers, sandbox_info FROM turn WHERE session_id = $1 AND turn_id = $2",
-    )
-    .bind(&key.session_id)
-    .bind(&key.turn_id)
-    .fetch_one(&mut **tx)
-    .await?;
+    let Some(row) = load_turn_row(tx, key).await? else {
+        return Ok(None);
+    };
+    type Checkpoint = (
+        Option<Json<BTreeMap<String, McpServerInitInfo>>>,
+        Option<Json<SandboxInfo>>,
+    );
+    let (mcp_servers, sandbox_info): Checkpoint =
+        sqlx::query_as("SELECT mcp_servers, sandbox_info FROM turn WHERE session_id = $1 AND turn_id = $2")
+            .bind(&key.session_id)
+            .bind(&key.turn_id)
+            .fetch_one(&mut **tx)
+            .await?;
     let thread_rows: Vec<ThreadRow> = sqlx::query_as(
         "SELECT thread_id, segment_id, parent, agent_info, completion, usage, capability_state \
          FROM turn_thread WHERE session_id = $1 AND turn_id = $2",
@@ -335,7 +352,13 @@ async fn load_record(tx: &mut Tx, key: &TurnKey) -> StoreResult<Option<TurnRecor
 
 /// Writes a terminal state and its `turn.done` in the caller's transaction, if the turn still runs.
 /// Returns false when the turn was no longer running.
-async fn write_done(tx: &mut Tx, key: &TurnKey, state: &TurnState, done: &TurnDone, now: Timestamp) -> StoreResult<bool> {
+async fn write_done(
+    tx: &mut Tx,
+    key: &TurnKey,
+    state: &TurnState,
+    done: &TurnDone,
+    now: Timestamp,
+) -> StoreResult<bool> {
     let min_seq = rules::seq_to_db(done.min_seq)?;
     let seq: Option<i64> = sqlx::query_scalar(
         "UPDATE turn SET status = $4, state = $5, lease_owner = NULL, lease_expires_at = NULL, \
@@ -354,14 +377,27 @@ async fn write_done(tx: &mut Tx, key: &TurnKey, state: &TurnState, done: &TurnDo
     .await?;
     let Some(seq) = seq else { return Ok(false) };
     let event = rules::turn_done_event(&done.event_id, state, now);
-    insert_events(tx, key, &[StoredEvent { seq: seq_from_db(seq), event }], now).await?;
+    insert_events(
+        tx,
+        key,
+        &[StoredEvent {
+            seq: seq_from_db(seq),
+            event,
+        }],
+        now,
+    )
+    .await?;
     Ok(true)
 }
 
 async fn insert_events(tx: &mut Tx, key: &TurnKey, events: &[StoredEvent], now: Timestamp) -> StoreResult<()> {
     for chunk in events.chunks(INSERT_CHUNK) {
         let mut existing = QueryBuilder::<Db>::new("SELECT event_id FROM turn_event WHERE session_id = ");
-        existing.push_bind(&key.session_id).push(" AND turn_id = ").push_bind(&key.turn_id).push(" AND event_id IN (");
+        existing
+            .push_bind(&key.session_id)
+            .push(" AND turn_id = ")
+            .push_bind(&key.turn_id)
+            .push(" AND event_id IN (");
         let mut ids = existing.separated(", ");
         for stored in chunk {
             ids.push_bind(stored.event.id());
@@ -369,7 +405,10 @@ async fn insert_events(tx: &mut Tx, key: &TurnKey, events: &[StoredEvent], now: 
         existing.push(")");
         let duplicate: Option<String> = existing.build_query_scalar().fetch_optional(&mut **tx).await?;
         if let Some(event_id) = duplicate {
-            return Err(StoreError::EventAlreadyExists { turn_id: key.turn_id.clone(), event_id });
+            return Err(StoreError::EventAlreadyExists {
+                turn_id: key.turn_id.clone(),
+                event_id,
+            });
         }
         let mut insert =
             QueryBuilder::<Db>::new("INSERT INTO turn_event (session_id, turn_id, seq, event_id, event, created_at) ");
@@ -387,7 +426,11 @@ async fn insert_events(tx: &mut Tx, key: &TurnKey, events: &[StoredEvent], now: 
         });
         insert.build().execute(&mut **tx).await.map_err(|error| {
             if is_unique_violation(&error) {
-                StoreError::EventSequenceConflict { turn_id: key.turn_id.clone(), seq: chunk[0].seq, last_seq: chunk[0].seq }
+                StoreError::EventSequenceConflict {
+                    turn_id: key.turn_id.clone(),
+                    seq: chunk[0].seq,
+                    last_seq: chunk[0].seq,
+                }
             } else {
                 error.into()
             }
@@ -409,9 +452,16 @@ async fn require_turn(tx: &mut Tx, key: &TurnKey) -> StoreResult<()> {
 
 /// Every body of a thread's lineage (parents and superseded segments), flagged active when it is in the
 /// current chain, optionally filtered by a full-text condition on `$4`.
-async fn history(tx: &mut Tx, key: &TurnKey, thread_id: &str, search: Option<(String, u32)>) -> StoreResult<Vec<HistoryEntry>> {
+async fn history(
+    tx: &mut Tx,
+    key: &TurnKey,
+    thread_id: &str,
+    search: Option<(String, u32)>,
+) -> StoreResult<Vec<HistoryEntry>> {
     require_turn(tx, key).await?;
-    let segment_id = thread_segment(tx, key, thread_id).await?.ok_or_else(|| thread_not_found(key, thread_id))?;
+    let segment_id = thread_segment(tx, key, thread_id)
+        .await?
+        .ok_or_else(|| thread_not_found(key, thread_id))?;
     let mut sql = String::from(
         "WITH RECURSIVE chain (segment_id, parent_segment_id, parent_len, cap) AS ( \
              SELECT segment_id, parent_segment_id, parent_len, len FROM context_segment WHERE segment_id = $1 \
@@ -439,7 +489,10 @@ async fn history(tx: &mut Tx, key: &TurnKey, thread_id: &str, search: Option<(St
         None => (String::new(), i64::MAX),
     };
     sql.push_str(" ORDER BY m.message_id LIMIT $3");
-    let mut statement = sqlx::query_as::<_, HistoryRow>(&sql).bind(segment_id).bind(&key.session_id).bind(limit);
+    let mut statement = sqlx::query_as::<_, HistoryRow>(&sql)
+        .bind(segment_id)
+        .bind(&key.session_id)
+        .bind(limit);
     if !query.is_empty() {
         statement = statement.bind(query);
     }
@@ -472,7 +525,9 @@ impl SessionStore for Store {
         .await
         .map_err(|error| {
             if is_unique_violation(&error) {
-                StoreError::SessionAlreadyExists { session_id: session.session_id.clone() }
+                StoreError::SessionAlreadyExists {
+                    session_id: session.session_id.clone(),
+                }
             } else {
                 error.into()
             }
@@ -493,16 +548,22 @@ impl SessionStore for Store {
     }
 
     async fn get_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<Option<SessionRecord>> {
-        let row: Option<SessionRow> =
-            sqlx::query_as(&format!("SELECT {SESSION_COLUMNS} FROM session WHERE tenant_id = $1 AND session_id = $2"))
-                .bind(tenant_id)
-                .bind(session_id)
-                .fetch_optional(self.read_pool())
-                .await?;
+        let row: Option<SessionRow> = sqlx::query_as(&format!(
+            "SELECT {SESSION_COLUMNS} FROM session WHERE tenant_id = $1 AND session_id = $2"
+        ))
+        .bind(tenant_id)
+        .bind(session_id)
+        .fetch_optional(self.read_pool())
+        .await?;
         Ok(row.map(SessionRecord::from))
     }
 
-    async fn update_session(&self, tenant_id: &str, session_id: &str, update: SessionUpdate) -> StoreResult<SessionRecord> {
+    async fn update_session(
+        &self,
+        tenant_id: &str,
+        session_id: &str,
+        update: SessionUpdate,
+    ) -> StoreResult<SessionRecord> {
         let mut tx = self.write_tx().await?;
         let now = clock(&mut tx).await?;
         let current: Option<SessionRow> = sqlx::query_as(&format!(
@@ -512,7 +573,9 @@ impl SessionStore for Store {
         .bind(session_id)
         .fetch_optional(&mut *tx)
         .await?;
-        let current = current.ok_or_else(|| StoreError::SessionNotFound { session_id: session_id.to_string() })?;
+        let current = current.ok_or_else(|| StoreError::SessionNotFound {
+            session_id: session_id.to_string(),
+        })?;
         let agent = match update.agent_spec {
             None => current.agent.0,
             Some(spec) => match current.agent.0 {
@@ -541,7 +604,12 @@ impl SessionStore for Store {
         Ok(row.into())
     }
 
-    async fn list_sessions(&self, tenant_id: &str, filter: &SessionFilter, page: &PageRequest) -> StoreResult<Page<SessionRecord>> {
+    async fn list_sessions(
+        &self,
+        tenant_id: &str,
+        filter: &SessionFilter,
+        page: &PageRequest,
+    ) -> StoreResult<Page<SessionRecord>> {
         let after = page::sessions_cursor(page::open_page(page)?, filter.order)?;
         let desc = filter.order == SortOrder::Desc;
         let mut query = QueryBuilder::<Db>::new(format!("SELECT {SESSION_COLUMNS} FROM session WHERE tenant_id = "));
@@ -565,7 +633,9 @@ impl SessionStore for Store {
             query.push(" AND session_id").push(op).push_bind(session_id).push("))");
         }
         let direction = if desc { "DESC" } else { "ASC" };
-        query.push(format!(" ORDER BY updated_at {direction}, session_id {direction} LIMIT "));
+        query.push(format!(
+            " ORDER BY updated_at {direction}, session_id {direction} LIMIT "
+        ));
         query.push_bind(i64::from(page.limit) + 1);
         let rows: Vec<SessionRow> = query.build_query_as().fetch_all(self.read_pool()).await?;
         let rows: Vec<SessionRecord> = rows.into_iter().map(SessionRecord::from).collect();
@@ -574,7 +644,11 @@ impl SessionStore for Store {
             updated_at: s.updated_at.millis(),
             session_id: s.session_id.clone(),
         });
-        Ok(Page { data, limit: page.limit, next_page_token })
+        Ok(Page {
+            data,
+            limit: page.limit,
+            next_page_token,
+        })
     }
 
     async fn create_turn(&self, turn: NewTurn) -> StoreResult<TurnSummary> {
@@ -598,38 +672,50 @@ impl SessionStore for Store {
         .fetch_optional(&mut *tx)
         .await?;
         if tip.is_none() {
-            return Err(StoreError::SessionNotFound { session_id: turn.session_id.clone() });
+            return Err(StoreError::SessionNotFound {
+                session_id: turn.session_id.clone(),
+            });
         }
         let key = TurnKey::new(&turn.tenant_id, &turn.session_id, &turn.turn_id);
         let previous = match &turn.previous_turn_id {
             None => None,
             Some(previous_id) => {
                 let previous_key = TurnKey::new(&turn.tenant_id, &turn.session_id, previous_id);
-                let row = load_turn_row(&mut tx, &previous_key)
-                    .await?
-                    .ok_or_else(|| StoreError::PreviousTurnNotFound { turn_id: previous_id.clone() })?;
+                let row =
+                    load_turn_row(&mut tx, &previous_key)
+                        .await?
+                        .ok_or_else(|| StoreError::PreviousTurnNotFound {
+                            turn_id: previous_id.clone(),
+                        })?;
                 if !row.state.0.is_terminal() {
-                    return Err(StoreError::PreviousTurnRunning { previous_turn_id: previous_id.clone() });
+                    return Err(StoreError::PreviousTurnRunning {
+                        previous_turn_id: previous_id.clone(),
+                    });
                 }
                 Some(TurnSummary::from(row))
             }
         };
         let inherited: Vec<ThreadRow> = match &previous {
             None => Vec::new(),
-            Some(previous) => sqlx::query_as(
-                "SELECT thread_id, segment_id, parent, agent_info, completion, usage, capability_state \
+            Some(previous) => {
+                sqlx::query_as(
+                    "SELECT thread_id, segment_id, parent, agent_info, completion, usage, capability_state \
                  FROM turn_thread WHERE session_id = $1 AND turn_id = $2",
-            )
-            .bind(&previous.session_id)
-            .bind(&previous.turn_id)
-            .fetch_all(&mut *tx)
-            .await?,
+                )
+                .bind(&previous.session_id)
+                .bind(&previous.turn_id)
+                .fetch_all(&mut *tx)
+                .await?
+            }
         };
         let inherited_ids: BTreeSet<String> = inherited.iter().map(|thread| thread.thread_id.clone()).collect();
         rules::check_thread_delta(&turn, &inherited_ids)?;
 
         let (first_turn_id, ancestor_ids) = rules::ancestry(&turn.turn_id, previous.as_ref());
-        let lease = turn.lease.as_ref().map(|lease| (lease.owner.clone(), now.plus_millis(lease.ttl_ms).millis()));
+        let lease = turn
+            .lease
+            .as_ref()
+            .map(|lease| (lease.owner.clone(), now.plus_millis(lease.ttl_ms).millis()));
         let row: TurnRow = sqlx::query_as(&format!(
             "INSERT INTO turn (session_id, turn_id, tenant_id, first_turn_id, previous_turn_id, ancestor_ids, status, \
              state, input, custom, mcp_servers, sandbox_info, last_seq, lease_owner, lease_expires_at, created_at, updated_at) \
@@ -661,8 +747,11 @@ impl SessionStore for Store {
             }
         })?;
 
-        let capability: BTreeMap<&str, &Option<Map<String, Value>>> =
-            turn.capability_states.iter().map(|(thread_id, state)| (thread_id.as_str(), state)).collect();
+        let capability: BTreeMap<&str, &Option<Map<String, Value>>> = turn
+            .capability_states
+            .iter()
+            .map(|(thread_id, state)| (thread_id.as_str(), state))
+            .collect();
         let mut segments = BTreeMap::new();
         for thread in &inherited {
             let segment_id = new_segment(&mut tx, &key, &thread.thread_id, Some(thread.segment_id), None).await?;
@@ -676,7 +765,10 @@ impl SessionStore for Store {
                 thread.agent_info.as_ref().map(|json| &json.0),
                 thread.completion.as_ref().map(|json| &json.0),
                 &usage,
-                capability.get(thread.thread_id.as_str()).copied().and_then(Option::as_ref),
+                capability
+                    .get(thread.thread_id.as_str())
+                    .copied()
+                    .and_then(Option::as_ref),
             )
             .await?;
             segments.insert(thread.thread_id.clone(), segment_id);
@@ -693,7 +785,10 @@ impl SessionStore for Store {
                 thread.agent_info.as_ref(),
                 None,
                 &usage,
-                capability.get(thread.thread_id.as_str()).copied().and_then(Option::as_ref),
+                capability
+                    .get(thread.thread_id.as_str())
+                    .copied()
+                    .and_then(Option::as_ref),
             )
             .await?;
             segments.insert(thread.thread_id.clone(), segment_id);
@@ -714,7 +809,12 @@ impl SessionStore for Store {
         Ok(record)
     }
 
-    async fn list_turns(&self, tenant_id: &str, session_id: &str, page: &PageRequest) -> StoreResult<Page<TurnSummary>> {
+    async fn list_turns(
+        &self,
+        tenant_id: &str,
+        session_id: &str,
+        page: &PageRequest,
+    ) -> StoreResult<Page<TurnSummary>> {
         let after = page::turns_cursor(page::open_page(page)?)?.unwrap_or(0);
         let mut tx = self.read_tx().await?;
         let exists: Option<String> =
@@ -724,7 +824,9 @@ impl SessionStore for Store {
                 .fetch_optional(&mut *tx)
                 .await?;
         if exists.is_none() {
-            return Err(StoreError::SessionNotFound { session_id: session_id.to_string() });
+            return Err(StoreError::SessionNotFound {
+                session_id: session_id.to_string(),
+            });
         }
         let rows: Vec<TurnRow> = sqlx::query_as(&format!(
             "SELECT {TURN_COLUMNS} FROM turn WHERE session_id = $1 AND ord > $2 ORDER BY ord LIMIT $3"
@@ -737,14 +839,22 @@ impl SessionStore for Store {
         tx.commit().await?;
         let rows: Vec<(i64, TurnSummary)> = rows.into_iter().map(|row| (row.ord, row.into())).collect();
         let (rows, next_page_token) = page::finish_page(rows, page.limit, |(ord, _)| Cursor::Turns { ord: *ord });
-        Ok(Page { data: rows.into_iter().map(|(_, summary)| summary).collect(), limit: page.limit, next_page_token })
+        Ok(Page {
+            data: rows.into_iter().map(|(_, summary)| summary).collect(),
+            limit: page.limit,
+            next_page_token,
+        })
     }
 
     async fn freeze_and_get_turn(&self, key: &TurnKey, freeze: FreezeTurn) -> StoreResult<TurnRecord> {
         let mut tx = self.write_tx().await?;
         let now = clock(&mut tx).await?;
         let cancelled = rules::stamp_terminal(
-            TurnState::Cancelled { reason: freeze.reason, completed_at: String::new(), metrics: freeze.metrics },
+            TurnState::Cancelled {
+                reason: freeze.reason,
+                completed_at: String::new(),
+                metrics: freeze.metrics,
+            },
             now,
         )?;
         write_done(&mut tx, key, &cancelled, &freeze.done, now).await?;
@@ -759,7 +869,10 @@ impl SessionStore for Store {
         let stamped = rules::stamp_terminal(state, now)?;
         if !write_done(&mut tx, key, &stamped, &done, now).await? {
             return Err(match read_state(&mut tx, key).await? {
-                Some(state) => StoreError::TurnNotRunning { turn_id: key.turn_id.clone(), state: Box::new(state) },
+                Some(state) => StoreError::TurnNotRunning {
+                    turn_id: key.turn_id.clone(),
+                    state: Box::new(state),
+                },
                 None => turn_not_found(key),
             });
         }
@@ -785,7 +898,12 @@ impl SessionStore for Store {
         Ok(())
     }
 
-    async fn list_turn_events(&self, key: &TurnKey, order: SortOrder, page: &PageRequest) -> StoreResult<Page<StoredEvent>> {
+    async fn list_turn_events(
+        &self,
+        key: &TurnKey,
+        order: SortOrder,
+        page: &PageRequest,
+    ) -> StoreResult<Page<StoredEvent>> {
         let after = page::turn_events_cursor(page::open_page(page)?, order)?;
         let desc = order == SortOrder::Desc;
         let mut tx = self.read_tx().await?;
@@ -808,10 +926,19 @@ impl SessionStore for Store {
             .fetch_all(&mut *tx)
             .await?;
         tx.commit().await?;
-        let rows: Vec<StoredEvent> =
-            rows.into_iter().map(|(seq, event)| StoredEvent { seq: seq_from_db(seq), event: event.0 }).collect();
+        let rows: Vec<StoredEvent> = rows
+            .into_iter()
+            .map(|(seq, event)| StoredEvent {
+                seq: seq_from_db(seq),
+                event: event.0,
+            })
+            .collect();
         let (data, next_page_token) = page::finish_page(rows, page.limit, |e| Cursor::TurnEvents { desc, seq: e.seq });
-        Ok(Page { data, limit: page.limit, next_page_token })
+        Ok(Page {
+            data,
+            limit: page.limit,
+            next_page_token,
+        })
     }
 
     async fn list_turn_events_after(&self, key: &TurnKey, after_seq: u64, limit: u32) -> StoreResult<Vec<StoredEvent>> {
@@ -828,7 +955,13 @@ impl SessionStore for Store {
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(rows.into_iter().map(|(seq, event)| StoredEvent { seq: seq_from_db(seq), event: event.0 }).collect())
+        Ok(rows
+            .into_iter()
+            .map(|(seq, event)| StoredEvent {
+                seq: seq_from_db(seq),
+                event: event.0,
+            })
+            .collect())
     }
 
     async fn list_session_events(
@@ -847,14 +980,20 @@ impl SessionStore for Store {
                 .fetch_optional(&mut *tx)
                 .await?;
         let Some((tip,)) = tip else {
-            return Err(StoreError::SessionNotFound { session_id: session_id.to_string() });
+            return Err(StoreError::SessionNotFound {
+                session_id: session_id.to_string(),
+            });
         };
         let (anchor, after) = match cursor {
             Some(cursor) => (Some(cursor.anchor), cursor.after),
             None => (last_turn_id.map(str::to_string).or(tip), None),
         };
         let Some(anchor) = anchor else {
-            return Ok(Page { data: Vec::new(), limit: page.limit, next_page_token: None });
+            return Ok(Page {
+                data: Vec::new(),
+                limit: page.limit,
+                next_page_token: None,
+            });
         };
         require_turn(&mut tx, &TurnKey::new(tenant_id, session_id, &anchor)).await?;
         let (after_depth, after_seq) = match after {
@@ -884,14 +1023,27 @@ impl SessionStore for Store {
         tx.commit().await?;
         let rows: Vec<(i64, SessionEventItem)> = rows
             .into_iter()
-            .map(|(turn_id, depth, seq, event)| (depth, SessionEventItem { turn_id, seq: seq_from_db(seq), event: event.0 }))
+            .map(|(turn_id, depth, seq, event)| {
+                (
+                    depth,
+                    SessionEventItem {
+                        turn_id,
+                        seq: seq_from_db(seq),
+                        event: event.0,
+                    },
+                )
+            })
             .collect();
         let (rows, next_page_token) = page::finish_page(rows, page.limit, |(depth, item)| Cursor::SessionFeed {
             anchor: anchor.clone(),
             depth: *depth,
             seq: item.seq,
         });
-        Ok(Page { data: rows.into_iter().map(|(_, item)| item).collect(), limit: page.limit, next_page_token })
+        Ok(Page {
+            data: rows.into_iter().map(|(_, item)| item).collect(),
+            limit: page.limit,
+            next_page_token,
+        })
     }
 
     async fn add_threads(&self, key: &TurnKey, threads: Vec<AgentThreadSnapshot>) -> StoreResult<()> {
@@ -901,7 +1053,9 @@ impl SessionStore for Store {
         let mut seen = BTreeSet::new();
         for thread in &threads {
             rules::require_id("thread", &thread.thread_id)?;
-            if !seen.insert(thread.thread_id.clone()) || thread_segment(&mut tx, key, &thread.thread_id).await?.is_some() {
+            if !seen.insert(thread.thread_id.clone())
+                || thread_segment(&mut tx, key, &thread.thread_id).await?.is_some()
+            {
                 return Err(StoreError::ThreadAlreadyExists {
                     turn_id: key.turn_id.clone(),
                     thread_id: thread.thread_id.clone(),
@@ -933,12 +1087,13 @@ impl SessionStore for Store {
         let now = clock(&mut tx).await?;
         fence(&mut tx, key, now).await?;
         for thread_id in thread_ids {
-            let removed = sqlx::query("DELETE FROM turn_thread WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3")
-                .bind(&key.session_id)
-                .bind(&key.turn_id)
-                .bind(thread_id)
-                .execute(&mut *tx)
-                .await?;
+            let removed =
+                sqlx::query("DELETE FROM turn_thread WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3")
+                    .bind(&key.session_id)
+                    .bind(&key.turn_id)
+                    .bind(thread_id)
+                    .execute(&mut *tx)
+                    .await?;
             if removed.rows_affected() == 0 {
                 return Err(thread_not_found(key, thread_id));
             }
@@ -985,7 +1140,9 @@ impl SessionStore for Store {
         let mut tx = self.write_tx().await?;
         let now = clock(&mut tx).await?;
         fence(&mut tx, key, now).await?;
-        let old_segment = thread_segment(&mut tx, key, thread_id).await?.ok_or_else(|| thread_not_found(key, thread_id))?;
+        let old_segment = thread_segment(&mut tx, key, thread_id)
+            .await?
+            .ok_or_else(|| thread_not_found(key, thread_id))?;
         let segment_id = new_segment(&mut tx, key, thread_id, None, Some(old_segment)).await?;
         append_messages(&mut tx, key, segment_id, &messages).await?;
         sqlx::query("UPDATE turn_thread SET segment_id = $4, usage = $5 WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3")
@@ -1038,7 +1195,13 @@ impl SessionStore for Store {
         Ok(())
     }
 
-    async fn patch_thread_capability_state(&self, key: &TurnKey, thread_id: &str, state_key: &str, state: Value) -> StoreResult<()> {
+    async fn patch_thread_capability_state(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        state_key: &str,
+        state: Value,
+    ) -> StoreResult<()> {
         let mut tx = self.write_tx().await?;
         let now = clock(&mut tx).await?;
         fence(&mut tx, key, now).await?;
@@ -1053,13 +1216,15 @@ impl SessionStore for Store {
         let (current,) = current.ok_or_else(|| thread_not_found(key, thread_id))?;
         let mut map = current.map(|json| json.0).unwrap_or_default();
         map.insert(state_key.to_string(), state);
-        sqlx::query("UPDATE turn_thread SET capability_state = $4 WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3")
-            .bind(&key.session_id)
-            .bind(&key.turn_id)
-            .bind(thread_id)
-            .bind(Json(&map))
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "UPDATE turn_thread SET capability_state = $4 WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3",
+        )
+        .bind(&key.session_id)
+        .bind(&key.turn_id)
+        .bind(thread_id)
+        .bind(Json(&map))
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -1071,7 +1236,13 @@ impl SessionStore for Store {
         Ok(entries)
     }
 
-    async fn search_thread_history(&self, key: &TurnKey, thread_id: &str, query: &str, limit: u32) -> StoreResult<Vec<HistoryEntry>> {
+    async fn search_thread_history(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        query: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<HistoryEntry>> {
         let terms = search::query_terms(query)?;
         page::open_page(&PageRequest::first(limit))?;
         let mut tx = self.read_tx().await?;
@@ -1098,15 +1269,22 @@ impl SessionStore for Store {
         .execute(&mut *tx)
         .await?;
         if renewed.rows_affected() == 0 {
-            let holder: Option<String> = sqlx::query_scalar("SELECT lease_owner FROM turn WHERE session_id = $1 AND turn_id = $2")
-                .bind(&key.session_id)
-                .bind(&key.turn_id)
-                .fetch_one(&mut *tx)
-                .await?;
-            return Err(StoreError::LeaseHeldByOther { turn_id: key.turn_id.clone(), owner: holder });
+            let holder: Option<String> =
+                sqlx::query_scalar("SELECT lease_owner FROM turn WHERE session_id = $1 AND turn_id = $2")
+                    .bind(&key.session_id)
+                    .bind(&key.turn_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            return Err(StoreError::LeaseHeldByOther {
+                turn_id: key.turn_id.clone(),
+                owner: holder,
+            });
         }
         tx.commit().await?;
-        Ok(Lease { owner: owner.to_string(), expires_at })
+        Ok(Lease {
+            owner: owner.to_string(),
+            expires_at,
+        })
     }
 
     async fn claim_expired_lease(&self, key: &TurnKey, new_owner: &str, ttl_ms: i64) -> StoreResult<Lease> {
@@ -1128,15 +1306,22 @@ impl SessionStore for Store {
         .execute(&mut *tx)
         .await?;
         if claimed.rows_affected() == 0 {
-            let holder: Option<String> = sqlx::query_scalar("SELECT lease_owner FROM turn WHERE session_id = $1 AND turn_id = $2")
-                .bind(&key.session_id)
-                .bind(&key.turn_id)
-                .fetch_one(&mut *tx)
-                .await?;
-            return Err(StoreError::LeaseHeldByOther { turn_id: key.turn_id.clone(), owner: holder });
+            let holder: Option<String> =
+                sqlx::query_scalar("SELECT lease_owner FROM turn WHERE session_id = $1 AND turn_id = $2")
+                    .bind(&key.session_id)
+                    .bind(&key.turn_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            return Err(StoreError::LeaseHeldByOther {
+                turn_id: key.turn_id.clone(),
+                owner: holder,
+            });
         }
         tx.commit().await?;
-        Ok(Lease { owner: new_owner.to_string(), expires_at })
+        Ok(Lease {
+            owner: new_owner.to_string(),
+            expires_at,
+        })
     }
 
     async fn list_expired_leases(&self, limit: u32) -> StoreResult<Vec<ExpiredLease>> {
@@ -1204,7 +1389,10 @@ async fn insert_thread(
     .await
     .map_err(|error| {
         if is_unique_violation(&error) {
-            StoreError::ThreadAlreadyExists { turn_id: key.turn_id.clone(), thread_id: thread_id.to_string() }
+            StoreError::ThreadAlreadyExists {
+                turn_id: key.turn_id.clone(),
+                thread_id: thread_id.to_string(),
+            }
         } else {
             error.into()
         }

@@ -27,7 +27,9 @@ impl PostgresSessionStore {
     /// Reads that span several statements share one snapshot.
     async fn read_tx(&self) -> StoreResult<Transaction<'static, Db>> {
         let mut tx = self.db.begin().await?;
-        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY").execute(&mut *tx).await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await?;
         Ok(tx)
     }
 

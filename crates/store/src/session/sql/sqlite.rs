@@ -44,7 +44,11 @@ const SEARCH_CONDITION: &str =
 
 /// Every term quoted (terms are alphanumeric, so quoting is exact): FTS5 ANDs juxtaposed terms.
 fn search_expression(terms: &[String]) -> String {
-    terms.iter().map(|term| format!("\"{term}\"")).collect::<Vec<_>>().join(" ")
+    terms
+        .iter()
+        .map(|term| format!("\"{term}\""))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 // Deliberate: the shared SQL is compiled once per backend, against that backend's `Db`.

@@ -4,15 +4,13 @@ use std::collections::BTreeMap;
 
 use super::{MemorySettingsStore, State, StoredRow};
 use crate::error::{StoreError, StoreResult};
-use crate::settings::codec::{MCP_SERVERS, RowKey, Table, new_id, not_found, to_datetime};
+use crate::settings::codec::{MCP_SERVERS, RowKey, Table, new_id, not_found};
 use crate::settings::{ManifestUpdate, NamedRecord, OAuthClientRegistration, SettingsManifest};
+use crate::time::Timestamp;
 
 type Rows = BTreeMap<(String, String), StoredRow>;
 
-fn tenant_rows<'a>(
-    rows: &'a Rows,
-    tenant: &'a str,
-) -> impl Iterator<Item = (&'a String, &'a StoredRow)> + 'a {
+fn tenant_rows<'a>(rows: &'a Rows, tenant: &'a str) -> impl Iterator<Item = (&'a String, &'a StoredRow)> + 'a {
     rows.range((tenant.to_owned(), String::new())..)
         .take_while(move |((row_tenant, _), _)| row_tenant == tenant)
         .map(|((_, name), row)| (name, row))
@@ -29,12 +27,7 @@ pub(super) fn find_by_id<'a>(
     tenant_rows(rows, tenant).find(|(_, row)| row.id == id)
 }
 
-fn find<'a>(
-    state: &'a State,
-    table: &Table,
-    tenant: &'a str,
-    key: RowKey<'_>,
-) -> Option<(&'a String, &'a StoredRow)> {
+fn find<'a>(state: &'a State, table: &Table, tenant: &'a str, key: RowKey<'_>) -> Option<(&'a String, &'a StoredRow)> {
     match key {
         RowKey::Id(id) => find_by_id(state, table, tenant, id),
         RowKey::Name(name) => state
@@ -45,18 +38,14 @@ fn find<'a>(
     }
 }
 
-fn to_record<M: SettingsManifest>(
-    tenant: &str,
-    name: &str,
-    row: &StoredRow,
-) -> StoreResult<NamedRecord<M>> {
+fn to_record<M: SettingsManifest>(tenant: &str, name: &str, row: &StoredRow) -> StoreResult<NamedRecord<M>> {
     Ok(NamedRecord {
         id: row.id.clone(),
         tenant_id: tenant.to_owned(),
         name: name.to_owned(),
         manifest: serde_json::from_value(row.manifest.clone())?,
-        created_at: to_datetime(row.created_at_ms)?,
-        updated_at: to_datetime(row.updated_at_ms)?,
+        created_at: Timestamp(row.created_at_ms),
+        updated_at: Timestamp(row.updated_at_ms),
     })
 }
 
@@ -132,13 +121,12 @@ impl MemorySettingsStore {
             .get(&key)
             .map(|row| to_record::<M>(tenant, name, row))
             .transpose()?;
-        let manifest =
-            serde_json::to_value(update(stored.as_ref().map(|record| &record.manifest))?)?;
+        let manifest = serde_json::to_value(update(stored.as_ref().map(|record| &record.manifest))?)?;
         let row = match stored {
             Some(stored) => StoredRow {
                 id: stored.id,
                 manifest,
-                created_at_ms: stored.created_at.timestamp_millis(),
+                created_at_ms: stored.created_at.millis(),
                 updated_at_ms: now,
             },
             None => StoredRow {
@@ -175,12 +163,7 @@ impl MemorySettingsStore {
         to_record(tenant, &name, row)
     }
 
-    pub(crate) async fn delete_named(
-        &self,
-        table: &'static Table,
-        tenant: &str,
-        key: RowKey<'_>,
-    ) -> StoreResult<bool> {
+    pub(crate) async fn delete_named(&self, table: &'static Table, tenant: &str, key: RowKey<'_>) -> StoreResult<bool> {
         let mut state = self.lock();
         let Some((name, row)) = find(&state, table, tenant, key) else {
             return Ok(false);
@@ -194,12 +177,12 @@ impl MemorySettingsStore {
         if table.name == MCP_SERVERS.name {
             // The SQL backends cascade through foreign keys; mirror that.
             state.oauth_clients.remove(&(tenant.to_owned(), id.clone()));
-            state.tokens.retain(|(token_tenant, server_id, _), _| {
-                !(token_tenant == tenant && *server_id == id)
-            });
-            state.pending.retain(|_, pending| {
-                !(pending.tenant_id == tenant && pending.authorization.server_id == id)
-            });
+            state
+                .tokens
+                .retain(|(token_tenant, server_id, _), _| !(token_tenant == tenant && *server_id == id));
+            state
+                .pending
+                .retain(|_, pending| !(pending.tenant_id == tenant && pending.authorization.server_id == id));
         }
         Ok(true)
     }

@@ -4,10 +4,11 @@ use async_trait::async_trait;
 
 use super::{MemorySettingsStore, State};
 use crate::error::{StoreError, StoreResult};
-use crate::settings::codec::{MCP_SERVERS, not_found, pending_ttl_ms, state_label, to_datetime};
+use crate::settings::codec::{MCP_SERVERS, PENDING_AUTHORIZATION_KIND, not_found, pending_ttl_ms, state_label};
 use crate::settings::{
     OAuthToken, OAuthTokenRecord, OAuthTokenStore, PendingAuthorization, PendingAuthorizationRecord,
 };
+use crate::time::Timestamp;
 
 /// True while an authorization created at `created_at_ms` may still be consumed at `now_ms`.
 fn is_fresh(created_at_ms: i64, now_ms: i64) -> bool {
@@ -18,7 +19,7 @@ fn sweep(state: &mut State, now_ms: i64) -> u64 {
     let before = state.pending.len();
     state
         .pending
-        .retain(|_, pending| is_fresh(pending.created_at.timestamp_millis(), now_ms));
+        .retain(|_, pending| is_fresh(pending.created_at.millis(), now_ms));
     (before - state.pending.len()) as u64
 }
 
@@ -34,11 +35,7 @@ impl OAuthTokenStore for MemorySettingsStore {
         server_id: &str,
         user_id: &str,
     ) -> StoreResult<Option<OAuthTokenRecord>> {
-        Ok(self
-            .lock()
-            .tokens
-            .get(&token_key(tenant, server_id, user_id))
-            .cloned())
+        Ok(self.lock().tokens.get(&token_key(tenant, server_id, user_id)).cloned())
     }
 
     async fn get_oauth_tokens(
@@ -65,16 +62,13 @@ impl OAuthTokenStore for MemorySettingsStore {
         user_id: &str,
         token: OAuthToken,
     ) -> StoreResult<OAuthTokenRecord> {
-        let now = to_datetime(self.now_ms())?;
+        let now = Timestamp(self.now_ms());
         let mut state = self.lock();
         if !state.mcp_server_exists(tenant, server_id) {
             return Err(not_found(MCP_SERVERS.kind, server_id));
         }
         let key = token_key(tenant, server_id, user_id);
-        let created_at = state
-            .tokens
-            .get(&key)
-            .map_or(now, |existing| existing.created_at);
+        let created_at = state.tokens.get(&key).map_or(now, |existing| existing.created_at);
         let record = OAuthTokenRecord {
             tenant_id: tenant.to_owned(),
             server_id: server_id.to_owned(),
@@ -87,12 +81,7 @@ impl OAuthTokenStore for MemorySettingsStore {
         Ok(record)
     }
 
-    async fn delete_oauth_token(
-        &self,
-        tenant: &str,
-        server_id: &str,
-        user_id: &str,
-    ) -> StoreResult<bool> {
+    async fn delete_oauth_token(&self, tenant: &str, server_id: &str, user_id: &str) -> StoreResult<bool> {
         Ok(self
             .lock()
             .tokens
@@ -100,16 +89,12 @@ impl OAuthTokenStore for MemorySettingsStore {
             .is_some())
     }
 
-    async fn delete_oauth_tokens_for_server(
-        &self,
-        tenant: &str,
-        server_id: &str,
-    ) -> StoreResult<u64> {
+    async fn delete_oauth_tokens_for_server(&self, tenant: &str, server_id: &str) -> StoreResult<u64> {
         let mut state = self.lock();
         let before = state.tokens.len();
-        state.tokens.retain(|(token_tenant, token_server, _), _| {
-            !(token_tenant == tenant && token_server == server_id)
-        });
+        state
+            .tokens
+            .retain(|(token_tenant, token_server, _), _| !(token_tenant == tenant && token_server == server_id));
         Ok((before - state.tokens.len()) as u64)
     }
 
@@ -126,40 +111,31 @@ impl OAuthTokenStore for MemorySettingsStore {
         }
         if state.pending.contains_key(&authorization.state) {
             return Err(StoreError::NameConflict {
-                kind: "OAuth pending authorization",
+                kind: PENDING_AUTHORIZATION_KIND,
                 name: state_label(&authorization.state),
             });
         }
         let record = PendingAuthorizationRecord {
             tenant_id: tenant.to_owned(),
             authorization,
-            created_at: to_datetime(now_ms)?,
+            created_at: Timestamp(now_ms),
         };
-        state
-            .pending
-            .insert(record.authorization.state.clone(), record.clone());
+        state.pending.insert(record.authorization.state.clone(), record.clone());
         Ok(record)
     }
 
-    async fn consume_pending_authorization(
-        &self,
-        state: &str,
-    ) -> StoreResult<Option<PendingAuthorizationRecord>> {
+    async fn consume_pending_authorization(&self, state: &str) -> StoreResult<Option<PendingAuthorizationRecord>> {
         let now_ms = self.now_ms();
         let removed = self.lock().pending.remove(state);
-        Ok(removed.filter(|record| is_fresh(record.created_at.timestamp_millis(), now_ms)))
+        Ok(removed.filter(|record| is_fresh(record.created_at.millis(), now_ms)))
     }
 
-    async fn delete_pending_authorizations_for_server(
-        &self,
-        tenant: &str,
-        server_id: &str,
-    ) -> StoreResult<u64> {
+    async fn delete_pending_authorizations_for_server(&self, tenant: &str, server_id: &str) -> StoreResult<u64> {
         let mut state = self.lock();
         let before = state.pending.len();
-        state.pending.retain(|_, pending| {
-            !(pending.tenant_id == tenant && pending.authorization.server_id == server_id)
-        });
+        state
+            .pending
+            .retain(|_, pending| !(pending.tenant_id == tenant && pending.authorization.server_id == server_id));
         Ok((before - state.pending.len()) as u64)
     }
 

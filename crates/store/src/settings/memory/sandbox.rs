@@ -5,10 +5,9 @@ use trueforge_protocol::SandboxProviderManifest;
 
 use super::MemorySettingsStore;
 use crate::error::StoreResult;
-use crate::settings::codec::{SANDBOX_PROVIDER_KIND, not_found, to_datetime};
-use crate::settings::{
-    SandboxProviderRecord, SandboxProviderStatus, SandboxProviderStore, SandboxProviderUpdate,
-};
+use crate::settings::codec::{SANDBOX_PROVIDER_KIND, not_found};
+use crate::settings::{SandboxProviderRecord, SandboxProviderStatus, SandboxProviderStore, SandboxProviderUpdate};
+use crate::time::Timestamp;
 
 /// Round-trips the manifest through JSON, as the SQL backends do, so defaults materialise the same way.
 fn normalised(manifest: &SandboxProviderManifest) -> StoreResult<SandboxProviderManifest> {
@@ -17,10 +16,7 @@ fn normalised(manifest: &SandboxProviderManifest) -> StoreResult<SandboxProvider
 
 #[async_trait]
 impl SandboxProviderStore for MemorySettingsStore {
-    async fn get_sandbox_provider(
-        &self,
-        tenant: &str,
-    ) -> StoreResult<Option<SandboxProviderRecord>> {
+    async fn get_sandbox_provider(&self, tenant: &str) -> StoreResult<Option<SandboxProviderRecord>> {
         Ok(self.lock().sandbox.get(tenant).cloned())
     }
 
@@ -39,7 +35,7 @@ impl SandboxProviderStore for MemorySettingsStore {
         tenant: &str,
         update: SandboxProviderUpdate<'_>,
     ) -> StoreResult<SandboxProviderRecord> {
-        let now = to_datetime(self.now_ms())?;
+        let now = Timestamp(self.now_ms());
         let mut state = self.lock();
         let stored = state.sandbox.get(tenant);
         let (manifest, status) = update(stored)?;
@@ -59,7 +55,7 @@ impl SandboxProviderStore for MemorySettingsStore {
         tenant: &str,
         status: SandboxProviderStatus,
     ) -> StoreResult<SandboxProviderRecord> {
-        let now = to_datetime(self.now_ms())?;
+        let now = Timestamp(self.now_ms());
         let mut state = self.lock();
         let record = state
             .sandbox

@@ -5,20 +5,15 @@
 use super::{PostgresSettingsStore, lock_row_key, now_ms};
 use crate::error::StoreResult;
 use crate::settings::codec::{
-    MCP_SERVERS, NamedRow, RowKey, RowSealer, Table, map_write_error, new_id, not_found,
-    open_client, open_named_row, seal_client, written_record,
+    MCP_SERVERS, NamedRow, RowKey, RowSealer, Table, map_write_error, new_id, not_found, open_client, open_named_row,
+    seal_client, written_record,
 };
 use crate::settings::{ManifestUpdate, NamedRecord, OAuthClientRegistration, SettingsManifest};
 
 const COLUMNS: &str = "id, name, manifest::text, created_at, updated_at";
 
 impl PostgresSettingsStore {
-    fn sealer<'a>(
-        &'a self,
-        table: &'a Table,
-        tenant: &'a str,
-        id: &'a [&'a str; 1],
-    ) -> RowSealer<'a> {
+    fn sealer<'a>(&'a self, table: &'a Table, tenant: &'a str, id: &'a [&'a str; 1]) -> RowSealer<'a> {
         RowSealer {
             cipher: &self.cipher,
             table: table.name,
@@ -83,9 +78,7 @@ impl PostgresSettingsStore {
         manifest: M,
     ) -> StoreResult<NamedRecord<M>> {
         let id = new_id();
-        let sealed = self
-            .sealer(table, tenant, &[&id])
-            .seal_manifest(&manifest)?;
+        let sealed = self.sealer(table, tenant, &[&id]).seal_manifest(&manifest)?;
         let mut tx = self.db.begin().await?;
         lock_row_key(&mut tx, &[table.name, tenant, name]).await?;
         let (created_at, updated_at) = insert(&mut tx, table, tenant, &id, name, &sealed).await?;
@@ -116,9 +109,7 @@ impl PostgresSettingsStore {
         let manifest = update(stored.as_ref().map(|record| &record.manifest))?;
         let (id, created_at, updated_at) = match stored {
             Some(stored) => {
-                let sealed = self
-                    .sealer(table, tenant, &[&stored.id])
-                    .seal_manifest(&manifest)?;
+                let sealed = self.sealer(table, tenant, &[&stored.id]).seal_manifest(&manifest)?;
                 let (created_at, updated_at): (i64, i64) = sqlx::query_as(&format!(
                     concat!(
                         "UPDATE {} SET manifest = $1::jsonb, updated_at = ",
@@ -136,11 +127,8 @@ impl PostgresSettingsStore {
             }
             None => {
                 let id = new_id();
-                let sealed = self
-                    .sealer(table, tenant, &[&id])
-                    .seal_manifest(&manifest)?;
-                let (created_at, updated_at) =
-                    insert(&mut tx, table, tenant, &id, name, &sealed).await?;
+                let sealed = self.sealer(table, tenant, &[&id]).seal_manifest(&manifest)?;
+                let (created_at, updated_at) = insert(&mut tx, table, tenant, &id, name, &sealed).await?;
                 (id, created_at, updated_at)
             }
         };
@@ -170,22 +158,10 @@ impl PostgresSettingsStore {
         .fetch_optional(self.db.pool())
         .await?;
         let (name, created_at, updated_at) = row.ok_or_else(|| not_found(table.kind, id))?;
-        written_record(
-            tenant,
-            id.to_owned(),
-            &name,
-            &manifest,
-            created_at,
-            updated_at,
-        )
+        written_record(tenant, id.to_owned(), &name, &manifest, created_at, updated_at)
     }
 
-    pub(crate) async fn delete_named(
-        &self,
-        table: &'static Table,
-        tenant: &str,
-        key: RowKey<'_>,
-    ) -> StoreResult<bool> {
+    pub(crate) async fn delete_named(&self, table: &'static Table, tenant: &str, key: RowKey<'_>) -> StoreResult<bool> {
         let result = sqlx::query(&format!(
             "DELETE FROM {} WHERE tenant_id = $1 AND {} = $2",
             table.name,
@@ -203,13 +179,12 @@ impl PostgresSettingsStore {
         tenant: &str,
         server_id: &str,
     ) -> StoreResult<Option<OAuthClientRegistration>> {
-        let row: Option<(Option<String>,)> = sqlx::query_as(
-            "SELECT oauth_client::text FROM mcp_server WHERE tenant_id = $1 AND id = $2",
-        )
-        .bind(tenant)
-        .bind(server_id)
-        .fetch_optional(self.db.pool())
-        .await?;
+        let row: Option<(Option<String>,)> =
+            sqlx::query_as("SELECT oauth_client::text FROM mcp_server WHERE tenant_id = $1 AND id = $2")
+                .bind(tenant)
+                .bind(server_id)
+                .fetch_optional(self.db.pool())
+                .await?;
         row.and_then(|(client,)| client)
             .map(|json| open_client(&self.sealer(&MCP_SERVERS, tenant, &[server_id]), &json))
             .transpose()
@@ -222,14 +197,12 @@ impl PostgresSettingsStore {
         client: OAuthClientRegistration,
     ) -> StoreResult<()> {
         let sealed = seal_client(&self.sealer(&MCP_SERVERS, tenant, &[server_id]), &client)?;
-        let result = sqlx::query(
-            "UPDATE mcp_server SET oauth_client = $1::jsonb WHERE tenant_id = $2 AND id = $3",
-        )
-        .bind(&sealed)
-        .bind(tenant)
-        .bind(server_id)
-        .execute(self.db.pool())
-        .await?;
+        let result = sqlx::query("UPDATE mcp_server SET oauth_client = $1::jsonb WHERE tenant_id = $2 AND id = $3")
+            .bind(&sealed)
+            .bind(tenant)
+            .bind(server_id)
+            .execute(self.db.pool())
+            .await?;
         if result.rows_affected() == 0 {
             return Err(not_found(MCP_SERVERS.kind, server_id));
         }

@@ -3,15 +3,15 @@
 use async_trait::async_trait;
 
 use super::{PostgresSettingsStore, now_ms};
-use crate::error::{StoreError, StoreResult};
+use crate::error::StoreResult;
 use crate::settings::codec::{
-    CODE_VERIFIER_FIELD, PendingRow, TokenRow, map_server_reference_error, open_pending_row,
-    open_token_row, pending_sealer, pending_ttl_ms, seal_token, state_label, to_datetime,
-    token_sealer,
+    CODE_VERIFIER_FIELD, PendingRow, TokenRow, map_pending_insert_error, map_server_reference_error, open_pending_row,
+    open_token_row, pending_sealer, pending_ttl_ms, seal_token, token_sealer,
 };
 use crate::settings::{
     OAuthToken, OAuthTokenRecord, OAuthTokenStore, PendingAuthorization, PendingAuthorizationRecord,
 };
+use crate::time::Timestamp;
 
 const SWEEP_SQL: &str = concat!(
     "DELETE FROM oauth_pending_authorization WHERE created_at <= ",
@@ -70,10 +70,7 @@ impl OAuthTokenStore for PostgresSettingsStore {
         user_id: &str,
         token: OAuthToken,
     ) -> StoreResult<OAuthTokenRecord> {
-        let sealed = seal_token(
-            &token_sealer(&self.cipher, tenant, &[server_id, user_id]),
-            &token,
-        )?;
+        let sealed = seal_token(&token_sealer(&self.cipher, tenant, &[server_id, user_id]), &token)?;
         let (created_at, updated_at): (i64, i64) = sqlx::query_as(concat!(
             "INSERT INTO oauth_token (tenant_id, server_id, user_id, token, created_at, updated_at) \
              SELECT $1, $2, $3, $4, clock.ms, clock.ms FROM (SELECT ",
@@ -95,33 +92,22 @@ impl OAuthTokenStore for PostgresSettingsStore {
             server_id: server_id.to_owned(),
             user_id: user_id.to_owned(),
             token,
-            created_at: to_datetime(created_at)?,
-            updated_at: to_datetime(updated_at)?,
+            created_at: Timestamp(created_at),
+            updated_at: Timestamp(updated_at),
         })
     }
 
-    async fn delete_oauth_token(
-        &self,
-        tenant: &str,
-        server_id: &str,
-        user_id: &str,
-    ) -> StoreResult<bool> {
-        let result = sqlx::query(
-            "DELETE FROM oauth_token WHERE tenant_id = $1 AND server_id = $2 AND user_id = $3",
-        )
-        .bind(tenant)
-        .bind(server_id)
-        .bind(user_id)
-        .execute(self.db.pool())
-        .await?;
+    async fn delete_oauth_token(&self, tenant: &str, server_id: &str, user_id: &str) -> StoreResult<bool> {
+        let result = sqlx::query("DELETE FROM oauth_token WHERE tenant_id = $1 AND server_id = $2 AND user_id = $3")
+            .bind(tenant)
+            .bind(server_id)
+            .bind(user_id)
+            .execute(self.db.pool())
+            .await?;
         Ok(result.rows_affected() > 0)
     }
 
-    async fn delete_oauth_tokens_for_server(
-        &self,
-        tenant: &str,
-        server_id: &str,
-    ) -> StoreResult<u64> {
+    async fn delete_oauth_tokens_for_server(&self, tenant: &str, server_id: &str) -> StoreResult<u64> {
         let result = sqlx::query("DELETE FROM oauth_token WHERE tenant_id = $1 AND server_id = $2")
             .bind(tenant)
             .bind(server_id)
@@ -136,13 +122,10 @@ impl OAuthTokenStore for PostgresSettingsStore {
         authorization: PendingAuthorization,
     ) -> StoreResult<PendingAuthorizationRecord> {
         let state = authorization.state.as_str();
-        let sealed_verifier = pending_sealer(&self.cipher, tenant, &[state])
-            .seal(CODE_VERIFIER_FIELD, &authorization.code_verifier)?;
+        let sealed_verifier =
+            pending_sealer(&self.cipher, tenant, &[state]).seal(CODE_VERIFIER_FIELD, &authorization.code_verifier)?;
         let mut tx = self.db.begin().await?;
-        sqlx::query(SWEEP_SQL)
-            .bind(pending_ttl_ms())
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(SWEEP_SQL).bind(pending_ttl_ms()).execute(&mut *tx).await?;
         let (created_at,): (i64,) = sqlx::query_as(concat!(
             "INSERT INTO oauth_pending_authorization \
              (state, tenant_id, server_id, user_id, mcp_server_url, code_verifier, return_to, created_at) \
@@ -159,24 +142,16 @@ impl OAuthTokenStore for PostgresSettingsStore {
         .bind(&authorization.return_to)
         .fetch_one(&mut *tx)
         .await
-        .map_err(|error| match &error {
-            sqlx::Error::Database(db) if db.is_unique_violation() => {
-                StoreError::NameConflict { kind: "OAuth pending authorization", name: state_label(state) }
-            }
-            _ => map_server_reference_error(error, &authorization.server_id),
-        })?;
+        .map_err(|error| map_pending_insert_error(error, state, &authorization.server_id))?;
         tx.commit().await?;
         Ok(PendingAuthorizationRecord {
             tenant_id: tenant.to_owned(),
             authorization,
-            created_at: to_datetime(created_at)?,
+            created_at: Timestamp(created_at),
         })
     }
 
-    async fn consume_pending_authorization(
-        &self,
-        state: &str,
-    ) -> StoreResult<Option<PendingAuthorizationRecord>> {
+    async fn consume_pending_authorization(&self, state: &str) -> StoreResult<Option<PendingAuthorizationRecord>> {
         let row: Option<PendingRow> = sqlx::query_as(concat!(
             "DELETE FROM oauth_pending_authorization WHERE state = $1 \
              RETURNING tenant_id, server_id, user_id, mcp_server_url, code_verifier, return_to, created_at, \
@@ -194,18 +169,12 @@ impl OAuthTokenStore for PostgresSettingsStore {
         }
     }
 
-    async fn delete_pending_authorizations_for_server(
-        &self,
-        tenant: &str,
-        server_id: &str,
-    ) -> StoreResult<u64> {
-        let result = sqlx::query(
-            "DELETE FROM oauth_pending_authorization WHERE tenant_id = $1 AND server_id = $2",
-        )
-        .bind(tenant)
-        .bind(server_id)
-        .execute(self.db.pool())
-        .await?;
+    async fn delete_pending_authorizations_for_server(&self, tenant: &str, server_id: &str) -> StoreResult<u64> {
+        let result = sqlx::query("DELETE FROM oauth_pending_authorization WHERE tenant_id = $1 AND server_id = $2")
+            .bind(tenant)
+            .bind(server_id)
+            .execute(self.db.pool())
+            .await?;
         Ok(result.rows_affected())
     }
 

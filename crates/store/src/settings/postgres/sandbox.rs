@@ -6,28 +6,22 @@ use trueforge_protocol::SandboxProviderManifest;
 use super::{PostgresSettingsStore, lock_row_key, now_ms};
 use crate::error::StoreResult;
 use crate::settings::codec::{
-    SANDBOX_PROVIDER_KIND, SANDBOX_PROVIDER_TABLE, SandboxRow, normalised, not_found,
-    open_sandbox_row, sandbox_sealer, to_datetime,
+    SANDBOX_PROVIDER_KIND, SANDBOX_PROVIDER_TABLE, SandboxRow, normalised, not_found, open_sandbox_row, sandbox_sealer,
 };
-use crate::settings::{
-    SandboxProviderRecord, SandboxProviderStatus, SandboxProviderStore, SandboxProviderUpdate,
-};
+use crate::settings::{SandboxProviderRecord, SandboxProviderStatus, SandboxProviderStore, SandboxProviderUpdate};
+use crate::time::Timestamp;
 
 const SELECT_SQL: &str = "SELECT manifest::text, status, status_reason, build_metadata::text, created_at, updated_at \
                           FROM sandbox_provider WHERE tenant_id = $1";
 
 #[async_trait]
 impl SandboxProviderStore for PostgresSettingsStore {
-    async fn get_sandbox_provider(
-        &self,
-        tenant: &str,
-    ) -> StoreResult<Option<SandboxProviderRecord>> {
+    async fn get_sandbox_provider(&self, tenant: &str) -> StoreResult<Option<SandboxProviderRecord>> {
         let row: Option<SandboxRow> = sqlx::query_as(SELECT_SQL)
             .bind(tenant)
             .fetch_optional(self.db.pool())
             .await?;
-        row.map(|row| open_sandbox_row(&self.cipher, tenant, row))
-            .transpose()
+        row.map(|row| open_sandbox_row(&self.cipher, tenant, row)).transpose()
     }
 
     async fn upsert_sandbox_provider(
@@ -51,9 +45,7 @@ impl SandboxProviderStore for PostgresSettingsStore {
             .bind(tenant)
             .fetch_optional(&mut *tx)
             .await?;
-        let stored = row
-            .map(|row| open_sandbox_row(&self.cipher, tenant, row))
-            .transpose()?;
+        let stored = row.map(|row| open_sandbox_row(&self.cipher, tenant, row)).transpose()?;
         let (manifest, status) = update(stored.as_ref())?;
         let sealed = sandbox_sealer(&self.cipher, tenant).seal_manifest(&manifest)?;
         let (created_at, updated_at): (i64, i64) = sqlx::query_as(concat!(
@@ -79,8 +71,8 @@ impl SandboxProviderStore for PostgresSettingsStore {
             tenant_id: tenant.to_owned(),
             manifest: normalised(&manifest)?,
             status,
-            created_at: to_datetime(created_at)?,
-            updated_at: to_datetime(updated_at)?,
+            created_at: Timestamp(created_at),
+            updated_at: Timestamp(updated_at),
         })
     }
 

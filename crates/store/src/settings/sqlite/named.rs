@@ -4,18 +4,13 @@
 use super::SqliteSettingsStore;
 use crate::error::StoreResult;
 use crate::settings::codec::{
-    MCP_SERVERS, NamedRow, RowKey, RowSealer, Table, map_write_error, new_id, not_found,
-    open_client, open_named_row, seal_client, written_record,
+    MCP_SERVERS, NamedRow, RowKey, RowSealer, Table, map_write_error, new_id, not_found, open_client, open_named_row,
+    seal_client, written_record,
 };
 use crate::settings::{ManifestUpdate, NamedRecord, OAuthClientRegistration, SettingsManifest};
 
 impl SqliteSettingsStore {
-    fn sealer<'a>(
-        &'a self,
-        table: &'a Table,
-        tenant: &'a str,
-        id: &'a [&'a str; 1],
-    ) -> RowSealer<'a> {
+    fn sealer<'a>(&'a self, table: &'a Table, tenant: &'a str, id: &'a [&'a str; 1]) -> RowSealer<'a> {
         RowSealer {
             cipher: &self.cipher,
             table: table.name,
@@ -85,9 +80,7 @@ impl SqliteSettingsStore {
         manifest: M,
     ) -> StoreResult<NamedRecord<M>> {
         let id = new_id();
-        let sealed = self
-            .sealer(table, tenant, &[&id])
-            .seal_manifest(&manifest)?;
+        let sealed = self.sealer(table, tenant, &[&id]).seal_manifest(&manifest)?;
         let mut tx = self.db.begin_write().await?;
         let now = self.now_ms();
         sqlx::query(&format!(
@@ -130,9 +123,7 @@ impl SqliteSettingsStore {
         let now = self.now_ms();
         let (id, created_at) = match stored {
             Some(stored) => {
-                let sealed = self
-                    .sealer(table, tenant, &[&stored.id])
-                    .seal_manifest(&manifest)?;
+                let sealed = self.sealer(table, tenant, &[&stored.id]).seal_manifest(&manifest)?;
                 sqlx::query(&format!(
                     "UPDATE {} SET manifest = ?, updated_at = ? WHERE tenant_id = ? AND id = ?",
                     table.name
@@ -143,13 +134,11 @@ impl SqliteSettingsStore {
                 .bind(&stored.id)
                 .execute(&mut *tx)
                 .await?;
-                (stored.id, stored.created_at.timestamp_millis())
+                (stored.id, stored.created_at.millis())
             }
             None => {
                 let id = new_id();
-                let sealed = self
-                    .sealer(table, tenant, &[&id])
-                    .seal_manifest(&manifest)?;
+                let sealed = self.sealer(table, tenant, &[&id]).seal_manifest(&manifest)?;
                 sqlx::query(&format!(
                     "INSERT INTO {} (tenant_id, id, name, manifest, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
                     table.name
@@ -195,12 +184,7 @@ impl SqliteSettingsStore {
         written_record(tenant, id.to_owned(), &name, &manifest, created_at, now)
     }
 
-    pub(crate) async fn delete_named(
-        &self,
-        table: &'static Table,
-        tenant: &str,
-        key: RowKey<'_>,
-    ) -> StoreResult<bool> {
+    pub(crate) async fn delete_named(&self, table: &'static Table, tenant: &str, key: RowKey<'_>) -> StoreResult<bool> {
         let mut tx = self.db.begin_write().await?;
         let result = sqlx::query(&format!(
             "DELETE FROM {} WHERE tenant_id = ? AND {} = ?",
@@ -239,13 +223,12 @@ impl SqliteSettingsStore {
     ) -> StoreResult<()> {
         let sealed = seal_client(&self.sealer(&MCP_SERVERS, tenant, &[server_id]), &client)?;
         let mut tx = self.db.begin_write().await?;
-        let result =
-            sqlx::query("UPDATE mcp_server SET oauth_client = ? WHERE tenant_id = ? AND id = ?")
-                .bind(&sealed)
-                .bind(tenant)
-                .bind(server_id)
-                .execute(&mut *tx)
-                .await?;
+        let result = sqlx::query("UPDATE mcp_server SET oauth_client = ? WHERE tenant_id = ? AND id = ?")
+            .bind(&sealed)
+            .bind(tenant)
+            .bind(server_id)
+            .execute(&mut *tx)
+            .await?;
         if result.rows_affected() == 0 {
             return Err(not_found(MCP_SERVERS.kind, server_id));
         }

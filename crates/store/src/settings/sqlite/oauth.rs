@@ -3,15 +3,15 @@
 use async_trait::async_trait;
 
 use super::SqliteSettingsStore;
-use crate::error::{StoreError, StoreResult};
+use crate::error::StoreResult;
 use crate::settings::codec::{
-    CODE_VERIFIER_FIELD, PendingRow, TokenRow, map_server_reference_error, open_pending_row,
-    open_token_row, pending_sealer, pending_ttl_ms, seal_token, state_label, to_datetime,
-    token_sealer,
+    CODE_VERIFIER_FIELD, PendingRow, TokenRow, map_pending_insert_error, map_server_reference_error, open_pending_row,
+    open_token_row, pending_sealer, pending_ttl_ms, seal_token, token_sealer,
 };
 use crate::settings::{
     OAuthToken, OAuthTokenRecord, OAuthTokenStore, PendingAuthorization, PendingAuthorizationRecord,
 };
+use crate::time::Timestamp;
 
 const SWEEP_SQL: &str = "DELETE FROM oauth_pending_authorization WHERE created_at <= ?";
 
@@ -67,10 +67,7 @@ impl OAuthTokenStore for SqliteSettingsStore {
         user_id: &str,
         token: OAuthToken,
     ) -> StoreResult<OAuthTokenRecord> {
-        let sealed = seal_token(
-            &token_sealer(&self.cipher, tenant, &[server_id, user_id]),
-            &token,
-        )?;
+        let sealed = seal_token(&token_sealer(&self.cipher, tenant, &[server_id, user_id]), &token)?;
         let mut tx = self.db.begin_write().await?;
         let now = self.now_ms();
         let (created_at, updated_at): (i64, i64) = sqlx::query_as(
@@ -95,35 +92,24 @@ impl OAuthTokenStore for SqliteSettingsStore {
             server_id: server_id.to_owned(),
             user_id: user_id.to_owned(),
             token,
-            created_at: to_datetime(created_at)?,
-            updated_at: to_datetime(updated_at)?,
+            created_at: Timestamp(created_at),
+            updated_at: Timestamp(updated_at),
         })
     }
 
-    async fn delete_oauth_token(
-        &self,
-        tenant: &str,
-        server_id: &str,
-        user_id: &str,
-    ) -> StoreResult<bool> {
+    async fn delete_oauth_token(&self, tenant: &str, server_id: &str, user_id: &str) -> StoreResult<bool> {
         let mut tx = self.db.begin_write().await?;
-        let result = sqlx::query(
-            "DELETE FROM oauth_token WHERE tenant_id = ? AND server_id = ? AND user_id = ?",
-        )
-        .bind(tenant)
-        .bind(server_id)
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?;
+        let result = sqlx::query("DELETE FROM oauth_token WHERE tenant_id = ? AND server_id = ? AND user_id = ?")
+            .bind(tenant)
+            .bind(server_id)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(result.rows_affected() > 0)
     }
 
-    async fn delete_oauth_tokens_for_server(
-        &self,
-        tenant: &str,
-        server_id: &str,
-    ) -> StoreResult<u64> {
+    async fn delete_oauth_tokens_for_server(&self, tenant: &str, server_id: &str) -> StoreResult<u64> {
         let mut tx = self.db.begin_write().await?;
         let result = sqlx::query("DELETE FROM oauth_token WHERE tenant_id = ? AND server_id = ?")
             .bind(tenant)
@@ -140,8 +126,8 @@ impl OAuthTokenStore for SqliteSettingsStore {
         authorization: PendingAuthorization,
     ) -> StoreResult<PendingAuthorizationRecord> {
         let state = authorization.state.as_str();
-        let sealed_verifier = pending_sealer(&self.cipher, tenant, &[state])
-            .seal(CODE_VERIFIER_FIELD, &authorization.code_verifier)?;
+        let sealed_verifier =
+            pending_sealer(&self.cipher, tenant, &[state]).seal(CODE_VERIFIER_FIELD, &authorization.code_verifier)?;
         let mut tx = self.db.begin_write().await?;
         let now = self.now_ms();
         sqlx::query(SWEEP_SQL)
@@ -163,24 +149,16 @@ impl OAuthTokenStore for SqliteSettingsStore {
         .bind(now)
         .execute(&mut *tx)
         .await
-        .map_err(|error| match &error {
-            sqlx::Error::Database(db) if db.is_unique_violation() => {
-                StoreError::NameConflict { kind: "OAuth pending authorization", name: state_label(state) }
-            }
-            _ => map_server_reference_error(error, &authorization.server_id),
-        })?;
+        .map_err(|error| map_pending_insert_error(error, state, &authorization.server_id))?;
         tx.commit().await?;
         Ok(PendingAuthorizationRecord {
             tenant_id: tenant.to_owned(),
             authorization,
-            created_at: to_datetime(now)?,
+            created_at: Timestamp(now),
         })
     }
 
-    async fn consume_pending_authorization(
-        &self,
-        state: &str,
-    ) -> StoreResult<Option<PendingAuthorizationRecord>> {
+    async fn consume_pending_authorization(&self, state: &str) -> StoreResult<Option<PendingAuthorizationRecord>> {
         let mut tx = self.db.begin_write().await?;
         let now = self.now_ms();
         let row: Option<PendingRow> = sqlx::query_as(
@@ -199,19 +177,13 @@ impl OAuthTokenStore for SqliteSettingsStore {
         }
     }
 
-    async fn delete_pending_authorizations_for_server(
-        &self,
-        tenant: &str,
-        server_id: &str,
-    ) -> StoreResult<u64> {
+    async fn delete_pending_authorizations_for_server(&self, tenant: &str, server_id: &str) -> StoreResult<u64> {
         let mut tx = self.db.begin_write().await?;
-        let result = sqlx::query(
-            "DELETE FROM oauth_pending_authorization WHERE tenant_id = ? AND server_id = ?",
-        )
-        .bind(tenant)
-        .bind(server_id)
-        .execute(&mut *tx)
-        .await?;
+        let result = sqlx::query("DELETE FROM oauth_pending_authorization WHERE tenant_id = ? AND server_id = ?")
+            .bind(tenant)
+            .bind(server_id)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(result.rows_affected())
     }

@@ -7,27 +7,21 @@ use super::SqliteSettingsStore;
 use crate::error::StoreResult;
 use crate::settings::codec::{
     SANDBOX_PROVIDER_KIND, SandboxRow, normalised, not_found, open_sandbox_row, sandbox_sealer,
-    to_datetime,
 };
-use crate::settings::{
-    SandboxProviderRecord, SandboxProviderStatus, SandboxProviderStore, SandboxProviderUpdate,
-};
+use crate::settings::{SandboxProviderRecord, SandboxProviderStatus, SandboxProviderStore, SandboxProviderUpdate};
+use crate::time::Timestamp;
 
 const SELECT_SQL: &str = "SELECT manifest, status, status_reason, build_metadata, created_at, updated_at \
                           FROM sandbox_provider WHERE tenant_id = ?";
 
 #[async_trait]
 impl SandboxProviderStore for SqliteSettingsStore {
-    async fn get_sandbox_provider(
-        &self,
-        tenant: &str,
-    ) -> StoreResult<Option<SandboxProviderRecord>> {
+    async fn get_sandbox_provider(&self, tenant: &str) -> StoreResult<Option<SandboxProviderRecord>> {
         let row: Option<SandboxRow> = sqlx::query_as(SELECT_SQL)
             .bind(tenant)
             .fetch_optional(self.db.reader())
             .await?;
-        row.map(|row| open_sandbox_row(&self.cipher, tenant, row))
-            .transpose()
+        row.map(|row| open_sandbox_row(&self.cipher, tenant, row)).transpose()
     }
 
     async fn upsert_sandbox_provider(
@@ -46,13 +40,8 @@ impl SandboxProviderStore for SqliteSettingsStore {
         update: SandboxProviderUpdate<'_>,
     ) -> StoreResult<SandboxProviderRecord> {
         let mut tx = self.db.begin_write().await?;
-        let row: Option<SandboxRow> = sqlx::query_as(SELECT_SQL)
-            .bind(tenant)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let stored = row
-            .map(|row| open_sandbox_row(&self.cipher, tenant, row))
-            .transpose()?;
+        let row: Option<SandboxRow> = sqlx::query_as(SELECT_SQL).bind(tenant).fetch_optional(&mut *tx).await?;
+        let stored = row.map(|row| open_sandbox_row(&self.cipher, tenant, row)).transpose()?;
         let (manifest, status) = update(stored.as_ref())?;
         let sealed = sandbox_sealer(&self.cipher, tenant).seal_manifest(&manifest)?;
         let now = self.now_ms();
@@ -79,8 +68,8 @@ impl SandboxProviderStore for SqliteSettingsStore {
             tenant_id: tenant.to_owned(),
             manifest: normalised(&manifest)?,
             status,
-            created_at: to_datetime(created_at)?,
-            updated_at: to_datetime(updated_at)?,
+            created_at: Timestamp(created_at),
+            updated_at: Timestamp(updated_at),
         })
     }
 
