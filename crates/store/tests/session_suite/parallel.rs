@@ -771,7 +771,8 @@ pub async fn parallel_forks_racing_predecessor_freeze_see_its_final_context(stor
             let store = store.clone();
             let turn_key = turn_key.clone();
             tokio::spawn(async move {
-                for index in 0.. {
+                const MAX_APPENDS: usize = 300;
+                for index in 0..MAX_APPENDS {
                     let text = format!("task-{task}-{index}");
                     match store
                         .append_to_thread_context(&turn_key, MAIN, vec![user(&text)], None, None)
@@ -781,8 +782,9 @@ pub async fn parallel_forks_racing_predecessor_freeze_see_its_final_context(stor
                         Err(StoreError::TurnNotRunning { .. }) => return index,
                         Err(other) => panic!("append: {other:?}"),
                     }
+                    tokio::task::yield_now().await;
                 }
-                unreachable!()
+                MAX_APPENDS
             })
         })
         .collect();
@@ -804,7 +806,10 @@ pub async fn parallel_forks_racing_predecessor_freeze_see_its_final_context(stor
             })
         })
         .collect();
-    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    // Freeze once the appenders are under way.
+    while main_context(&store, &turn_key).await.len() < 20 {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
     let freeze = FreezeTurn {
         reason: CancellationReason::CancelledForNextTurn,
         metrics: None,

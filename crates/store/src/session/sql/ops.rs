@@ -538,6 +538,14 @@ impl SessionStore for Store {
 
     async fn delete_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<()> {
         let mut tx = self.write_tx().await?;
+        // Lock order: turn rows before the session row, the order every turn-scoped write takes them (its
+        // fence locks the turn, its inserts then key-share-lock the session). Deleting the session first
+        // and cascading to the turns deadlocks against such a writer on Postgres.
+        sqlx::query("DELETE FROM turn WHERE tenant_id = $1 AND session_id = $2")
+            .bind(tenant_id)
+            .bind(session_id)
+            .execute(&mut *tx)
+            .await?;
         sqlx::query("DELETE FROM session WHERE tenant_id = $1 AND session_id = $2")
             .bind(tenant_id)
             .bind(session_id)
