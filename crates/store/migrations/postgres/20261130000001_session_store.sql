@@ -63,7 +63,10 @@ CREATE TABLE context_message (
     index_text text NOT NULL,
     UNIQUE (segment_id, pos)
 );
-CREATE INDEX context_message_search_idx ON context_message USING gin (to_tsvector('simple', index_text));
+-- index_text already holds the store's own tokens separated by spaces; they become lexemes as they are
+-- (no text-search parser, which would drop or split some of them).
+CREATE INDEX context_message_search_idx ON context_message
+    USING gin (array_to_tsvector(string_to_array(index_text, ' ')));
 
 CREATE TABLE turn_thread (
     session_id       text COLLATE "C" NOT NULL REFERENCES session (session_id) ON DELETE CASCADE,

@@ -68,7 +68,9 @@ CREATE VIRTUAL TABLE context_message_fts USING fts5 (
     index_text,
     content = 'context_message',
     content_rowid = 'message_id',
-    tokenize = 'unicode61 remove_diacritics 0'
+    -- index_text already holds the store's own tokens separated by spaces: `ascii` splits only on ASCII
+    -- separators, so every token stays whole (unicode61 would split words at combining marks).
+    tokenize = 'ascii'
 );
 CREATE TRIGGER context_message_fts_insert AFTER INSERT ON context_message BEGIN
     INSERT INTO context_message_fts (rowid, index_text) VALUES (new.message_id, new.index_text);

@@ -273,6 +273,70 @@ pub async fn recall_search_unicode_words(store: Store) {
     assert!(search(&store, &turn_1, "1").await.is_empty());
 }
 
+/// Words are runs of alphanumeric characters (Unicode's Alphabetic and Numeric), so a word may contain
+/// combining vowel signs and marks (Devanagari, Arabic) or enclosed letters. A search for such a word must
+/// match that whole word, not its letters written apart, on every backend.
+pub async fn recall_search_words_with_marks_match_whole(store: Store) {
+    seed_session(&store, TENANT, SESSION).await;
+    let turn_1 = key("turn-1");
+    store
+        .create_turn(with_messages(
+            turn("turn-1", None),
+            MAIN,
+            &["ك ت ب", "كَتَبَ الدرس", "ह न", "हिन्दी भाषा", "ⓐⓑ marks", "plain marks"],
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        search(&store, &turn_1, "كَتَبَ").await,
+        owned(&["كَتَبَ الدرس"]),
+        "Arabic with harakat"
+    );
+    assert_eq!(
+        search(&store, &turn_1, "हिन").await,
+        owned(&["हिन्दी भाषा"]),
+        "Devanagari with a vowel sign"
+    );
+    assert_eq!(
+        search(&store, &turn_1, "ⓐⓑ").await,
+        owned(&["ⓐⓑ marks"]),
+        "enclosed letters are a word"
+    );
+    assert_eq!(
+        search(&store, &turn_1, "ⓐⓑ marks").await,
+        owned(&["ⓐⓑ marks"]),
+        "and count in an AND query"
+    );
+}
+
+/// Numeric characters count as word characters too (superscripts, subscripts, vulgar fractions): a word
+/// containing them is one word, matched whole, on every backend.
+pub async fn recall_search_words_with_numeric_symbols_match_whole(store: Store) {
+    seed_session(&store, TENANT, SESSION).await;
+    let turn_1 = key("turn-1");
+    store
+        .create_turn(with_messages(
+            turn("turn-1", None),
+            MAIN,
+            &["x y", "x² area", "h o", "h₂o molecule", "½ cup", "plain cup"],
+        ))
+        .await
+        .unwrap();
+    assert_eq!(search(&store, &turn_1, "x²").await, owned(&["x² area"]), "superscript");
+    assert_eq!(
+        search(&store, &turn_1, "h₂o").await,
+        owned(&["h₂o molecule"]),
+        "subscript"
+    );
+    assert_eq!(search(&store, &turn_1, "½").await, owned(&["½ cup"]), "vulgar fraction");
+    assert_eq!(
+        search(&store, &turn_1, "½ cup").await,
+        owned(&["½ cup"]),
+        "in an AND query"
+    );
+    assert!(search(&store, &turn_1, "x").await.iter().all(|text| text == "x y"));
+}
+
 pub async fn recall_search_includes_superseded_bodies(store: Store) {
     let turn_2 = compacted_branch(&store).await;
     let found = store.search_thread_history(&turn_2, MAIN, "bravo", 10).await.unwrap();
@@ -432,6 +496,8 @@ contract_group!(
     recall_search_is_case_insensitive_and_whole_word,
     recall_search_requires_every_word,
     recall_search_unicode_words,
+    recall_search_words_with_marks_match_whole,
+    recall_search_words_with_numeric_symbols_match_whole,
     recall_search_includes_superseded_bodies,
     recall_search_respects_limit_in_write_order,
     recall_search_excludes_sibling_forks,

@@ -46,12 +46,17 @@ async fn clock(tx: &mut Transaction<'static, Db>) -> StoreResult<Timestamp> {
     Ok(Timestamp(millis))
 }
 
-/// Full-text filter on `$4`, a `to_tsquery` expression over the store's own tokens.
-const SEARCH_CONDITION: &str = "to_tsvector('simple', m.index_text) @@ to_tsquery('simple', $4)";
+/// Full-text filter on `$4`, a `tsquery` over the store's own tokens. Both sides bypass the text-search
+/// parser (which drops or splits some tokens, such as `x²`), so they match exactly the store's words.
+const SEARCH_CONDITION: &str = "array_to_tsvector(string_to_array(m.index_text, ' ')) @@ CAST($4 AS tsquery)";
 
-/// Terms are alphanumeric, so they need no quoting; `&` ANDs them.
+/// Terms are alphanumeric, so quoting them as lexemes needs no escaping; `&` ANDs them.
 fn search_expression(terms: &[String]) -> String {
-    terms.join(" & ")
+    terms
+        .iter()
+        .map(|term| format!("'{term}'"))
+        .collect::<Vec<_>>()
+        .join(" & ")
 }
 
 // Deliberate: the shared SQL is compiled once per backend, against that backend's `Db`.
