@@ -85,5 +85,5 @@ pub use model_provider::{
     CUSTOM_PROVIDER_TYPE, ConfiguredModel, CustomModelProvider, ModelProperties, ModelProviderAuth,
     ModelProviderManifest, ReasoningEffort, WellKnownModelProvider, WellKnownProviderType,
 };
-pub use sandbox_provider::{DaytonaSandboxProvider, SandboxProviderAuth, SandboxProviderManifest};
+pub use sandbox_provider::{DaytonaSandboxProvider, SandboxBuildStatus, SandboxProviderAuth, SandboxProviderManifest};
 pub use skill_manifest::{SkillManifest, SkillType};

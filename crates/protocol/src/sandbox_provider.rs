@@ -61,3 +61,28 @@ impl SandboxProviderManifest {
         }
     }
 }
+
+/// Schema `SandboxBuildStatus`: where the image build of a sandbox provider stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxBuildStatus {
+    Pending,
+    Ready,
+    Failed,
+}
+
+impl SandboxBuildStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Ready => "ready",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        [Self::Pending, Self::Ready, Self::Failed]
+            .into_iter()
+            .find(|status| status.as_str() == value)
+    }
+}

@@ -27,7 +27,7 @@ fn all_contract_events() -> Vec<Value> {
 }
 
 #[test]
-fn every_contract_event_round_trips_as_itself() {
+fn every_wire_event_round_trips_as_itself() {
     for json in all_contract_events() {
         let event: SessionEvent = roundtrip(&json);
         assert_eq!(event.event_type(), json["type"].as_str().unwrap());
@@ -287,7 +287,7 @@ fn deltas_round_trip_only_through_the_streaming_union() {
 }
 
 #[test]
-fn unknown_fields_of_contract_events_are_dropped_like_the_reference() {
+fn unknown_fields_of_wire_events_are_dropped_like_the_reference() {
     let noisy = with(&examples::tool_response(), "debug", json!("x"));
     assert_eq!(normalise::<SessionEvent>(&noisy), examples::tool_response());
 }

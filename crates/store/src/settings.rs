@@ -45,7 +45,7 @@ pub use postgres::PostgresSettingsStore;
 pub use records::{
     AgentRecord, McpServerRecord, ModelProviderRecord, NamedRecord, OAuthClientCredentials, OAuthClientRegistration,
     OAuthServerMetadata, OAuthToken, OAuthTokenRecord, PENDING_AUTHORIZATION_TTL, PendingAuthorization,
-    PendingAuthorizationRecord, SandboxBuildStatus, SandboxProviderRecord, SandboxProviderStatus, SkillRecord,
+    PendingAuthorizationRecord, SandboxProviderRecord, SandboxProviderStatus, SkillRecord,
 };
 pub use sqlite::SqliteSettingsStore;
 pub use traits::{

@@ -1,7 +1,8 @@
 //! The settings-store contract suite, run against every backend: memory, SQLite and Postgres. Each case
 //! is a function taking a fresh fixture; the macros below instantiate it per backend, so a case reads as
 //! `settings_contract <backend>::<case>`. Cases about what is at rest (encryption, keys, tampering) need
-//! raw SQL and run on the SQL backends only; redaction and key loading do not depend on a backend.
+//! raw SQL and run on the SQL backends only. Redaction and key loading do not depend on a backend: they
+//! are in `tests/secrets.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -17,12 +18,8 @@ mod mcp;
 mod named;
 #[path = "settings_contract/oauth.rs"]
 mod oauth;
-#[path = "settings_contract/redaction.rs"]
-mod redaction;
 #[path = "settings_contract/sandbox.rs"]
 mod sandbox;
-#[path = "settings_contract/secret_key.rs"]
-mod secret_key;
 #[path = "settings_contract/secrets.rs"]
 mod secrets;
 

@@ -7,9 +7,10 @@ use crate::crypto::{SecretAad, SecretCipher};
 use crate::error::{StoreError, StoreResult, is_unique_violation};
 use crate::settings::{
     NamedRecord, OAuthClientRegistration, OAuthToken, OAuthTokenRecord, PendingAuthorization,
-    PendingAuthorizationRecord, SandboxBuildStatus, SandboxProviderRecord, SandboxProviderStatus, SettingsManifest,
+    PendingAuthorizationRecord, SandboxProviderRecord, SandboxProviderStatus, SettingsManifest,
 };
 use crate::time::Timestamp;
+use trueforge_protocol::SandboxBuildStatus;
 
 /// One table of named settings rows: its SQL name (also the AAD table label) and the noun used in errors.
 #[derive(Debug)]

@@ -8,7 +8,11 @@ use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use trueforge_protocol::{AgentSpec, McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest};
+use trueforge_protocol::{
+    AgentSpec, McpServerManifest, ModelProviderManifest, SandboxBuildStatus, SandboxProviderManifest, SkillManifest,
+};
+
+use crate::time::Timestamp;
 
 /// How long a pending OAuth authorization can be consumed after it was saved.
 pub const PENDING_AUTHORIZATION_TTL: Duration = Duration::from_secs(10 * 60);
@@ -29,31 +33,6 @@ pub type AgentRecord = NamedRecord<AgentSpec>;
 pub type ModelProviderRecord = NamedRecord<ModelProviderManifest>;
 pub type McpServerRecord = NamedRecord<McpServerManifest>;
 pub type SkillRecord = NamedRecord<SkillManifest>;
-
-/// Schema `SandboxBuildStatus`: where the image build of a sandbox provider stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SandboxBuildStatus {
-    Pending,
-    Ready,
-    Failed,
-}
-
-impl SandboxBuildStatus {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Ready => "ready",
-            Self::Failed => "failed",
-        }
-    }
-
-    pub fn parse(value: &str) -> Option<Self> {
-        [Self::Pending, Self::Ready, Self::Failed]
-            .into_iter()
-            .find(|status| status.as_str() == value)
-    }
-}
 
 /// The build state of a tenant's sandbox provider (never on the wire except `status`/`status_reason`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,4 +163,3 @@ pub struct PendingAuthorizationRecord {
 }
 
 const REDACTED: &str = crate::redaction::SECRET_REDACTION;
-use crate::time::Timestamp;

@@ -2,7 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use trueforge_store::settings::{SandboxBuildStatus, SandboxProviderStatus};
+use trueforge_protocol::SandboxBuildStatus;
+use trueforge_store::settings::SandboxProviderStatus;
 
 use crate::data::*;
 use crate::fixture::Fixture;
