@@ -328,6 +328,32 @@ pub async fn patch_mcp_servers_replaces_each_server_whole(store: Store) {
     assert_eq!(servers.len(), 2);
 }
 
+pub async fn failed_turn_writes_leave_no_trace(store: Store) {
+    running_turn(&store).await;
+    let turn_key = key("turn-1");
+    store
+        .append_events(&turn_key, vec![stored(5, turn_created(&event_id(), "turn-1"))])
+        .await
+        .unwrap();
+    let before = store.get_turn(&turn_key).await.unwrap().unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let stale_seq = store
+        .append_events(&turn_key, vec![stored(3, model_message(&event_id(), "late"))])
+        .await;
+    assert!(
+        matches!(stale_seq, Err(StoreError::EventSequenceConflict { .. })),
+        "{stale_seq:?}"
+    );
+    let ghost = store
+        .append_to_thread_context(&turn_key, "ghost", vec![user("x")], None, None)
+        .await;
+    assert!(matches!(ghost, Err(StoreError::ThreadNotFound { .. })), "{ghost:?}");
+    let renew = store.renew_lease(&turn_key, "nobody", 1000).await;
+    assert!(matches!(renew, Err(StoreError::LeaseHeldByOther { .. })), "{renew:?}");
+    let after = store.get_turn(&turn_key).await.unwrap().unwrap();
+    assert_eq!(after, before, "a refused write changes nothing, updated_at included");
+}
+
 contract_group!(
     events_list_by_seq_not_call_order,
     threads_add_remove_append_overwrite,
@@ -343,4 +369,5 @@ contract_group!(
     thread_snapshot_is_json_round_trip_total,
     patch_mcp_servers_and_sandbox_info,
     patch_mcp_servers_replaces_each_server_whole,
+    failed_turn_writes_leave_no_trace,
 );

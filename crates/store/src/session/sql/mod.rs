@@ -1,4 +1,4 @@
-//! The SQL backends. Both compile the same statements (`ops.rs`); each module supplies its database type,
+//! The SQL backends. Both compile the same statements (`ops/`); each module supplies its database type,
 //! transactions, clock and full-text condition.
 
 pub mod postgres;

@@ -53,5 +53,5 @@ fn search_expression(terms: &[String]) -> String {
 
 // Deliberate: the shared SQL is compiled once per backend, against that backend's `Db`.
 #[allow(clippy::duplicate_mod)]
-#[path = "ops.rs"]
+#[path = "ops/mod.rs"]
 mod ops;

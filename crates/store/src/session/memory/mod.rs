@@ -1,0 +1,240 @@
+//! The in-memory session store: the same segment-chain model as the SQL backends, held in maps behind one
+//! mutex, so it gives the same answers (including ordering, errors and `null` semantics).
+//!
+//! The trait methods below do what precedes the lock (argument checks, the clock) and hand the rest to a
+//! `State` method that runs under it; the submodules hold those methods by concept.
+
+mod context;
+mod events;
+mod leases;
+mod recall;
+mod sessions;
+mod state;
+mod turns;
+
+use std::sync::{Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use serde_json::Value;
+use trueforge_protocol::{
+    AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion, TurnState,
+};
+
+use self::state::State;
+use self::turns::lease_of;
+use super::model::*;
+use super::page;
+use super::rules;
+use super::search;
+use super::store::SessionStore;
+use crate::error::StoreResult;
+use crate::time::Timestamp;
+
+/// Session store held in process memory (tests, embedding, ephemeral runs).
+#[derive(Debug, Default)]
+pub struct MemorySessionStore {
+    state: Mutex<State>,
+}
+
+impl MemorySessionStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave a half-applied write: every write validates first and
+        // mutates last. So a poisoned lock is still consistent.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Runs a turn-scoped write and, only when it succeeds, bumps the turn's `updated_at`: a failed write
+    /// leaves no trace, as a rolled-back SQL transaction leaves none.
+    fn write_turn<T>(&self, key: &TurnKey, write: impl FnOnce(&mut State) -> StoreResult<T>) -> StoreResult<T> {
+        let mut state = self.lock();
+        let result = write(&mut state)?;
+        state.touch(key, Timestamp::now());
+        Ok(result)
+    }
+}
+
+#[async_trait]
+impl SessionStore for MemorySessionStore {
+    async fn create_session(&self, session: NewSession) -> StoreResult<SessionRecord> {
+        rules::require_id("session", &session.session_id)?;
+        self.lock().create_session(session)
+    }
+
+    async fn delete_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<()> {
+        self.lock().delete_session(tenant_id, session_id)
+    }
+
+    async fn get_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<Option<SessionRecord>> {
+        Ok(self.lock().session(tenant_id, session_id).cloned())
+    }
+
+    async fn update_session(
+        &self,
+        tenant_id: &str,
+        session_id: &str,
+        update: SessionUpdate,
+    ) -> StoreResult<SessionRecord> {
+        self.lock().update_session(tenant_id, session_id, update)
+    }
+
+    async fn list_sessions(
+        &self,
+        tenant_id: &str,
+        filter: &SessionFilter,
+        page: &PageRequest,
+    ) -> StoreResult<Page<SessionRecord>> {
+        let after = page::sessions_cursor(page::open_page(page)?, filter.order)?;
+        self.lock().list_sessions(tenant_id, filter, page, after)
+    }
+
+    async fn create_turn(&self, turn: NewTurn) -> StoreResult<TurnSummary> {
+        rules::require_id("turn", &turn.turn_id)?;
+        let now = Timestamp::now();
+        let lease = lease_of(&turn.lease, now)?;
+        self.lock().create_turn(turn, now, lease)
+    }
+
+    async fn get_turn(&self, key: &TurnKey) -> StoreResult<Option<TurnRecord>> {
+        Ok(self.lock().record(key))
+    }
+
+    async fn list_turns(
+        &self,
+        tenant_id: &str,
+        session_id: &str,
+        page: &PageRequest,
+    ) -> StoreResult<Page<TurnSummary>> {
+        let after = page::turns_cursor(page::open_page(page)?)?.unwrap_or(0);
+        self.lock().list_turns(tenant_id, session_id, page, after)
+    }
+
+    async fn freeze_and_get_turn(&self, key: &TurnKey, freeze: FreezeTurn) -> StoreResult<TurnRecord> {
+        self.lock().freeze_and_get_turn(key, freeze)
+    }
+
+    async fn update_turn_state(&self, key: &TurnKey, new_state: TurnState, done: TurnDone) -> StoreResult<TurnState> {
+        let now = Timestamp::now();
+        let stamped = rules::stamp_terminal(new_state, now)?;
+        self.lock().update_turn_state(key, stamped, done, now)
+    }
+
+    async fn append_events(&self, key: &TurnKey, events: Vec<StoredEvent>) -> StoreResult<()> {
+        self.write_turn(key, |state| state.append_events(key, events))
+    }
+
+    async fn list_turn_events(
+        &self,
+        key: &TurnKey,
+        order: SortOrder,
+        page: &PageRequest,
+    ) -> StoreResult<Page<StoredEvent>> {
+        let after = page::turn_events_cursor(page::open_page(page)?, order)?;
+        self.lock().list_turn_events(key, order, page, after)
+    }
+
+    async fn list_turn_events_after(&self, key: &TurnKey, after_seq: u64, limit: u32) -> StoreResult<Vec<StoredEvent>> {
+        page::open_page(&PageRequest::first(limit))?;
+        self.lock().list_turn_events_after(key, after_seq, limit)
+    }
+
+    async fn list_session_events(
+        &self,
+        tenant_id: &str,
+        session_id: &str,
+        last_turn_id: Option<&str>,
+        page: &PageRequest,
+    ) -> StoreResult<Page<SessionEventItem>> {
+        let cursor = page::feed_cursor(page::open_page(page)?)?;
+        self.lock()
+            .list_session_events(tenant_id, session_id, last_turn_id, page, cursor)
+    }
+
+    async fn add_threads(&self, key: &TurnKey, threads: Vec<AgentThreadSnapshot>) -> StoreResult<()> {
+        self.write_turn(key, |state| state.add_threads(key, threads))
+    }
+
+    async fn remove_threads(&self, key: &TurnKey, thread_ids: &[String]) -> StoreResult<()> {
+        self.write_turn(key, |state| state.remove_threads(key, thread_ids))
+    }
+
+    async fn append_to_thread_context(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        messages: Vec<ContextMessage>,
+        usage: Option<CurrentContextUsage>,
+        completion: Option<SubAgentCompletion>,
+    ) -> StoreResult<()> {
+        self.write_turn(key, |state| {
+            state.append_to_thread_context(key, thread_id, messages, usage, completion)
+        })
+    }
+
+    async fn overwrite_thread_context(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        messages: Vec<ContextMessage>,
+        usage: CurrentContextUsage,
+    ) -> StoreResult<()> {
+        self.write_turn(key, |state| {
+            state.overwrite_thread_context(key, thread_id, messages, usage)
+        })
+    }
+
+    async fn patch_mcp_servers(&self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()> {
+        self.write_turn(key, |state| state.patch_mcp_servers(key, servers))
+    }
+
+    async fn patch_sandbox_info(&self, key: &TurnKey, sandbox: SandboxInfo) -> StoreResult<()> {
+        self.write_turn(key, |state| state.patch_sandbox_info(key, sandbox))
+    }
+
+    async fn patch_thread_capability_state(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        state_key: &str,
+        value: Value,
+    ) -> StoreResult<()> {
+        self.write_turn(key, |state| {
+            state.patch_thread_capability_state(key, thread_id, state_key, value)
+        })
+    }
+
+    async fn thread_history(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Vec<HistoryEntry>> {
+        self.lock().thread_history(key, thread_id)
+    }
+
+    async fn search_thread_history(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        query: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<HistoryEntry>> {
+        let terms = search::query_terms(query)?;
+        page::open_page(&PageRequest::first(limit))?;
+        self.lock().search_thread_history(key, thread_id, terms, limit)
+    }
+
+    async fn renew_lease(&self, key: &TurnKey, owner: &str, ttl_ms: i64) -> StoreResult<Lease> {
+        rules::check_ttl(ttl_ms)?;
+        self.write_turn(key, |state| state.renew_lease(key, owner, ttl_ms))
+    }
+
+    async fn claim_expired_lease(&self, key: &TurnKey, new_owner: &str, ttl_ms: i64) -> StoreResult<Lease> {
+        rules::check_ttl(ttl_ms)?;
+        self.write_turn(key, |state| state.claim_expired_lease(key, new_owner, ttl_ms))
+    }
+
+    async fn list_expired_leases(&self, limit: u32) -> StoreResult<Vec<ExpiredLease>> {
+        page::open_page(&PageRequest::first(limit))?;
+        let now = Timestamp::now();
+        self.lock().list_expired_leases(limit, now)
+    }
+}
