@@ -1,31 +1,61 @@
 //! Leases on running turns: renewal, takeover of an expired lease and the sweeper's listing.
 
+use sqlx::QueryBuilder;
+
 use super::turns::fence;
-use super::{Store, clock};
+use super::{Db, Store, clock};
 use crate::error::{StoreError, StoreResult};
 use crate::session::model::*;
 use crate::session::page;
 use crate::session::rules;
 use crate::time::Timestamp;
 
+/// Which lease a write may replace.
+#[derive(Clone, Copy)]
+enum Replace {
+    /// Only the caller's own lease (renewal).
+    Own,
+    /// Only an expired lease, or none (takeover after a crash).
+    Expired,
+}
+
 pub(super) async fn renew_lease(store: &Store, key: &TurnKey, owner: &str, ttl_ms: i64) -> StoreResult<Lease> {
+    set_lease(store, key, owner, ttl_ms, Replace::Own).await
+}
+
+pub(super) async fn claim_expired_lease(
+    store: &Store,
+    key: &TurnKey,
+    new_owner: &str,
+    ttl_ms: i64,
+) -> StoreResult<Lease> {
+    set_lease(store, key, new_owner, ttl_ms, Replace::Expired).await
+}
+
+/// Sets the lease of a running turn when `replace` allows it; a conditional update, so of several
+/// concurrent claimers exactly one matches.
+async fn set_lease(store: &Store, key: &TurnKey, owner: &str, ttl_ms: i64, replace: Replace) -> StoreResult<Lease> {
     rules::check_ttl(ttl_ms)?;
     let mut tx = store.write_tx().await?;
     let now = clock(&mut tx).await?;
     fence(&mut tx, key, now).await?;
     let expires_at = now.plus_millis(ttl_ms);
-    let renewed = sqlx::query(
-        "UPDATE turn SET lease_expires_at = $5 WHERE session_id = $1 AND turn_id = $2 AND tenant_id = $3 \
-         AND lease_owner = $4",
-    )
-    .bind(&key.session_id)
-    .bind(&key.turn_id)
-    .bind(&key.tenant_id)
-    .bind(owner)
-    .bind(expires_at.millis())
-    .execute(&mut *tx)
-    .await?;
-    if renewed.rows_affected() == 0 {
+    let mut update = QueryBuilder::<Db>::new("UPDATE turn SET lease_owner = ");
+    update
+        .push_bind(owner)
+        .push(", lease_expires_at = ")
+        .push_bind(expires_at.millis());
+    update.push(" WHERE session_id = ").push_bind(&key.session_id);
+    update.push(" AND turn_id = ").push_bind(&key.turn_id);
+    update.push(" AND tenant_id = ").push_bind(&key.tenant_id);
+    match replace {
+        Replace::Own => update.push(" AND lease_owner = ").push_bind(owner),
+        Replace::Expired => update
+            .push(" AND (lease_expires_at IS NULL OR lease_expires_at < ")
+            .push_bind(now.millis())
+            .push(")"),
+    };
+    if update.build().execute(&mut *tx).await?.rows_affected() == 0 {
         let holder: Option<String> =
             sqlx::query_scalar("SELECT lease_owner FROM turn WHERE session_id = $1 AND turn_id = $2")
                 .bind(&key.session_id)
@@ -40,48 +70,6 @@ pub(super) async fn renew_lease(store: &Store, key: &TurnKey, owner: &str, ttl_m
     tx.commit().await?;
     Ok(Lease {
         owner: owner.to_string(),
-        expires_at,
-    })
-}
-
-pub(super) async fn claim_expired_lease(
-    store: &Store,
-    key: &TurnKey,
-    new_owner: &str,
-    ttl_ms: i64,
-) -> StoreResult<Lease> {
-    rules::check_ttl(ttl_ms)?;
-    let mut tx = store.write_tx().await?;
-    let now = clock(&mut tx).await?;
-    fence(&mut tx, key, now).await?;
-    let expires_at = now.plus_millis(ttl_ms);
-    let claimed = sqlx::query(
-        "UPDATE turn SET lease_owner = $4, lease_expires_at = $5 WHERE session_id = $1 AND turn_id = $2 \
-         AND tenant_id = $3 AND (lease_expires_at IS NULL OR lease_expires_at < $6)",
-    )
-    .bind(&key.session_id)
-    .bind(&key.turn_id)
-    .bind(&key.tenant_id)
-    .bind(new_owner)
-    .bind(expires_at.millis())
-    .bind(now.millis())
-    .execute(&mut *tx)
-    .await?;
-    if claimed.rows_affected() == 0 {
-        let holder: Option<String> =
-            sqlx::query_scalar("SELECT lease_owner FROM turn WHERE session_id = $1 AND turn_id = $2")
-                .bind(&key.session_id)
-                .bind(&key.turn_id)
-                .fetch_one(&mut *tx)
-                .await?;
-        return Err(StoreError::LeaseHeldByOther {
-            turn_id: key.turn_id.clone(),
-            owner: holder,
-        });
-    }
-    tx.commit().await?;
-    Ok(Lease {
-        owner: new_owner.to_string(),
         expires_at,
     })
 }
