@@ -19,7 +19,7 @@ use trueforge_protocol::{
 use trueforge_protocol::{McpServerManifest, TurnMetrics};
 
 fn openapi() -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/openapi.json");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../reference/openapi.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
     serde_json::from_str(&text).expect("openapi.json is JSON")
 }
