@@ -33,21 +33,19 @@ pub(crate) mod codec;
 pub(crate) mod delegate;
 mod manifest;
 mod memory;
-mod postgres;
 mod records;
-mod sqlite;
+mod sql;
 mod traits;
 
 pub use clock::{Clock, SystemClock};
 pub use manifest::{NamedManifest, SettingsManifest};
 pub use memory::MemorySettingsStore;
-pub use postgres::PostgresSettingsStore;
 pub use records::{
     AgentRecord, McpServerRecord, ModelProviderRecord, NamedRecord, OAuthClientCredentials, OAuthClientRegistration,
     OAuthServerMetadata, OAuthToken, OAuthTokenRecord, PENDING_AUTHORIZATION_TTL, PendingAuthorization,
     PendingAuthorizationRecord, SandboxProviderRecord, SandboxProviderStatus, SkillRecord,
 };
-pub use sqlite::SqliteSettingsStore;
+pub use sql::{PostgresSettingsStore, SqliteSettingsStore};
 pub use traits::{
     AgentStore, ManifestUpdate, McpServerStore, ModelProviderStore, OAuthTokenStore, SandboxProviderStore,
     SandboxProviderUpdate, SettingsStore, SkillStore,

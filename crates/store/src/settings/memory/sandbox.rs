@@ -5,14 +5,9 @@ use trueforge_protocol::SandboxProviderManifest;
 
 use super::MemorySettingsStore;
 use crate::error::StoreResult;
-use crate::settings::codec::{SANDBOX_PROVIDER_KIND, not_found};
+use crate::settings::codec::{SANDBOX_PROVIDER_KIND, normalised, not_found};
 use crate::settings::{SandboxProviderRecord, SandboxProviderStatus, SandboxProviderStore, SandboxProviderUpdate};
 use crate::time::Timestamp;
-
-/// Round-trips the manifest through JSON, as the SQL backends do, so defaults materialise the same way.
-fn normalised(manifest: &SandboxProviderManifest) -> StoreResult<SandboxProviderManifest> {
-    Ok(serde_json::from_value(serde_json::to_value(manifest)?)?)
-}
 
 #[async_trait]
 impl SandboxProviderStore for MemorySettingsStore {

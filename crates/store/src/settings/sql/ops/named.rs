@@ -1,8 +1,8 @@
-//! Name-keyed rows in Postgres (agents, model providers, MCP servers, skills) and the MCP OAuth client.
-//! Table names come from the fixed [`Table`] constants, never from input. Manifests are `jsonb`, read
-//! back as text so both SQL backends decode the same way.
+//! Name-keyed rows (agents, model providers, MCP servers, skills) and the MCP OAuth client.
+//! Table names come from the fixed [`Table`] constants, never from input. Manifests are JSON (`jsonb` on
+//! Postgres), read back as text so both SQL backends decode the same way.
 
-use super::{PostgresSettingsStore, lock_row_key, now_ms};
+use super::{Conn, FOR_UPDATE, JSON_TYPE, Store, clock, finish_write, from_clock, in_list, list_param, lock_row, now};
 use crate::error::StoreResult;
 use crate::settings::codec::{
     MCP_SERVERS, NamedRow, RowKey, RowSealer, Table, map_write_error, new_id, not_found, open_client, open_named_row,
@@ -10,9 +10,9 @@ use crate::settings::codec::{
 };
 use crate::settings::{ManifestUpdate, NamedRecord, OAuthClientRegistration, SettingsManifest};
 
-const COLUMNS: &str = "id, name, manifest::text, created_at, updated_at";
+const COLUMNS: &str = "id, name, CAST(manifest AS TEXT), created_at, updated_at";
 
-impl PostgresSettingsStore {
+impl Store {
     fn sealer<'a>(&'a self, table: &'a Table, tenant: &'a str, id: &'a [&'a str; 1]) -> RowSealer<'a> {
         RowSealer {
             cipher: &self.cipher,
@@ -22,7 +22,7 @@ impl PostgresSettingsStore {
         }
     }
 
-    pub(crate) async fn list_named<M: SettingsManifest>(
+    pub(super) async fn list_named<M: SettingsManifest>(
         &self,
         table: &'static Table,
         tenant: &str,
@@ -33,15 +33,15 @@ impl PostgresSettingsStore {
             None => {
                 sqlx::query_as(&format!("{base} ORDER BY name"))
                     .bind(tenant)
-                    .fetch_all(self.db.pool())
+                    .fetch_all(self.read_pool())
                     .await?
             }
             Some([]) => Vec::new(),
             Some(names) => {
-                sqlx::query_as(&format!("{base} AND name = ANY($2) ORDER BY name"))
+                sqlx::query_as(&format!("{base} AND name {} ORDER BY name", in_list("$2")))
                     .bind(tenant)
-                    .bind(names)
-                    .fetch_all(self.db.pool())
+                    .bind(list_param(names)?)
+                    .fetch_all(self.read_pool())
                     .await?
             }
         };
@@ -50,7 +50,7 @@ impl PostgresSettingsStore {
             .collect()
     }
 
-    pub(crate) async fn get_named<M: SettingsManifest>(
+    pub(super) async fn get_named<M: SettingsManifest>(
         &self,
         table: &'static Table,
         tenant: &str,
@@ -64,13 +64,13 @@ impl PostgresSettingsStore {
         let row: Option<NamedRow> = sqlx::query_as(&sql)
             .bind(tenant)
             .bind(key.value())
-            .fetch_optional(self.db.pool())
+            .fetch_optional(self.read_pool())
             .await?;
         row.map(|row| open_named_row(&self.cipher, table, tenant, row))
             .transpose()
     }
 
-    pub(crate) async fn create_named<M: SettingsManifest>(
+    pub(super) async fn create_named<M: SettingsManifest>(
         &self,
         table: &'static Table,
         tenant: &str,
@@ -79,24 +79,24 @@ impl PostgresSettingsStore {
     ) -> StoreResult<NamedRecord<M>> {
         let id = new_id();
         let sealed = self.sealer(table, tenant, &[&id]).seal_manifest(&manifest)?;
-        let mut tx = self.db.begin().await?;
-        lock_row_key(&mut tx, &[table.name, tenant, name]).await?;
+        let mut tx = self.write_tx().await?;
+        lock_row(&mut tx, &[table.name, tenant, name]).await?;
         let (created_at, updated_at) = insert(&mut tx, table, tenant, &id, name, &sealed).await?;
         tx.commit().await?;
         written_record(tenant, id, name, &manifest, created_at, updated_at)
     }
 
-    pub(crate) async fn upsert_named_with<M: SettingsManifest>(
+    pub(super) async fn upsert_named_with<M: SettingsManifest>(
         &self,
         table: &'static Table,
         tenant: &str,
         name: &str,
         update: ManifestUpdate<'_, M>,
     ) -> StoreResult<NamedRecord<M>> {
-        let mut tx = self.db.begin().await?;
-        lock_row_key(&mut tx, &[table.name, tenant, name]).await?;
+        let mut tx = self.write_tx().await?;
+        lock_row(&mut tx, &[table.name, tenant, name]).await?;
         let row: Option<NamedRow> = sqlx::query_as(&format!(
-            "SELECT {COLUMNS} FROM {} WHERE tenant_id = $1 AND name = $2 FOR UPDATE",
+            "SELECT {COLUMNS} FROM {} WHERE tenant_id = $1 AND name = $2{FOR_UPDATE}",
             table.name
         ))
         .bind(tenant)
@@ -110,19 +110,9 @@ impl PostgresSettingsStore {
         let (id, created_at, updated_at) = match stored {
             Some(stored) => {
                 let sealed = self.sealer(table, tenant, &[&stored.id]).seal_manifest(&manifest)?;
-                let (created_at, updated_at): (i64, i64) = sqlx::query_as(&format!(
-                    concat!(
-                        "UPDATE {} SET manifest = $1::jsonb, updated_at = ",
-                        now_ms!(),
-                        " WHERE tenant_id = $2 AND id = $3 RETURNING created_at, updated_at"
-                    ),
-                    table.name
-                ))
-                .bind(&sealed)
-                .bind(tenant)
-                .bind(&stored.id)
-                .fetch_one(&mut *tx)
-                .await?;
+                let (_, created_at, updated_at) = update_manifest(&mut tx, table, tenant, &stored.id, &sealed)
+                    .await?
+                    .ok_or_else(|| not_found(table.kind, &stored.id))?;
                 (stored.id, created_at, updated_at)
             }
             None => {
@@ -136,7 +126,7 @@ impl PostgresSettingsStore {
         written_record(tenant, id, name, &manifest, created_at, updated_at)
     }
 
-    pub(crate) async fn update_named<M: SettingsManifest>(
+    pub(super) async fn update_named<M: SettingsManifest>(
         &self,
         table: &'static Table,
         tenant: &str,
@@ -144,85 +134,77 @@ impl PostgresSettingsStore {
         manifest: M,
     ) -> StoreResult<NamedRecord<M>> {
         let sealed = self.sealer(table, tenant, &[id]).seal_manifest(&manifest)?;
-        let row: Option<(String, i64, i64)> = sqlx::query_as(&format!(
-            concat!(
-                "UPDATE {} SET manifest = $1::jsonb, updated_at = ",
-                now_ms!(),
-                " WHERE tenant_id = $2 AND id = $3 RETURNING name, created_at, updated_at"
-            ),
-            table.name
-        ))
-        .bind(&sealed)
-        .bind(tenant)
-        .bind(id)
-        .fetch_optional(self.db.pool())
-        .await?;
+        let mut conn = self.write_conn().await?;
+        let row = update_manifest(&mut conn, table, tenant, id, &sealed).await?;
         let (name, created_at, updated_at) = row.ok_or_else(|| not_found(table.kind, id))?;
+        finish_write(conn).await?;
         written_record(tenant, id.to_owned(), &name, &manifest, created_at, updated_at)
     }
 
-    pub(crate) async fn delete_named(&self, table: &'static Table, tenant: &str, key: RowKey<'_>) -> StoreResult<bool> {
-        let result = sqlx::query(&format!(
+    pub(super) async fn delete_named(&self, table: &'static Table, tenant: &str, key: RowKey<'_>) -> StoreResult<bool> {
+        let sql = format!(
             "DELETE FROM {} WHERE tenant_id = $1 AND {} = $2",
             table.name,
             key.column()
-        ))
-        .bind(tenant)
-        .bind(key.value())
-        .execute(self.db.pool())
-        .await?;
-        Ok(result.rows_affected() > 0)
+        );
+        let deleted = self
+            .execute_write(sqlx::query(&sql).bind(tenant).bind(key.value()))
+            .await?;
+        Ok(deleted > 0)
     }
 
-    pub(crate) async fn get_client(
+    pub(super) async fn get_client(
         &self,
         tenant: &str,
         server_id: &str,
     ) -> StoreResult<Option<OAuthClientRegistration>> {
         let row: Option<(Option<String>,)> =
-            sqlx::query_as("SELECT oauth_client::text FROM mcp_server WHERE tenant_id = $1 AND id = $2")
+            sqlx::query_as("SELECT CAST(oauth_client AS TEXT) FROM mcp_server WHERE tenant_id = $1 AND id = $2")
                 .bind(tenant)
                 .bind(server_id)
-                .fetch_optional(self.db.pool())
+                .fetch_optional(self.read_pool())
                 .await?;
         row.and_then(|(client,)| client)
             .map(|json| open_client(&self.sealer(&MCP_SERVERS, tenant, &[server_id]), &json))
             .transpose()
     }
 
-    pub(crate) async fn save_client(
+    pub(super) async fn save_client(
         &self,
         tenant: &str,
         server_id: &str,
         client: OAuthClientRegistration,
     ) -> StoreResult<()> {
         let sealed = seal_client(&self.sealer(&MCP_SERVERS, tenant, &[server_id]), &client)?;
-        let result = sqlx::query("UPDATE mcp_server SET oauth_client = $1::jsonb WHERE tenant_id = $2 AND id = $3")
-            .bind(&sealed)
-            .bind(tenant)
-            .bind(server_id)
-            .execute(self.db.pool())
+        let sql =
+            format!("UPDATE mcp_server SET oauth_client = CAST($1 AS {JSON_TYPE}) WHERE tenant_id = $2 AND id = $3");
+        let updated = self
+            .execute_write(sqlx::query(&sql).bind(&sealed).bind(tenant).bind(server_id))
             .await?;
-        if result.rows_affected() == 0 {
+        if updated == 0 {
             return Err(not_found(MCP_SERVERS.kind, server_id));
         }
         Ok(())
     }
 
-    pub(crate) async fn delete_client(&self, tenant: &str, server_id: &str) -> StoreResult<bool> {
-        let result = sqlx::query(
-            "UPDATE mcp_server SET oauth_client = NULL WHERE tenant_id = $1 AND id = $2 AND oauth_client IS NOT NULL",
-        )
-        .bind(tenant)
-        .bind(server_id)
-        .execute(self.db.pool())
-        .await?;
-        Ok(result.rows_affected() > 0)
+    pub(super) async fn delete_client(&self, tenant: &str, server_id: &str) -> StoreResult<bool> {
+        let cleared = self
+            .execute_write(
+                sqlx::query(
+                    "UPDATE mcp_server SET oauth_client = NULL \
+                     WHERE tenant_id = $1 AND id = $2 AND oauth_client IS NOT NULL",
+                )
+                .bind(tenant)
+                .bind(server_id),
+            )
+            .await?;
+        Ok(cleared > 0)
     }
 }
 
+/// Inserts a new row stamped now; returns its (created_at, updated_at).
 async fn insert(
-    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+    conn: &mut Conn,
     table: &Table,
     tenant: &str,
     id: &str,
@@ -230,20 +212,42 @@ async fn insert(
     sealed: &str,
 ) -> StoreResult<(i64, i64)> {
     let sql = format!(
-        concat!(
-            "INSERT INTO {} (tenant_id, id, name, manifest, created_at, updated_at) \
-             SELECT $1, $2, $3, $4::jsonb, clock.ms, clock.ms FROM (SELECT ",
-            now_ms!(),
-            " AS ms) AS clock RETURNING created_at, updated_at"
-        ),
-        table.name
+        "INSERT INTO {} (tenant_id, id, name, manifest, created_at, updated_at) \
+         SELECT $1, $2, $3, CAST($4 AS {JSON_TYPE}), clock.ms, clock.ms {} RETURNING created_at, updated_at",
+        table.name,
+        from_clock("$5")
     );
     sqlx::query_as(&sql)
         .bind(tenant)
         .bind(id)
         .bind(name)
         .bind(sealed)
-        .fetch_one(&mut **tx)
+        .bind(clock())
+        .fetch_one(conn)
         .await
         .map_err(|error| map_write_error(error, table.kind, name))
+}
+
+/// Replaces the manifest of the row `id`, stamped now; returns its (name, created_at, updated_at), `None`
+/// when there is no such row.
+async fn update_manifest(
+    conn: &mut Conn,
+    table: &Table,
+    tenant: &str,
+    id: &str,
+    sealed: &str,
+) -> StoreResult<Option<(String, i64, i64)>> {
+    let sql = format!(
+        "UPDATE {} SET manifest = CAST($1 AS {JSON_TYPE}), updated_at = {} WHERE tenant_id = $2 AND id = $3 \
+         RETURNING name, created_at, updated_at",
+        table.name,
+        now("$4")
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(sealed)
+        .bind(tenant)
+        .bind(id)
+        .bind(clock())
+        .fetch_optional(conn)
+        .await?)
 }
