@@ -1,0 +1,210 @@
+//! The top level of a Messages request body: everything except the conversation itself.
+
+use serde_json::{Map, Value, json};
+use trueforge_protocol::{ReasoningEffort, ResponseFormat};
+
+use super::messages::{build_messages, cache_marker};
+use crate::error::LlmError;
+use crate::request::{ModelRequest, SamplingParams, ToolChoice, ToolDefinition};
+use crate::wire::merge_extras;
+
+/// `max_tokens` when the request names none (the API requires the field). 32 000 is the largest output
+/// every Claude 4 model accepts (Opus 4 and 4.1 stop there; the newer ones allow 64 000 or more), so the
+/// default never truncates a long tool call on current models yet never gets a request rejected.
+pub const DEFAULT_MAX_TOKENS: u32 = 32_000;
+
+/// Tokens kept for the visible answer when extended thinking forces `max_tokens` up: the API needs
+/// `budget_tokens < max_tokens`, and a budget that eats the whole limit would leave no room to answer.
+const ANSWER_ROOM: u32 = 8_000;
+
+/// The extended-thinking budget for a reasoning effort, or `None` for no thinking.
+///
+/// Anthropic takes a token budget rather than a level. The budgets grow roughly geometrically from the
+/// API's minimum (1 024) so each level buys a noticeably longer deliberation; `max` (48 000, plus the
+/// answer room) still fits the 64 000-token output limit of every model in our catalog.
+pub fn thinking_budget(effort: ReasoningEffort) -> Option<u32> {
+    match effort {
+        ReasoningEffort::None => None,
+        ReasoningEffort::Minimal => Some(1_024),
+        ReasoningEffort::Low => Some(4_000),
+        ReasoningEffort::Medium => Some(10_000),
+        ReasoningEffort::High => Some(20_000),
+        ReasoningEffort::Xhigh => Some(32_000),
+        ReasoningEffort::Max => Some(48_000),
+    }
+}
+
+/// Body keys only the adapter may set: extras naming them are dropped even when the adapter left the key
+/// out (no system prompt, no tools), so extras can never inject conversation content or tools.
+const RESERVED_KEYS: [&str; 6] = ["model", "messages", "system", "tools", "tool_choice", "stream"];
+
+/// Tells the model to answer with bare JSON when the API cannot enforce it: Anthropic has no JSON mode,
+/// and its schema-constrained output accepts only schemas that follow its rules (see [`output_format`]).
+const JSON_OBJECT_INSTRUCTION: &str =
+    "Answer with one JSON object and nothing else: no prose before or after it, no Markdown code fence.";
+
+/// The whole body. `prompt_cache_key` has no Anthropic counterpart (the cache is keyed by the prompt
+/// prefix itself, marked with `cache_control`), so it is not sent.
+pub(super) fn build_body(model: &str, request: &ModelRequest, caching: bool) -> Result<Value, LlmError> {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("stream".into(), json!(true));
+
+    let budget = effective_thinking_budget(request);
+    body.insert(
+        "max_tokens".into(),
+        json!(max_tokens(request.params.max_tokens, budget)),
+    );
+    if let Some(budget) = budget {
+        body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
+    }
+    insert_sampling(&mut body, &request.params, budget.is_some());
+
+    let (format_instruction, output_format) = output_format(request.response_format.as_ref());
+    if let Some(system) = system_blocks(request.instructions.as_deref(), format_instruction, caching) {
+        body.insert("system".into(), system);
+    }
+    if let Some(format) = output_format {
+        body.insert("output_config".into(), json!({ "format": format }));
+    }
+
+    body.insert(
+        "messages".into(),
+        Value::Array(build_messages(&request.messages, caching)?),
+    );
+    if !request.tools.is_empty() {
+        body.insert("tools".into(), tools(&request.tools, caching));
+        body.insert(
+            "tool_choice".into(),
+            tool_choice(&request.tool_choice, request.params.parallel_tool_calls),
+        );
+    }
+
+    let mut body = Value::Object(body);
+    let extras: Map<String, Value> = request
+        .extras
+        .iter()
+        .filter(|(key, _)| !RESERVED_KEYS.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    merge_extras(&mut body, &extras);
+    Ok(body)
+}
+
+/// The thinking budget to send. Anthropic rejects extended thinking together with a forced tool choice
+/// (`any` or a named tool), so forcing a tool turns thinking off instead of failing the call.
+fn effective_thinking_budget(request: &ModelRequest) -> Option<u32> {
+    let forced = !request.tools.is_empty() && matches!(request.tool_choice, ToolChoice::Required | ToolChoice::Tool(_));
+    if forced {
+        return None;
+    }
+    request.params.reasoning_effort.and_then(thinking_budget)
+}
+
+/// The caller's `max_tokens` (or the default), raised when it leaves no room above the thinking budget.
+fn max_tokens(requested: Option<u32>, budget: Option<u32>) -> u32 {
+    let wanted = requested.unwrap_or(DEFAULT_MAX_TOKENS);
+    match budget {
+        Some(budget) if wanted <= budget => budget.saturating_add(ANSWER_ROOM),
+        _ => wanted,
+    }
+}
+
+/// Sampling parameters. With extended thinking on, the API rejects any `temperature` or `top_k` and a
+/// `top_p` below 0.95, so those are left out rather than turning a reasoning request into an error.
+fn insert_sampling(body: &mut Map<String, Value>, params: &SamplingParams, thinking: bool) {
+    if !thinking {
+        if let Some(temperature) = params.temperature {
+            body.insert("temperature".into(), json!(temperature));
+        }
+        if let Some(top_k) = params.top_k {
+            body.insert("top_k".into(), json!(top_k));
+        }
+    }
+    if let Some(top_p) = params.top_p.filter(|top_p| !thinking || *top_p >= 0.95) {
+        body.insert("top_p".into(), json!(top_p));
+    }
+}
+
+/// The system prompt as text blocks: the instructions, then any output-format instruction, the last one
+/// marked as a cache breakpoint (it closes the stable prefix that tools and messages build on).
+fn system_blocks(instructions: Option<&str>, format_instruction: Option<String>, caching: bool) -> Option<Value> {
+    let mut blocks: Vec<Value> = instructions
+        .filter(|text| !text.is_empty())
+        .map(|text| json!({"type": "text", "text": text}))
+        .into_iter()
+        .chain(format_instruction.map(|text| json!({"type": "text", "text": text})))
+        .collect();
+    if caching && let Some(Value::Object(last)) = blocks.last_mut() {
+        last.insert("cache_control".into(), cache_marker());
+    }
+    (!blocks.is_empty()).then_some(Value::Array(blocks))
+}
+
+/// The response format as (a system instruction, an `output_config.format`).
+///
+/// Anthropic's JSON outputs (`output_config.format`, generally available, no beta header) constrain
+/// decoding to the schema, which is exactly OpenAI's `strict: true`; they also reject schemas outside
+/// their rules (every object needs `additionalProperties: false`). So a strict schema goes there, and a
+/// non-strict one, a schema-less `json_schema` and `json_object` travel as a system instruction, which
+/// works on every model and every schema but is only guidance.
+fn output_format(format: Option<&ResponseFormat>) -> (Option<String>, Option<Value>) {
+    match format {
+        None | Some(ResponseFormat::Text { .. }) => (None, None),
+        Some(ResponseFormat::JsonObject { .. }) => (Some(JSON_OBJECT_INSTRUCTION.to_owned()), None),
+        Some(ResponseFormat::JsonSchema { json_schema, .. }) => match &json_schema.schema {
+            Some(schema) if json_schema.strict == Some(Some(true)) => {
+                (None, Some(json!({"type": "json_schema", "schema": schema})))
+            }
+            Some(schema) => {
+                let schema = Value::Object(schema.clone());
+                let instruction = format!(
+                    "Answer with one JSON value that conforms to the JSON Schema below, and nothing else: no \
+                     prose before or after it, no Markdown code fence.\n{schema}"
+                );
+                (Some(instruction), None)
+            }
+            None => (Some(JSON_OBJECT_INSTRUCTION.to_owned()), None),
+        },
+    }
+}
+
+/// Tool definitions; the schema passes through as given. The last tool carries a cache breakpoint so the
+/// tool list, which rarely changes within a session, is cached with the system prompt.
+fn tools(tools: &[ToolDefinition], caching: bool) -> Value {
+    let count = tools.len();
+    let tools = tools
+        .iter()
+        .enumerate()
+        .map(|(position, tool)| {
+            let mut definition = Map::new();
+            definition.insert("name".into(), json!(tool.name));
+            if let Some(description) = tool.description.as_deref().filter(|text| !text.is_empty()) {
+                definition.insert("description".into(), json!(description));
+            }
+            definition.insert("input_schema".into(), tool.parameters.clone());
+            if caching && position + 1 == count {
+                definition.insert("cache_control".into(), cache_marker());
+            }
+            Value::Object(definition)
+        })
+        .collect();
+    Value::Array(tools)
+}
+
+/// `auto` / `any` / `tool` / `none`. Anthropic allows parallel calls unless told otherwise, so only an
+/// explicit `parallel_tool_calls: false` adds `disable_parallel_tool_use` (meaningless with `none`).
+fn tool_choice(choice: &ToolChoice, parallel: Option<bool>) -> Value {
+    let mut value = match choice {
+        ToolChoice::Auto => json!({"type": "auto"}),
+        ToolChoice::None => return json!({"type": "none"}),
+        ToolChoice::Required => json!({"type": "any"}),
+        ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+    };
+    if parallel == Some(false)
+        && let Value::Object(object) = &mut value
+    {
+        object.insert("disable_parallel_tool_use".into(), json!(true));
+    }
+    value
+}

@@ -1,0 +1,208 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The Anthropic Messages adapter through its public interface: request bodies, decoding of recorded
+//! streams (fixtures built from Anthropic's documented stream examples), error classification.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+use trueforge_llm::anthropic::{API_VERSION, DEFAULT_MAX_TOKENS};
+use trueforge_llm::{
+    AnthropicWire, Assembler, AssistantMessage, Endpoint, FinishReason, LlmError, MediaSource, Message, ModelRequest,
+    ModelResponse, Origin, ReasoningBlock, SseEvent, StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult,
+    ToolResultPart, UserPart, WireApi, WireFormat,
+};
+use trueforge_protocol::{JsonSchemaFormat, ReasoningEffort, ResponseFormat, WellKnownProviderType};
+
+// ---------------------------------------------------------------------------------------------------
+// Helpers
+
+fn endpoint() -> Endpoint {
+    Endpoint {
+        base_url: "https://api.anthropic.com/v1".to_owned(),
+        api_key: Some("sk-ant-test".to_owned()),
+        model: "claude-sonnet-4-5".to_owned(),
+        headers: Vec::new(),
+    }
+}
+
+fn body(request: &ModelRequest) -> Value {
+    AnthropicWire::new().build_request(&endpoint(), request).unwrap().body
+}
+
+fn ask(text: &str) -> ModelRequest {
+    ModelRequest {
+        messages: vec![Message::user_text(text)],
+        ..ModelRequest::default()
+    }
+}
+
+fn without_caching(request: &ModelRequest) -> Value {
+    AnthropicWire::new()
+        .with_prompt_caching(false)
+        .build_request(&endpoint(), request)
+        .unwrap()
+        .body
+}
+
+fn anthropic_origin() -> Option<Origin> {
+    Some(Origin {
+        provider: WireApi::Anthropic,
+        model: "claude-sonnet-4-5".to_owned(),
+    })
+}
+
+fn tool(name: &str) -> ToolDefinition {
+    ToolDefinition {
+        name: name.to_owned(),
+        description: Some(format!("The {name} tool")),
+        parameters: json!({"type": "object", "properties": {}}),
+    }
+}
+
+/// An Anthropic answer with every kind of reasoning block, text and two tool calls (one malformed).
+fn assistant_turn(origin: Option<Origin>) -> AssistantMessage {
+    AssistantMessage {
+        text: "Let me look.".to_owned(),
+        reasoning: vec![
+            ReasoningBlock::Thinking {
+                text: "Need the weather.".to_owned(),
+                signature: Some("sig-1".to_owned()),
+            },
+            ReasoningBlock::Redacted {
+                data: "opaque".to_owned(),
+            },
+            ReasoningBlock::Thinking {
+                text: "unsigned".to_owned(),
+                signature: None,
+            },
+            ReasoningBlock::Encrypted {
+                id: Some("rs_1".to_owned()),
+                summary: "openai".to_owned(),
+                encrypted_content: "gAAA".to_owned(),
+            },
+        ],
+        tool_calls: vec![
+            ToolCall {
+                id: "toolu_01".to_owned(),
+                name: "get_weather".to_owned(),
+                arguments: r#"{"city":"Paris"}"#.to_owned(),
+                provider_data: None,
+            },
+            ToolCall {
+                id: "call.2:x".to_owned(),
+                name: "get_time".to_owned(),
+                arguments: r#"{"tz": "Europe/Pa"#.to_owned(),
+                provider_data: None,
+            },
+        ],
+        origin,
+    }
+}
+
+/// Every `cache_control` marker in a body, wherever it is.
+fn cache_markers(value: &Value) -> usize {
+    match value {
+        Value::Object(object) => {
+            usize::from(object.contains_key("cache_control")) + object.values().map(cache_markers).sum::<usize>()
+        }
+        Value::Array(items) => items.iter().map(cache_markers).sum(),
+        _ => 0,
+    }
+}
+
+/// A fixture's SSE text, without its `#` header lines.
+fn fixture(name: &str) -> String {
+    let path = format!("{}/tests/fixtures/anthropic/{name}.sse", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    text.lines()
+        .skip_while(|line| line.starts_with('#'))
+        .flat_map(|line| [line, "\n"])
+        .collect()
+}
+
+/// Splits an SSE byte stream into events as it arrives: an event ends at a blank line; `event:` names it,
+/// `data:` lines are joined with `\n`, comments (`:`) are skipped. An event without its closing blank line
+/// at the end of the stream is dropped, as the SSE specification says.
+#[derive(Default)]
+struct SseSplitter {
+    buffer: Vec<u8>,
+}
+
+impl SseSplitter {
+    fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+        self.buffer.extend_from_slice(chunk);
+        let mut events = Vec::new();
+        while let Some(end) = self.buffer.windows(2).position(|pair| pair == b"\n\n") {
+            let block: Vec<u8> = self.buffer.drain(..end + 2).collect();
+            if let Some(event) = parse_block(std::str::from_utf8(&block).unwrap()) {
+                events.push(event);
+            }
+        }
+        events
+    }
+}
+
+fn parse_block(block: &str) -> Option<SseEvent> {
+    let mut event = String::new();
+    let mut data: Vec<&str> = Vec::new();
+    for line in block.lines() {
+        let (field, value) = line.split_once(':').unwrap_or((line, ""));
+        let value = value.strip_prefix(' ').unwrap_or(value);
+        match field {
+            "event" => event = value.to_owned(),
+            "data" => data.push(value),
+            _ => {}
+        }
+    }
+    (!event.is_empty() || !data.is_empty()).then(|| SseEvent {
+        event,
+        data: data.join("\n"),
+    })
+}
+
+fn split_sse(text: &str) -> Vec<SseEvent> {
+    SseSplitter::default().push(text.as_bytes())
+}
+
+/// Decodes a whole fixture: every event, then the decoder's end-of-stream events.
+fn decode(text: &str) -> Result<Vec<StreamEvent>, LlmError> {
+    decode_chunks(text.as_bytes(), &[])
+}
+
+/// Decodes a stream delivered in chunks cut at `cuts` (byte offsets, possibly inside a UTF-8 character).
+fn decode_chunks(bytes: &[u8], cuts: &[usize]) -> Result<Vec<StreamEvent>, LlmError> {
+    let mut decoder = AnthropicWire::new().decoder();
+    let mut splitter = SseSplitter::default();
+    let mut events = Vec::new();
+    let mut start = 0;
+    for end in cuts.iter().copied().chain([bytes.len()]) {
+        for sse in splitter.push(&bytes[start..end]) {
+            events.extend(decoder.decode(&sse)?);
+        }
+        start = end;
+    }
+    events.extend(decoder.finish()?);
+    Ok(events)
+}
+
+fn assemble(events: &[StreamEvent]) -> Result<ModelResponse, LlmError> {
+    let mut assembler = Assembler::new();
+    for event in events {
+        assembler.push(event)?;
+    }
+    assembler.finish()
+}
+
+fn response(fixture_name: &str) -> ModelResponse {
+    assemble(&decode(&fixture(fixture_name)).unwrap()).unwrap()
+}
+
+#[path = "anthropic_wire/decode.rs"]
+mod decode;
+#[path = "anthropic_wire/errors.rs"]
+mod errors;
+#[path = "anthropic_wire/request_messages.rs"]
+mod request_messages;
+#[path = "anthropic_wire/request_options.rs"]
+mod request_options;

@@ -1,0 +1,107 @@
+//! What the server saw: every request, and what became of its answer.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use serde_json::Value;
+
+use super::Api;
+use super::script::Script;
+
+/// One request as received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    /// The wire format its path belongs to; `None` for a path the server does not serve.
+    pub api: Option<Api>,
+    pub method: String,
+    pub path: String,
+    pub query: Option<String>,
+    /// Header names in lower case, in the order received.
+    pub headers: Vec<(String, String)>,
+    /// The parsed JSON body; `Null` when the body was not JSON.
+    pub body: Value,
+    /// What the server did with it, as of the moment `requests()` was called.
+    pub outcome: Outcome,
+}
+
+impl RecordedRequest {
+    /// The first value of a header (`name` in any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// What became of a request's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The stream is still being sent.
+    Streaming,
+    /// Every event was sent, the end marker included.
+    Completed,
+    /// The body ended cleanly before the end marker (`cut_after`).
+    CutShort,
+    /// The connection was dropped mid-body (`abort_after`).
+    Aborted,
+    /// The client went away before the stream ended.
+    ClientDisconnected,
+    /// An HTTP error status was sent instead of a stream.
+    HttpError(u16),
+}
+
+/// The server's mutable state: the script queues and the request log.
+#[derive(Default)]
+pub(crate) struct State {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    script: Script,
+    requests: Vec<RecordedRequest>,
+}
+
+impl State {
+    /// A panic while the lock was held cannot leave the queues or the log half-updated (every update is a
+    /// single push or assignment), so a poisoned lock is still usable.
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn script(&self, update: impl FnOnce(&mut Script)) {
+        update(&mut self.lock().script);
+    }
+
+    pub fn take_next(&self, api: Api) -> Option<super::ScriptedResponse> {
+        self.lock().script.next_for(api)
+    }
+
+    pub fn pending(&self) -> usize {
+        self.lock().script.len()
+    }
+
+    /// Logs a request; returns its number (1-based) and how many earlier requests had the same path and
+    /// body.
+    pub fn record(&self, request: RecordedRequest) -> (usize, usize) {
+        let mut inner = self.lock();
+        let attempt = inner
+            .requests
+            .iter()
+            .filter(|earlier| earlier.path == request.path && earlier.body == request.body)
+            .count();
+        inner.requests.push(request);
+        (inner.requests.len(), attempt)
+    }
+
+    pub fn set_outcome(&self, seq: usize, outcome: Outcome) {
+        if let Some(request) = self.lock().requests.get_mut(seq.wrapping_sub(1)) {
+            request.outcome = outcome;
+        }
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.lock().requests.clone()
+    }
+}
