@@ -8,11 +8,12 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use trueforge_llm::anthropic::{API_VERSION, DEFAULT_MAX_TOKENS};
 use trueforge_llm::{
-    AnthropicWire, Assembler, AssistantMessage, Endpoint, FinishReason, LlmError, MediaSource, Message, ModelRequest,
+    AnthropicWire, AssistantMessage, Endpoint, FinishReason, LlmError, MediaSource, Message, ModelRequest,
     ModelResponse, Origin, ReasoningBlock, SseEvent, StreamEvent, ToolCall, ToolChoice, ToolDefinition, ToolResult,
     ToolResultPart, UserPart, WireApi, WireFormat,
 };
 use trueforge_protocol::{JsonSchemaFormat, ReasoningEffort, ResponseFormat, WellKnownProviderType};
+use wire_support::{assemble, cut_offsets, parse_sse, user_request};
 
 // ---------------------------------------------------------------------------------------------------
 // Helpers
@@ -28,13 +29,6 @@ fn endpoint() -> Endpoint {
 
 fn body(request: &ModelRequest) -> Value {
     AnthropicWire::new().build_request(&endpoint(), request).unwrap().body
-}
-
-fn ask(text: &str) -> ModelRequest {
-    ModelRequest {
-        messages: vec![Message::user_text(text)],
-        ..ModelRequest::default()
-    }
 }
 
 fn without_caching(request: &ModelRequest) -> Value {
@@ -113,85 +107,17 @@ fn cache_markers(value: &Value) -> usize {
 
 /// A fixture's SSE text, without its `#` header lines.
 fn fixture(name: &str) -> String {
-    let path = format!("{}/tests/fixtures/anthropic/{name}.sse", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap();
-    text.lines()
-        .skip_while(|line| line.starts_with('#'))
-        .flat_map(|line| [line, "\n"])
-        .collect()
-}
-
-/// Splits an SSE byte stream into events as it arrives: an event ends at a blank line; `event:` names it,
-/// `data:` lines are joined with `\n`, comments (`:`) are skipped. An event without its closing blank line
-/// at the end of the stream is dropped, as the SSE specification says.
-#[derive(Default)]
-struct SseSplitter {
-    buffer: Vec<u8>,
-}
-
-impl SseSplitter {
-    fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
-        self.buffer.extend_from_slice(chunk);
-        let mut events = Vec::new();
-        while let Some(end) = self.buffer.windows(2).position(|pair| pair == b"\n\n") {
-            let block: Vec<u8> = self.buffer.drain(..end + 2).collect();
-            if let Some(event) = parse_block(std::str::from_utf8(&block).unwrap()) {
-                events.push(event);
-            }
-        }
-        events
-    }
-}
-
-fn parse_block(block: &str) -> Option<SseEvent> {
-    let mut event = String::new();
-    let mut data: Vec<&str> = Vec::new();
-    for line in block.lines() {
-        let (field, value) = line.split_once(':').unwrap_or((line, ""));
-        let value = value.strip_prefix(' ').unwrap_or(value);
-        match field {
-            "event" => event = value.to_owned(),
-            "data" => data.push(value),
-            _ => {}
-        }
-    }
-    (!event.is_empty() || !data.is_empty()).then(|| SseEvent {
-        event,
-        data: data.join("\n"),
-    })
-}
-
-fn split_sse(text: &str) -> Vec<SseEvent> {
-    SseSplitter::default().push(text.as_bytes())
+    wire_support::fixture("anthropic", &format!("{name}.sse"))
 }
 
 /// Decodes a whole fixture: every event, then the decoder's end-of-stream events.
 fn decode(text: &str) -> Result<Vec<StreamEvent>, LlmError> {
-    decode_chunks(text.as_bytes(), &[])
+    decode_chunks(text, &[])
 }
 
 /// Decodes a stream delivered in chunks cut at `cuts` (byte offsets, possibly inside a UTF-8 character).
-fn decode_chunks(bytes: &[u8], cuts: &[usize]) -> Result<Vec<StreamEvent>, LlmError> {
-    let mut decoder = AnthropicWire::new().decoder();
-    let mut splitter = SseSplitter::default();
-    let mut events = Vec::new();
-    let mut start = 0;
-    for end in cuts.iter().copied().chain([bytes.len()]) {
-        for sse in splitter.push(&bytes[start..end]) {
-            events.extend(decoder.decode(&sse)?);
-        }
-        start = end;
-    }
-    events.extend(decoder.finish()?);
-    Ok(events)
-}
-
-fn assemble(events: &[StreamEvent]) -> Result<ModelResponse, LlmError> {
-    let mut assembler = Assembler::new();
-    for event in events {
-        assembler.push(event)?;
-    }
-    assembler.finish()
+fn decode_chunks(text: &str, cuts: &[usize]) -> Result<Vec<StreamEvent>, LlmError> {
+    wire_support::decode_chunked(&AnthropicWire::new(), text, cuts)
 }
 
 fn response(fixture_name: &str) -> ModelResponse {
@@ -206,3 +132,5 @@ mod errors;
 mod request_messages;
 #[path = "anthropic_wire/request_options.rs"]
 mod request_options;
+#[path = "wire_support/mod.rs"]
+mod wire_support;

@@ -8,7 +8,7 @@ fn anthropic_request_url_and_auth_headers() {
     let mut endpoint = endpoint();
     endpoint.base_url = "https://gateway.example/anthropic/v1/".to_owned();
     endpoint.headers = vec![("anthropic-beta".to_owned(), "context-1m-2025-08-07".to_owned())];
-    let request = wire.build_request(&endpoint, &ask("hi")).unwrap();
+    let request = wire.build_request(&endpoint, &user_request("hi")).unwrap();
     assert_eq!(wire.api(), WireApi::Anthropic);
     assert_eq!(request.url, "https://gateway.example/anthropic/v1/messages");
     assert_eq!(
@@ -23,7 +23,7 @@ fn anthropic_request_url_and_auth_headers() {
 
     // The provider type's default base URL (owned by the protocol crate) gives the documented URL.
     endpoint.base_url = WellKnownProviderType::Anthropic.default_base_url().to_owned();
-    let default = wire.build_request(&endpoint, &ask("hi")).unwrap();
+    let default = wire.build_request(&endpoint, &user_request("hi")).unwrap();
     assert_eq!(default.url, "https://api.anthropic.com/v1/messages");
 }
 
@@ -35,7 +35,9 @@ fn anthropic_request_endpoint_headers_replace_defaults_and_no_key_sends_no_auth(
         ("Anthropic-Version".to_owned(), "2024-01-01".to_owned()),
         ("authorization".to_owned(), "Bearer proxy".to_owned()),
     ];
-    let request = AnthropicWire::new().build_request(&endpoint, &ask("hi")).unwrap();
+    let request = AnthropicWire::new()
+        .build_request(&endpoint, &user_request("hi"))
+        .unwrap();
     assert_eq!(
         request.headers,
         vec![
@@ -49,7 +51,7 @@ fn anthropic_request_endpoint_headers_replace_defaults_and_no_key_sends_no_auth(
 fn anthropic_request_text_with_instructions_defaults_and_stream() {
     let request = ModelRequest {
         instructions: Some("You are terse.".to_owned()),
-        ..ask("Say hi")
+        ..user_request("Say hi")
     };
     let body = body(&request);
     assert_eq!(

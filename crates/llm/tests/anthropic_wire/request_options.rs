@@ -24,7 +24,7 @@ fn anthropic_request_tools_schema_passed_through_byte_for_byte() {
                 parameters: schema.clone(),
             },
         ],
-        ..ask("go")
+        ..user_request("go")
     };
     let body = body(&request);
     let tools = body["tools"].as_array().unwrap();
@@ -69,7 +69,7 @@ fn anthropic_request_tool_choice_variants() {
         let mut request = ModelRequest {
             tools: vec![tool("lookup")],
             tool_choice: choice.clone(),
-            ..ask("go")
+            ..user_request("go")
         };
         request.params.parallel_tool_calls = parallel;
         assert_eq!(body(&request)["tool_choice"], expected, "{choice:?} {parallel:?}");
@@ -77,7 +77,7 @@ fn anthropic_request_tool_choice_variants() {
     // Without tools there is nothing to choose from; the API rejects a lone tool_choice.
     let request = ModelRequest {
         tool_choice: ToolChoice::Required,
-        ..ask("go")
+        ..user_request("go")
     };
     let body = body(&request);
     assert!(body.get("tool_choice").is_none() && body.get("tools").is_none());
@@ -104,7 +104,7 @@ fn anthropic_request_response_formats() {
         without_caching(&ModelRequest {
             instructions: Some("Be exact.".to_owned()),
             response_format: format,
-            ..ask("Capital of France?")
+            ..user_request("Capital of France?")
         })
     };
     let plain = json!([{"type": "text", "text": "Be exact."}]);
@@ -140,7 +140,7 @@ fn anthropic_request_response_formats() {
 
 #[test]
 fn anthropic_request_sampling_params() {
-    let mut request = ask("go");
+    let mut request = user_request("go");
     request.params.max_tokens = Some(1_000);
     request.params.temperature = Some(0.2);
     request.params.top_p = Some(0.9);
@@ -165,7 +165,7 @@ fn anthropic_request_reasoning_effort_every_level() {
         (ReasoningEffort::Max, Some(48_000), 56_000),
     ];
     for (effort, budget, max_tokens) in cases {
-        let mut request = ask("think");
+        let mut request = user_request("think");
         request.params.reasoning_effort = Some(effort);
         let body = body(&request);
         match budget {
@@ -184,7 +184,7 @@ fn anthropic_request_reasoning_effort_every_level() {
 
 #[test]
 fn anthropic_request_reasoning_raises_a_small_max_tokens_and_keeps_a_large_one() {
-    let mut request = ask("think");
+    let mut request = user_request("think");
     request.params.reasoning_effort = Some(ReasoningEffort::Medium);
     request.params.max_tokens = Some(2_000);
     assert_eq!(body(&request)["max_tokens"], 18_000);
@@ -200,7 +200,7 @@ fn anthropic_request_reasoning_raises_a_small_max_tokens_and_keeps_a_large_one()
 
 #[test]
 fn anthropic_request_reasoning_drops_sampling_the_api_rejects_with_thinking() {
-    let mut request = ask("think");
+    let mut request = user_request("think");
     request.params.reasoning_effort = Some(ReasoningEffort::Low);
     request.params.temperature = Some(0.3);
     request.params.top_k = Some(5);
@@ -219,7 +219,7 @@ fn anthropic_request_reasoning_off_when_a_tool_is_forced() {
         let mut request = ModelRequest {
             tools: vec![tool("lookup")],
             tool_choice: choice,
-            ..ask("go")
+            ..user_request("go")
         };
         request.params.reasoning_effort = Some(ReasoningEffort::High);
         let body = body(&request);
@@ -263,7 +263,7 @@ fn anthropic_request_prompt_caching_breakpoints() {
 
 #[test]
 fn anthropic_request_extras_cannot_overwrite_messages_or_tools() {
-    let mut request = ask("real question");
+    let mut request = user_request("real question");
     request.tools = vec![tool("real")];
     request.params.max_tokens = Some(500);
     for (key, value) in [

@@ -2,9 +2,9 @@
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use trueforge_llm::{LlmError, ModelResponse};
 
-use crate::{SseSplitter, assemble, fixture, sse_events};
+use crate::wire_support::{cut_offsets, parse_sse, parse_sse_chunked, parse_sse_chunks};
+use crate::{assemble, fixture};
 
 const FIXTURES: [&str; 10] = [
     "text.sse",
@@ -19,31 +19,6 @@ const FIXTURES: [&str; 10] = [
     "cut_short.sse",
 ];
 
-/// Feeds `text` to the splitter in pieces cut at `cuts` (moved to the nearest character boundary) and
-/// assembles what comes out.
-fn assemble_in_pieces(text: &str, cuts: &[Index]) -> Result<ModelResponse, LlmError> {
-    let mut positions: Vec<usize> = cuts
-        .iter()
-        .map(|cut| {
-            let mut position = cut.index(text.len() + 1);
-            while !text.is_char_boundary(position) {
-                position -= 1;
-            }
-            position
-        })
-        .collect();
-    positions.push(text.len());
-    positions.sort_unstable();
-    let mut splitter = SseSplitter::default();
-    let mut events = Vec::new();
-    let mut start = 0;
-    for end in positions {
-        events.extend(splitter.feed(&text[start..end]));
-        start = end;
-    }
-    assemble(&events)
-}
-
 proptest! {
     #[test]
     fn gemini_any_chunking_assembles_the_same_response(
@@ -51,8 +26,9 @@ proptest! {
         cuts in prop::collection::vec(any::<Index>(), 0..40),
     ) {
         let text = fixture(FIXTURES[fixture_index]);
-        let whole = assemble(&sse_events(&text));
-        prop_assert_eq!(assemble_in_pieces(&text, &cuts), whole);
+        let whole = assemble(&parse_sse(&text));
+        let chunked = assemble(&parse_sse_chunked(&text, &cut_offsets(text.len(), &cuts)));
+        prop_assert_eq!(chunked, whole);
     }
 }
 
@@ -60,13 +36,7 @@ proptest! {
 fn gemini_byte_by_byte_chunking_assembles_the_same_response() {
     for name in FIXTURES {
         let text = fixture(name);
-        let mut pieces = SseSplitter::default();
-        let mut events = Vec::new();
-        let mut start = 0;
-        for end in (1..=text.len()).filter(|end| text.is_char_boundary(*end)) {
-            events.extend(pieces.feed(&text[start..end]));
-            start = end;
-        }
-        assert_eq!(assemble(&events), assemble(&sse_events(&text)), "{name}");
+        let events = parse_sse_chunks(text.as_bytes().chunks(1)).unwrap();
+        assert_eq!(assemble(&events), assemble(&parse_sse(&text)), "{name}");
     }
 }

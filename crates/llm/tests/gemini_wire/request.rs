@@ -7,19 +7,14 @@ use trueforge_llm::{
 };
 use trueforge_protocol::{JsonSchemaFormat, ReasoningEffort, ResponseFormat};
 
+use crate::wire_support::user_request;
+
 pub fn endpoint() -> Endpoint {
     Endpoint {
         base_url: "https://generativelanguage.googleapis.com/v1beta".into(),
         api_key: Some("AIza-test-key".into()),
         model: "gemini-2.5-flash".into(),
         headers: vec![("x-trace".into(), "42".into())],
-    }
-}
-
-pub fn hello() -> ModelRequest {
-    ModelRequest {
-        messages: vec![Message::user_text("hello")],
-        ..ModelRequest::default()
     }
 }
 
@@ -47,7 +42,7 @@ fn gemini_request_url_and_auth_headers() {
     let mut endpoint = endpoint();
     endpoint.base_url.push('/');
     endpoint.model = "models/gemini-2.5-pro".into();
-    let request = GeminiWire.build_request(&endpoint, &hello()).unwrap();
+    let request = GeminiWire.build_request(&endpoint, &user_request("hello")).unwrap();
     assert_eq!(
         request.url,
         "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
@@ -67,7 +62,7 @@ fn gemini_request_without_key_sends_no_auth_header() {
     let mut endpoint = endpoint();
     endpoint.api_key = None;
     endpoint.headers.clear();
-    let request = GeminiWire.build_request(&endpoint, &hello()).unwrap();
+    let request = GeminiWire.build_request(&endpoint, &user_request("hello")).unwrap();
     assert!(request.headers.is_empty());
 }
 
@@ -76,7 +71,7 @@ fn gemini_request_error_without_model_or_messages() {
     let mut endpoint = endpoint();
     endpoint.model = " ".into();
     assert!(matches!(
-        GeminiWire.build_request(&endpoint, &hello()),
+        GeminiWire.build_request(&endpoint, &user_request("hello")),
         Err(LlmError::InvalidRequest(_))
     ));
     invalid(&ModelRequest::default());
@@ -88,7 +83,7 @@ fn gemini_request_error_without_model_or_messages() {
 
 #[test]
 fn gemini_request_instructions_become_system_instruction() {
-    let mut request = hello();
+    let mut request = user_request("hello");
     request.instructions = Some("Answer in French.".into());
     let body = body(&request);
     assert_eq!(
@@ -198,7 +193,7 @@ fn gemini_request_tools_schema_passed_through_untouched() {
                 parameters: json!({"type": "object"}),
             },
         ],
-        ..hello()
+        ..user_request("hello")
     };
     let body = body(&request);
     let declarations = &body["tools"][0]["functionDeclarations"];
@@ -221,7 +216,7 @@ fn gemini_request_tool_choice_variants() {
         let request = ModelRequest {
             tools: vec![tool("search"), tool("fetch")],
             tool_choice: choice,
-            ..hello()
+            ..user_request("hello")
         };
         body(&request)["toolConfig"]["functionCallingConfig"].clone()
     };
@@ -239,7 +234,7 @@ fn gemini_request_without_tools_sends_no_tool_config() {
     for choice in [ToolChoice::Auto, ToolChoice::None] {
         let body = body(&ModelRequest {
             tool_choice: choice,
-            ..hello()
+            ..user_request("hello")
         });
         assert!(body.get("tools").is_none() && body.get("toolConfig").is_none());
     }
@@ -250,12 +245,12 @@ fn gemini_request_error_on_tool_choice_it_cannot_honour() {
     let unknown = ModelRequest {
         tools: vec![tool("search")],
         tool_choice: ToolChoice::Tool("fetch".into()),
-        ..hello()
+        ..user_request("hello")
     };
     assert!(invalid(&unknown).contains("fetch"));
     invalid(&ModelRequest {
         tool_choice: ToolChoice::Required,
-        ..hello()
+        ..user_request("hello")
     });
 }
 
@@ -264,7 +259,7 @@ fn gemini_request_response_formats() {
     let config = |format: Option<ResponseFormat>| {
         body(&ModelRequest {
             response_format: format,
-            ..hello()
+            ..user_request("hello")
         })
         .get("generationConfig")
         .cloned()
@@ -294,7 +289,7 @@ fn gemini_request_response_formats() {
 
 #[test]
 fn gemini_request_sampling_params() {
-    let mut request = hello();
+    let mut request = user_request("hello");
     request.params.max_tokens = Some(1024);
     request.params.temperature = Some(0.2);
     request.params.top_p = Some(0.9);
@@ -314,7 +309,7 @@ fn gemini_request_sampling_params() {
 
 #[test]
 fn gemini_request_error_on_non_finite_sampling_params() {
-    let mut request = hello();
+    let mut request = user_request("hello");
     request.params.temperature = Some(f64::NAN);
     assert!(invalid(&request).contains("temperature"));
     request.params.temperature = None;
@@ -325,7 +320,7 @@ fn gemini_request_error_on_non_finite_sampling_params() {
 #[test]
 fn gemini_request_reasoning_effort_maps_to_thinking_budget() {
     let thinking = |effort: Option<ReasoningEffort>| {
-        let mut request = hello();
+        let mut request = user_request("hello");
         request.params.reasoning_effort = effort;
         body(&request).pointer("/generationConfig/thinkingConfig").cloned()
     };
@@ -354,7 +349,7 @@ fn gemini_request_reasoning_effort_maps_to_thinking_budget() {
 fn gemini_request_extras_cannot_overwrite_messages_or_tools() {
     let mut request = ModelRequest {
         instructions: Some("Be brief.".into()),
-        ..hello()
+        ..user_request("hello")
     };
     request.params.temperature = Some(0.5);
     request.params.reasoning_effort = Some(ReasoningEffort::Low);
@@ -400,7 +395,7 @@ fn gemini_request_extras_cannot_overwrite_messages_or_tools() {
 
 #[test]
 fn gemini_request_extras_add_generation_settings_the_adapter_left_out() {
-    let mut request = hello();
+    let mut request = user_request("hello");
     request.extras = json!({"generation_config": {"thinkingConfig": {"thinkingLevel": "low"}}})
         .as_object()
         .cloned()

@@ -7,7 +7,8 @@ use trueforge_llm::{
     FinishReason, LlmError, OpenAiResponses, ReasoningBlock, SseEvent, StreamEvent, Usage, WireFormat,
 };
 
-use super::{assemble, decode_all, decode_fixture, fixture, split_sse, sse};
+use super::{decode_all, decode_fixture, fixture, sse};
+use crate::wire_support::{assemble, parse_sse};
 
 #[test]
 fn responses_decode_text() {
@@ -178,7 +179,7 @@ fn responses_decode_error_event_rate_limited() {
 
 #[test]
 fn responses_decode_failed_response_error_after_text() {
-    let events = split_sse(&fixture("failed"));
+    let events = parse_sse(&fixture("failed"));
     let mut decoder = OpenAiResponses.decoder();
     let (last, before) = events.split_last().unwrap();
     let streamed: Vec<_> = before.iter().flat_map(|event| decoder.decode(event).unwrap()).collect();
@@ -237,7 +238,7 @@ fn responses_decode_error_classes_in_stream() {
 
 #[test]
 fn responses_decode_stream_cut_short() {
-    let events = split_sse(&fixture("cut"));
+    let events = parse_sse(&fixture("cut"));
     let mut decoder = OpenAiResponses.decoder();
     for event in &events {
         decoder.decode(event).unwrap();
@@ -276,7 +277,7 @@ fn responses_decode_text_ignores_unknown_events_and_anything_after_the_end() {
             data: "[DONE]".into(),
         },
     ];
-    let text = split_sse(&fixture("text"));
+    let text = parse_sse(&fixture("text"));
     events.extend(text.iter().cloned());
     events.extend(text);
     let decoded = decode_all(&events).unwrap();
