@@ -45,6 +45,7 @@ macro_rules! contract {
             named::agents_update,
             named::agents_delete,
             named::agents_tenant_isolation,
+            named::agents_keep_json_key_order,
             named::model_providers_crud_and_order,
             named::model_providers_create_conflict,
             named::model_providers_upsert_keeps_identity,

@@ -7,7 +7,7 @@ CREATE TABLE session (
     session_id   text COLLATE "C" NOT NULL PRIMARY KEY,
     tenant_id    text COLLATE "C" NOT NULL,
     created_by   text NOT NULL,
-    agent        jsonb NOT NULL,
+    agent        json NOT NULL,           -- json, not jsonb: the spec keeps its text and key order
     agent_id     text COLLATE "C",
     title        text,
     last_turn_id text COLLATE "C",

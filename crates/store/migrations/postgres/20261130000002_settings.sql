@@ -1,6 +1,8 @@
 -- Settings stores: agents, model providers, MCP servers (with their OAuth client), per-user OAuth tokens
 -- and pending authorizations, the per-tenant sandbox provider, skills; and the secret key check.
--- Timestamps are epoch milliseconds from the database clock. Secret values inside the jsonb columns,
+-- JSON columns are `json`, not `jsonb`: a manifest (an agent's response-format schema, say) keeps its text,
+-- key order included, as the other backends keep it.
+-- Timestamps are epoch milliseconds from the database clock. Secret values inside the json columns,
 -- `oauth_token.token` and `oauth_pending_authorization.code_verifier` are AES-256-GCM envelopes
 -- (`tfenc:v1:…`). Key columns are COLLATE "C": byte-wise comparison and order, whatever the database
 -- collation.
@@ -17,7 +19,7 @@ CREATE TABLE agent (
     tenant_id  text COLLATE "C" NOT NULL,
     id         text COLLATE "C" NOT NULL,
     name       text COLLATE "C" NOT NULL,
-    manifest   jsonb            NOT NULL,
+    manifest   json            NOT NULL,
     created_at bigint           NOT NULL,
     updated_at bigint           NOT NULL,
     PRIMARY KEY (tenant_id, id),
@@ -28,7 +30,7 @@ CREATE TABLE model_provider (
     tenant_id  text COLLATE "C" NOT NULL,
     id         text COLLATE "C" NOT NULL,
     name       text COLLATE "C" NOT NULL,
-    manifest   jsonb            NOT NULL,
+    manifest   json            NOT NULL,
     created_at bigint           NOT NULL,
     updated_at bigint           NOT NULL,
     PRIMARY KEY (tenant_id, id),
@@ -39,7 +41,7 @@ CREATE TABLE skill (
     tenant_id  text COLLATE "C" NOT NULL,
     id         text COLLATE "C" NOT NULL,
     name       text COLLATE "C" NOT NULL,
-    manifest   jsonb            NOT NULL,
+    manifest   json            NOT NULL,
     created_at bigint           NOT NULL,
     updated_at bigint           NOT NULL,
     PRIMARY KEY (tenant_id, id),
@@ -52,8 +54,8 @@ CREATE TABLE mcp_server (
     tenant_id    text COLLATE "C" NOT NULL,
     id           text COLLATE "C" NOT NULL,
     name         text COLLATE "C" NOT NULL,
-    manifest     jsonb            NOT NULL,
-    oauth_client jsonb,
+    manifest     json            NOT NULL,
+    oauth_client json,
     created_at   bigint           NOT NULL,
     updated_at   bigint           NOT NULL,
     PRIMARY KEY (tenant_id, id),
@@ -90,10 +92,10 @@ CREATE INDEX oauth_pending_authorization_created_idx ON oauth_pending_authorizat
 -- One per tenant. `build_metadata` is an opaque string map (image_uri, build_ref, …).
 CREATE TABLE sandbox_provider (
     tenant_id      text COLLATE "C" PRIMARY KEY,
-    manifest       jsonb            NOT NULL,
+    manifest       json            NOT NULL,
     status         text             NOT NULL CHECK (status IN ('pending', 'ready', 'failed')),
     status_reason  text,
-    build_metadata jsonb            NOT NULL,
+    build_metadata json            NOT NULL,
     created_at     bigint           NOT NULL,
     updated_at     bigint           NOT NULL
 );

@@ -659,6 +659,32 @@ pub async fn turn_state_of_frozen_session_turn_is_cancelled(store: Store) {
     assert!(store.get_turn(&key("turn-1")).await.unwrap().is_none());
 }
 
+pub async fn inline_agent_keeps_its_json_key_order(store: Store) {
+    // A response-format schema must reach the model as written: models fill structured output in schema order.
+    let text = r#"{"type":"inline","spec":{"model":{"name":"test-provider/test-model"},"response_format":{"type":"json_schema","json_schema":{"name":"answer","schema":{"type":"object","properties":{"reasoning":{"type":"string"},"answer":{"type":"string"}}}}}}}"#;
+    let agent: SessionAgent = serde_json::from_str(text).unwrap();
+    store
+        .create_session(NewSession {
+            agent,
+            ..new_session(TENANT, SESSION)
+        })
+        .await
+        .unwrap();
+    let stored = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
+    let written = serde_json::to_string(&stored.agent).unwrap();
+    let properties = r#"{"reasoning":{"type":"string"},"answer":{"type":"string"}}"#;
+    assert!(written.contains(properties), "key order lost: {written}");
+    let listed = store
+        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10))
+        .await
+        .unwrap();
+    assert!(
+        serde_json::to_string(&listed.data[0].agent)
+            .unwrap()
+            .contains(properties)
+    );
+}
+
 contract_group!(
     create_session_stores_inline_agent_and_activity,
     create_session_persists_created_by,
@@ -685,4 +711,5 @@ contract_group!(
     list_sessions_pages_are_stable_under_concurrent_inserts,
     list_sessions_filters_created_by,
     turn_state_of_frozen_session_turn_is_cancelled,
+    inline_agent_keeps_its_json_key_order,
 );

@@ -322,3 +322,18 @@ pub async fn skills_upsert_delete_and_tenant_isolation(f: &impl Fixture) {
     assert!(!store.delete_skill(A, "pdf").await.unwrap());
     assert_eq!(store.get_skill(A, "pdf").await.unwrap(), None);
 }
+
+pub async fn agents_keep_json_key_order(f: &impl Fixture) {
+    // A response-format schema must reach the model as its author wrote it (models fill structured output
+    // in schema order); `jsonb` would reorder it on Postgres.
+    let store = f.store();
+    let text = r#"{"model":{"name":"openai/a"},"response_format":{"type":"json_schema","json_schema":{"name":"answer","schema":{"type":"object","properties":{"reasoning":{"type":"string"},"answer":{"type":"string"}}}}}}"#;
+    let spec: trueforge_protocol::AgentSpec = serde_json::from_str(text).unwrap();
+    let created = store.create_agent(A, "ordered", spec).await.unwrap();
+    let stored = store.get_agent(A, &created.id).await.unwrap().unwrap();
+    let written = serde_json::to_string(&stored.manifest).unwrap();
+    assert!(
+        written.contains(r#"{"reasoning":{"type":"string"},"answer":{"type":"string"}}"#),
+        "key order lost: {written}"
+    );
+}

@@ -46,6 +46,11 @@ async fn clock(tx: &mut Transaction<'static, Db>) -> StoreResult<Timestamp> {
     Ok(Timestamp(millis))
 }
 
+/// The type a JSON value bound as text is cast to where its text must be kept as written: `json` keeps
+/// it verbatim, key order included, where `jsonb` would reorder it (an inline agent's response-format
+/// schema must reach the model as its author wrote it).
+const JSON_TEXT: &str = "json";
+
 /// Full-text filter on `$4`, a `tsquery` over the store's own tokens. Both sides bypass the text-search
 /// parser (which drops or splits some tokens, such as `x²`), so they match exactly the store's words.
 const SEARCH_CONDITION: &str = "array_to_tsvector(string_to_array(m.index_text, ' ')) @@ CAST($4 AS tsquery)";

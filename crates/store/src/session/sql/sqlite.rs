@@ -38,6 +38,9 @@ async fn clock(_tx: &mut Transaction<'static, Db>) -> StoreResult<Timestamp> {
     Ok(Timestamp::now())
 }
 
+/// The type a JSON value bound as text is cast to where its text must be kept as written.
+const JSON_TEXT: &str = "TEXT";
+
 /// Full-text filter on `$4`, an FTS5 query.
 const SEARCH_CONDITION: &str =
     "m.message_id IN (SELECT rowid FROM context_message_fts WHERE context_message_fts MATCH $4)";

@@ -64,8 +64,8 @@ fn now(param: &str) -> String {
     format!("COALESCE({param}, (extract(epoch from clock_timestamp()) * 1000)::bigint)")
 }
 
-/// JSON columns are `jsonb`.
-const JSON_TYPE: &str = "jsonb";
+/// JSON columns are `json`: the text is kept as written, key order included (`jsonb` would reorder it).
+const JSON_TYPE: &str = "json";
 
 /// Serialises read-modify-writes of one logical row (existing or not) until the transaction ends.
 /// Parts are length-prefixed so distinct keys never produce the same lock string.

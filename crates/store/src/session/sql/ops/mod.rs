@@ -18,7 +18,7 @@ use trueforge_protocol::{
     AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion, TurnState,
 };
 
-use super::{Db, SEARCH_CONDITION, Store, clock, search_expression};
+use super::{Db, JSON_TEXT, SEARCH_CONDITION, Store, clock, search_expression};
 use crate::error::{StoreError, StoreResult};
 use crate::session::model::*;
 use crate::session::store::SessionStore;

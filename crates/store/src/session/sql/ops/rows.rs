@@ -3,15 +3,16 @@
 use serde_json::{Map, Value};
 use sqlx::types::Json;
 use trueforge_protocol::{
-    AgentInfo, AgentParent, ContextMessage, CurrentContextUsage, SessionAgent, SubAgentCompletion, TurnInputItem,
-    TurnState,
+    AgentInfo, AgentParent, ContextMessage, CurrentContextUsage, SubAgentCompletion, TurnInputItem, TurnState,
 };
 
+use crate::error::{StoreError, StoreResult};
 use crate::session::model::*;
 use crate::time::Timestamp;
 
-pub(super) const SESSION_COLUMNS: &str =
-    "tenant_id, session_id, created_by, agent, title, last_turn_id, created_at, updated_at, custom";
+/// `agent` is read as text: on Postgres it is a `json` column, kept as written (see `JSON_TEXT`).
+pub(super) const SESSION_COLUMNS: &str = "tenant_id, session_id, created_by, CAST(agent AS TEXT) AS agent, title, \
+    last_turn_id, created_at, updated_at, custom";
 pub(super) const TURN_COLUMNS: &str = "ord, tenant_id, session_id, turn_id, first_turn_id, ancestor_ids, previous_turn_id, \
     state, input, custom, lease_owner, lease_expires_at, last_seq, created_at, updated_at";
 
@@ -20,7 +21,7 @@ pub(super) struct SessionRow {
     pub(super) tenant_id: String,
     pub(super) session_id: String,
     pub(super) created_by: String,
-    pub(super) agent: Json<SessionAgent>,
+    pub(super) agent: String,
     pub(super) title: Option<String>,
     pub(super) last_turn_id: Option<String>,
     pub(super) created_at: i64,
@@ -28,19 +29,21 @@ pub(super) struct SessionRow {
     pub(super) custom: Option<Json<Value>>,
 }
 
-impl From<SessionRow> for SessionRecord {
-    fn from(row: SessionRow) -> Self {
-        Self {
+impl TryFrom<SessionRow> for SessionRecord {
+    type Error = StoreError;
+
+    fn try_from(row: SessionRow) -> StoreResult<Self> {
+        Ok(Self {
             tenant_id: row.tenant_id,
             session_id: row.session_id,
             created_by: row.created_by,
-            agent: row.agent.0,
+            agent: serde_json::from_str(&row.agent)?,
             title: row.title,
             last_turn_id: row.last_turn_id,
             created_at: Timestamp(row.created_at),
             updated_at: Timestamp(row.updated_at),
             custom: row.custom.map(|custom| custom.0),
-        }
+        })
     }
 }
 

@@ -5,7 +5,7 @@ use sqlx::types::Json;
 use trueforge_protocol::SessionAgent;
 
 use super::rows::{SESSION_COLUMNS, SessionRow};
-use super::{Db, Store, clock};
+use super::{Db, JSON_TEXT, Store, clock};
 use crate::error::{StoreError, StoreResult, is_unique_violation};
 use crate::session::model::*;
 use crate::session::page::{self, Cursor};
@@ -21,12 +21,12 @@ pub(super) async fn create_session(store: &Store, session: NewSession) -> StoreR
     };
     let row: SessionRow = sqlx::query_as(&format!(
         "INSERT INTO session (session_id, tenant_id, created_by, agent, agent_id, custom, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING {SESSION_COLUMNS}"
+         VALUES ($1, $2, $3, CAST($4 AS {JSON_TEXT}), $5, $6, $7, $7) RETURNING {SESSION_COLUMNS}"
     ))
     .bind(&session.session_id)
     .bind(&session.tenant_id)
     .bind(&session.created_by)
-    .bind(Json(&session.agent))
+    .bind(serde_json::to_string(&session.agent)?)
     .bind(agent_id)
     .bind(session.custom.as_ref().map(Json))
     .bind(now.millis())
@@ -42,7 +42,7 @@ pub(super) async fn create_session(store: &Store, session: NewSession) -> StoreR
         }
     })?;
     tx.commit().await?;
-    Ok(row.into())
+    row.try_into()
 }
 
 pub(super) async fn delete_session(store: &Store, tenant_id: &str, session_id: &str) -> StoreResult<()> {
@@ -76,7 +76,7 @@ pub(super) async fn get_session(
     .bind(session_id)
     .fetch_optional(store.read_pool())
     .await?;
-    Ok(row.map(SessionRecord::from))
+    row.map(SessionRecord::try_from).transpose()
 }
 
 pub(super) async fn update_session(
@@ -97,9 +97,10 @@ pub(super) async fn update_session(
     let current = current.ok_or_else(|| StoreError::SessionNotFound {
         session_id: session_id.to_string(),
     })?;
+    let current = SessionRecord::try_from(current)?;
     let agent = match update.agent_spec {
-        None => current.agent.0,
-        Some(spec) => match current.agent.0 {
+        None => current.agent,
+        Some(spec) => match current.agent {
             SessionAgent::Inline { .. } => SessionAgent::Inline { spec },
             _ => {
                 return Err(StoreError::InvalidInput(
@@ -110,19 +111,19 @@ pub(super) async fn update_session(
     };
     let title = update.title.unwrap_or(current.title);
     let row: SessionRow = sqlx::query_as(&format!(
-        "UPDATE session SET agent = $3, title = $4, \
+        "UPDATE session SET agent = CAST($3 AS {JSON_TEXT}), title = $4, \
          updated_at = CASE WHEN updated_at + 1 > $5 THEN updated_at + 1 ELSE $5 END \
          WHERE tenant_id = $1 AND session_id = $2 RETURNING {SESSION_COLUMNS}"
     ))
     .bind(tenant_id)
     .bind(session_id)
-    .bind(Json(&agent))
+    .bind(serde_json::to_string(&agent)?)
     .bind(title)
     .bind(now.millis())
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(row.into())
+    row.try_into()
 }
 
 pub(super) async fn list_sessions(
@@ -159,7 +160,10 @@ pub(super) async fn list_sessions(
     ));
     query.push_bind(i64::from(page.limit) + 1);
     let rows: Vec<SessionRow> = query.build_query_as().fetch_all(store.read_pool()).await?;
-    let rows: Vec<SessionRecord> = rows.into_iter().map(SessionRecord::from).collect();
+    let rows = rows
+        .into_iter()
+        .map(SessionRecord::try_from)
+        .collect::<StoreResult<Vec<SessionRecord>>>()?;
     let (data, next_page_token) = page::finish_page(rows, page.limit, |s| Cursor::Sessions {
         desc,
         updated_at: s.updated_at.millis(),

@@ -4,7 +4,7 @@
 // The dialect hooks:
 // - `clock()` and `now(param)`: the time a statement stamps. SQLite binds the process clock as `param`;
 //   Postgres reads the database clock inside the statement (and binds `param` NULL).
-// - `JSON_TYPE`: JSON columns are `jsonb` on Postgres and `TEXT` on SQLite. Statements write them as
+// - `JSON_TYPE`: JSON columns are `json` on Postgres and `TEXT` on SQLite. Statements write them as
 //   `CAST($n AS {JSON_TYPE})` and read them back as `CAST(column AS TEXT)`, so both decode the same way.
 // - `lock_row` and `FOR_UPDATE`: the row locks of a read-modify-write on Postgres, nothing on SQLite.
 // - `in_list` and `list_param`: membership in a list of names or ids.

@@ -1,5 +1,5 @@
 //! Name-keyed rows (agents, model providers, MCP servers, skills) and the MCP OAuth client.
-//! Table names come from the fixed [`Table`] constants, never from input. Manifests are JSON (`jsonb` on
+//! Table names come from the fixed [`Table`] constants, never from input. Manifests are JSON (`json` on
 //! Postgres), read back as text so both SQL backends decode the same way.
 
 use super::{Conn, FOR_UPDATE, JSON_TYPE, Store, clock, finish_write, from_clock, in_list, list_param, lock_row, now};
