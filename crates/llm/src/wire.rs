@@ -73,11 +73,22 @@ pub trait StreamDecoder: Send {
     fn finish(&mut self) -> Result<Vec<StreamEvent>, LlmError>;
 }
 
-/// Merges provider extras into a body without letting them replace anything the adapter built.
-pub fn merge_extras(body: &mut Value, extras: &serde_json::Map<String, Value>) {
+/// Merges provider extras into a body: a key the adapter already set is never replaced, and `reserved`
+/// keys (what the adapter owns even when it left them out, such as `messages` or `tools`) are dropped.
+pub fn merge_extras(body: &mut Value, extras: &serde_json::Map<String, Value>, reserved: &[&str]) {
     if let Value::Object(object) = body {
         for (key, value) in extras {
-            object.entry(key.clone()).or_insert_with(|| value.clone());
+            if !reserved.contains(&key.as_str()) {
+                object.entry(key.clone()).or_insert_with(|| value.clone());
+            }
         }
     }
+}
+
+/// A sampling parameter as JSON. JSON has no NaN or infinity, and serde would quietly write `null`, which
+/// providers read as "use the default": refuse them instead.
+pub fn finite_number(name: &str, value: f64) -> Result<Value, LlmError> {
+    serde_json::Number::from_f64(value)
+        .map(Value::Number)
+        .ok_or_else(|| LlmError::InvalidRequest(format!("{name} must be a finite number, got {value}")))
 }

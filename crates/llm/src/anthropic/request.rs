@@ -81,13 +81,7 @@ pub(super) fn build_body(model: &str, request: &ModelRequest, caching: bool) -> 
     }
 
     let mut body = Value::Object(body);
-    let extras: Map<String, Value> = request
-        .extras
-        .iter()
-        .filter(|(key, _)| !RESERVED_KEYS.contains(&key.as_str()))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
-    merge_extras(&mut body, &extras);
+    merge_extras(&mut body, &request.extras, &RESERVED_KEYS);
     Ok(body)
 }
 

@@ -11,7 +11,7 @@ use crate::request::{
     AssistantMessage, MediaSource, Message, ModelRequest, ReasoningBlock, SamplingParams, ToolChoice, ToolDefinition,
     ToolResult, ToolResultPart, UserPart,
 };
-use crate::wire::{WireApi, merge_extras};
+use crate::wire::{WireApi, finite_number, merge_extras};
 
 /// Body keys that carry what the adapter builds from the request itself. Extras naming them are dropped
 /// even where the adapter left the key out (no tools → no `tools` key), so an extra can never smuggle in
@@ -60,14 +60,8 @@ pub(super) fn build_body(model: &str, request: &ModelRequest) -> Result<Value, L
         body.insert("prompt_cache_key".into(), key.as_str().into());
     }
 
-    let extras: Map<String, Value> = request
-        .extras
-        .iter()
-        .filter(|(key, _)| !RESERVED_KEYS.contains(&key.as_str()))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
     let mut body = Value::Object(body);
-    merge_extras(&mut body, &extras);
+    merge_extras(&mut body, &request.extras, RESERVED_KEYS);
     Ok(body)
 }
 
@@ -76,10 +70,10 @@ fn sampling(body: &mut Map<String, Value>, params: &SamplingParams) -> Result<()
         body.insert("max_tokens".into(), max_tokens.into());
     }
     if let Some(temperature) = params.temperature {
-        body.insert("temperature".into(), finite("temperature", temperature)?);
+        body.insert("temperature".into(), finite_number("temperature", temperature)?);
     }
     if let Some(top_p) = params.top_p {
-        body.insert("top_p".into(), finite("top_p", top_p)?);
+        body.insert("top_p".into(), finite_number("top_p", top_p)?);
     }
     // Not part of OpenAI's API, but vLLM and llama.cpp honour it; sent only when asked for.
     if let Some(top_k) = params.top_k {
@@ -92,13 +86,6 @@ fn sampling(body: &mut Map<String, Value>, params: &SamplingParams) -> Result<()
         body.insert("reasoning_effort".into(), effort);
     }
     Ok(())
-}
-
-/// JSON has no NaN or infinity: serde would quietly write `null`, which providers read as "default".
-fn finite(name: &str, value: f64) -> Result<Value, LlmError> {
-    serde_json::Number::from_f64(value)
-        .map(Value::Number)
-        .ok_or_else(|| LlmError::InvalidRequest(format!("{name} must be a finite number, got {value}")))
 }
 
 fn tool(definition: &ToolDefinition) -> Value {

@@ -11,7 +11,7 @@ use trueforge_protocol::{ReasoningEffort, ResponseFormat};
 use super::contents;
 use crate::error::LlmError;
 use crate::request::{ModelRequest, SamplingParams, ToolChoice, ToolDefinition};
-use crate::wire::merge_extras;
+use crate::wire::{finite_number, merge_extras};
 
 /// Top-level fields the adapter owns. Extras never set them, even when the adapter left them out (a
 /// `tools` extra must not smuggle tools past the request's own list). Gemini also reads the snake_case
@@ -100,10 +100,10 @@ fn generation_config(params: &SamplingParams, format: Option<&ResponseFormat>) -
         config.insert("maxOutputTokens".into(), max_tokens.into());
     }
     if let Some(temperature) = params.temperature {
-        config.insert("temperature".into(), finite("temperature", temperature)?);
+        config.insert("temperature".into(), finite_number("temperature", temperature)?);
     }
     if let Some(top_p) = params.top_p {
-        config.insert("topP".into(), finite("top_p", top_p)?);
+        config.insert("topP".into(), finite_number("top_p", top_p)?);
     }
     if let Some(top_k) = params.top_k {
         config.insert("topK".into(), top_k.into());
@@ -154,16 +154,6 @@ fn thinking_config(effort: ReasoningEffort) -> Value {
     json!({ "includeThoughts": true, "thinkingBudget": budget })
 }
 
-fn finite(name: &str, value: f64) -> Result<Value, LlmError> {
-    if value.is_finite() {
-        Ok(value.into())
-    } else {
-        Err(LlmError::InvalidRequest(format!(
-            "{name} must be a finite number, got {value}"
-        )))
-    }
-}
-
 /// Merges the request's extras: reserved keys are dropped, generation settings are merged one level
 /// deep (without replacing any the adapter set), everything else goes through [`merge_extras`].
 fn merge_gemini_extras(body: &mut Value, extras: &Map<String, Value>) {
@@ -186,7 +176,7 @@ fn merge_gemini_extras(body: &mut Value, extras: &Map<String, Value>) {
         }
         rest.insert(key.clone(), value.clone());
     }
-    merge_extras(body, &rest);
+    merge_extras(body, &rest, &[]);
 }
 
 /// Adds the settings whose key (in either spelling) is not there yet.

@@ -8,7 +8,7 @@ use crate::request::{
     AssistantMessage, MediaSource, Message, ModelRequest, ReasoningBlock, SamplingParams, ToolChoice, ToolDefinition,
     ToolResult, ToolResultPart, UserPart,
 };
-use crate::wire::{Endpoint, WireApi, merge_extras};
+use crate::wire::{Endpoint, WireApi, finite_number, merge_extras};
 
 /// Body keys built from the typed request. Extras naming them are dropped even when the adapter left the key
 /// out (no tools, no instructions), so extras can never smuggle in messages, tools or a format.
@@ -70,14 +70,8 @@ pub(super) fn body(model: &str, request: &ModelRequest) -> Result<Value, LlmErro
         body.insert("prompt_cache_key".into(), key.as_str().into());
     }
 
-    let extras: Map<String, Value> = request
-        .extras
-        .iter()
-        .filter(|(key, _)| !RESERVED_KEYS.contains(&key.as_str()))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
     let mut body = Value::Object(body);
-    merge_extras(&mut body, &extras);
+    merge_extras(&mut body, &request.extras, RESERVED_KEYS);
     Ok(body)
 }
 
@@ -87,10 +81,10 @@ fn sampling(body: &mut Map<String, Value>, params: &SamplingParams) -> Result<()
         body.insert("max_output_tokens".into(), max_tokens.into());
     }
     if let Some(temperature) = params.temperature {
-        body.insert("temperature".into(), finite("temperature", temperature)?);
+        body.insert("temperature".into(), finite_number("temperature", temperature)?);
     }
     if let Some(top_p) = params.top_p {
-        body.insert("top_p".into(), finite("top_p", top_p)?);
+        body.insert("top_p".into(), finite_number("top_p", top_p)?);
     }
     if let Some(effort) = params.reasoning_effort {
         body.insert("reasoning".into(), reasoning(effort));
@@ -99,17 +93,6 @@ fn sampling(body: &mut Map<String, Value>, params: &SamplingParams) -> Result<()
         body.insert("parallel_tool_calls".into(), parallel.into());
     }
     Ok(())
-}
-
-/// JSON has no NaN or infinity; serde would silently turn them into `null`.
-fn finite(name: &str, value: f64) -> Result<Value, LlmError> {
-    if value.is_finite() {
-        Ok(value.into())
-    } else {
-        Err(LlmError::InvalidRequest(format!(
-            "{name} must be a finite number, got {value}"
-        )))
-    }
 }
 
 /// The reasoning settings for an effort level. OpenAI documents `none`, `minimal`, `low`, `medium`, `high`
@@ -307,10 +290,10 @@ fn text_format(format: &ResponseFormat) -> Value {
                     fields.insert("strict".into(), strict.into());
                 }
             }
-            merge_extras(&mut built, &json_schema.extra);
+            merge_extras(&mut built, &json_schema.extra, &[]);
             (built, extra)
         }
     };
-    merge_extras(&mut built, extra);
+    merge_extras(&mut built, extra, &[]);
     built
 }
