@@ -191,12 +191,18 @@ impl ModelClient {
             pricing: self.options.pricing,
             ended: false,
         };
+        // Hold back what carries no answer yet (a usage report sent with the stream's opening event): a
+        // provider that fails right after it, such as Anthropic's in-stream "overloaded" error, has still
+        // streamed nothing, so the attempt can be retried.
+        let mut held = Vec::new();
         loop {
             let batch = body.next_batch().await?;
-            if !batch.is_empty() || body.ended {
+            let answers = batch.iter().any(|event| !matches!(event, StreamEvent::Usage { .. }));
+            held.extend(batch);
+            if answers || body.ended {
                 return Ok(Live {
                     body: (!body.ended).then_some(body),
-                    pending: batch.into(),
+                    pending: held.into(),
                     cancel: cancel.clone(),
                     terminated: false,
                 });

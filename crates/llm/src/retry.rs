@@ -67,16 +67,19 @@ impl RetryPolicy {
     }
 }
 
-/// Whether a failure before anything streamed is worth another attempt: the error says so
-/// (connection failures, rate limits, server errors, overload), the status is one that HTTP defines as
-/// transient (408 request timeout, 409 conflict, 429, 5xx), or the stream broke before its first event.
+/// Whether a failure before anything streamed is worth another attempt. The adapter's classification
+/// decides: connection failures, rate limits, server errors and overload are retried, and so is a stream
+/// that broke before its first event. A status alone does not override it (an OpenAI 429
+/// `insufficient_quota` is a billing state, a llama.cpp 500 "context size exceeded" will fail again), except
+/// that 408 and 409, which HTTP defines as transient, are retried even when an adapter called them a bad
+/// request.
 pub fn is_retryable(error: &LlmError, status: Option<u16>) -> bool {
-    if matches!(error, LlmError::Cancelled | LlmError::IdleTimeout(_)) {
-        return false;
+    match error {
+        LlmError::Cancelled | LlmError::IdleTimeout(_) => false,
+        LlmError::StreamCutShort => true,
+        LlmError::BadRequest { .. } => status.is_some_and(|status| matches!(status, 408 | 409)),
+        other => other.is_retryable(),
     }
-    error.is_retryable()
-        || matches!(error, LlmError::StreamCutShort)
-        || status.is_some_and(|status| matches!(status, 408 | 409 | 429 | 500..=599))
 }
 
 /// The wait a response asks for: `retry-after-ms` (sent by some providers, more precise), else
@@ -87,7 +90,8 @@ pub fn parse_retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duratio
         && millis.is_finite()
         && millis >= 0.0
     {
-        return Some(Duration::from_secs_f64(millis / 1000.0));
+        // A huge value must not panic the client; it is capped later like any long wait.
+        return Some(Duration::try_from_secs_f64(millis / 1000.0).unwrap_or(Duration::MAX));
     }
     retry_after_value(header("retry-after")?, now)
 }

@@ -237,6 +237,23 @@ async fn usage_cost_and_origin(api: Api) {
     assert_eq!(origin.model, "fake-model");
 }
 
+/// The provider fails in-stream before any answer (Anthropic sends `message_start` with usage first, then
+/// an `overloaded_error`): nothing was streamed, so the client retries.
+async fn retry_after_in_stream_overload_before_any_output(api: Api) {
+    let fake = FakeLlm::start().await;
+    let overloaded = if matches!(api, Api::Anthropic) { 529 } else { 503 };
+    let mut failing = ScriptedStream::text("");
+    failing.stream_error = Some(ScriptedError::status(overloaded));
+    fake.push(failing);
+    fake.push(ScriptedStream::text("second try"));
+    let response = client(&fake, api, options())
+        .complete(&request(), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(response.message.text, "second try");
+    assert_eq!(fake.requests().len(), 2);
+}
+
 macro_rules! adapter_tests {
     ($adapter:ident, $api:expr) => {
         mod $adapter {
@@ -250,6 +267,11 @@ macro_rules! adapter_tests {
             #[tokio::test]
             async fn retry_after_5xx_until_max_attempts() {
                 retry_after_server_errors_then_gives_up($api).await;
+            }
+
+            #[tokio::test]
+            async fn retry_after_an_in_stream_overload_before_any_output() {
+                retry_after_in_stream_overload_before_any_output($api).await;
             }
 
             #[tokio::test]

@@ -309,4 +309,23 @@ fn retry_decisions_by_error_and_status() {
         &LlmError::ContextWindowExceeded { message: String::new() },
         None
     ));
+    // The adapter's classification wins over the status: a quota 429 and a llama.cpp context-size 500 fail
+    // again whatever the wait.
+    let quota = LlmError::BadRequest {
+        status: 429,
+        message: "insufficient_quota".into(),
+    };
+    assert!(!is_retryable(&quota, Some(429)));
+    let overflow = LlmError::ContextWindowExceeded {
+        message: "exceeds the available context size".into(),
+    };
+    assert!(!is_retryable(&overflow, Some(500)));
+}
+
+#[test]
+fn retry_after_huge_millisecond_header_does_not_panic() {
+    let mut headers = HeaderMap::new();
+    headers.insert("retry-after-ms", HeaderValue::from_static("1e30"));
+    let wait = parse_retry_after(&headers, SystemTime::now()).unwrap();
+    assert!(wait > Duration::from_secs(3600), "{wait:?}");
 }

@@ -6,7 +6,7 @@ use trueforge_protocol::{ReasoningEffort, ResponseFormat};
 use super::messages::{build_messages, cache_marker};
 use crate::error::LlmError;
 use crate::request::{ModelRequest, SamplingParams, ToolChoice, ToolDefinition};
-use crate::wire::merge_extras;
+use crate::wire::{finite_number, merge_extras};
 
 /// `max_tokens` when the request names none (the API requires the field). 32 000 is the largest output
 /// every Claude 4 model accepts (Opus 4 and 4.1 stop there; the newer ones allow 64 000 or more), so the
@@ -36,7 +36,18 @@ pub fn thinking_budget(effort: ReasoningEffort) -> Option<u32> {
 
 /// Body keys only the adapter may set: extras naming them are dropped even when the adapter left the key
 /// out (no system prompt, no tools), so extras can never inject conversation content or tools.
-const RESERVED_KEYS: [&str; 6] = ["model", "messages", "system", "tools", "tool_choice", "stream"];
+/// Keys the adapter owns even when it leaves them out: extras must not add tools (`mcp_servers`) or turn
+/// thinking back on where the adapter turned it off.
+const RESERVED_KEYS: [&str; 8] = [
+    "model",
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "stream",
+    "mcp_servers",
+    "thinking",
+];
 
 /// Tells the model to answer with bare JSON when the API cannot enforce it: Anthropic has no JSON mode,
 /// and its schema-constrained output accepts only schemas that follow its rules (see [`output_format`]).
@@ -58,7 +69,7 @@ pub(super) fn build_body(model: &str, request: &ModelRequest, caching: bool) -> 
     if let Some(budget) = budget {
         body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
     }
-    insert_sampling(&mut body, &request.params, budget.is_some());
+    insert_sampling(&mut body, &request.params, budget.is_some())?;
 
     let (format_instruction, output_format) = output_format(request.response_format.as_ref());
     if let Some(system) = system_blocks(request.instructions.as_deref(), format_instruction, caching) {
@@ -106,18 +117,19 @@ fn max_tokens(requested: Option<u32>, budget: Option<u32>) -> u32 {
 
 /// Sampling parameters. With extended thinking on, the API rejects any `temperature` or `top_k` and a
 /// `top_p` below 0.95, so those are left out rather than turning a reasoning request into an error.
-fn insert_sampling(body: &mut Map<String, Value>, params: &SamplingParams, thinking: bool) {
+fn insert_sampling(body: &mut Map<String, Value>, params: &SamplingParams, thinking: bool) -> Result<(), LlmError> {
     if !thinking {
         if let Some(temperature) = params.temperature {
-            body.insert("temperature".into(), json!(temperature));
+            body.insert("temperature".into(), finite_number("temperature", temperature)?);
         }
         if let Some(top_k) = params.top_k {
             body.insert("top_k".into(), json!(top_k));
         }
     }
     if let Some(top_p) = params.top_p.filter(|top_p| !thinking || *top_p >= 0.95) {
-        body.insert("top_p".into(), json!(top_p));
+        body.insert("top_p".into(), finite_number("top_p", top_p)?);
     }
+    Ok(())
 }
 
 /// The system prompt as text blocks: the instructions, then any output-format instruction, the last one

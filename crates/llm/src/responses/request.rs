@@ -12,6 +12,8 @@ use crate::wire::{Endpoint, WireApi, finite_number, merge_extras};
 
 /// Body keys built from the typed request. Extras naming them are dropped even when the adapter left the key
 /// out (no tools, no instructions), so extras can never smuggle in messages, tools or a format.
+/// Keys the adapter owns even when it leaves them out. `previous_response_id`, `conversation` and `prompt`
+/// would pull server-side messages, instructions or tools into a request that is stateless by design.
 const RESERVED_KEYS: &[&str] = &[
     "model",
     "instructions",
@@ -20,6 +22,10 @@ const RESERVED_KEYS: &[&str] = &[
     "tool_choice",
     "text",
     "stream",
+    "store",
+    "previous_response_id",
+    "conversation",
+    "prompt",
 ];
 
 /// `Authorization: Bearer <key>` followed by the endpoint's own headers. An endpoint that sets its own

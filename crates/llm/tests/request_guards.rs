@@ -1,0 +1,89 @@
+//! Guards every adapter applies to a request before it leaves: numbers JSON cannot carry, and extras that
+//! would smuggle in state the adapter owns.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::json;
+use trueforge_llm::{Endpoint, LlmError, Message, ModelRequest, SamplingParams, WireApi, wire_format};
+
+const ALL: [WireApi; 4] = [
+    WireApi::OpenAiResponses,
+    WireApi::ChatCompletions,
+    WireApi::Anthropic,
+    WireApi::Gemini,
+];
+
+fn endpoint() -> Endpoint {
+    Endpoint {
+        base_url: "http://127.0.0.1:1/v1".into(),
+        api_key: Some("key".into()),
+        model: "m".into(),
+        headers: Vec::new(),
+    }
+}
+
+#[test]
+fn guards_reject_non_finite_sampling_on_responses_chat_anthropic_gemini() {
+    for api in ALL {
+        for params in [
+            SamplingParams {
+                temperature: Some(f64::NAN),
+                ..SamplingParams::default()
+            },
+            SamplingParams {
+                top_p: Some(f64::INFINITY),
+                ..SamplingParams::default()
+            },
+        ] {
+            let request = ModelRequest {
+                messages: vec![Message::user_text("hi")],
+                params,
+                ..ModelRequest::default()
+            };
+            let error = wire_format(api).build_request(&endpoint(), &request).unwrap_err();
+            assert!(matches!(error, LlmError::InvalidRequest(_)), "{api:?}: {error:?}");
+        }
+    }
+}
+
+#[test]
+fn guards_drop_stateful_extras_on_responses_and_anthropic() {
+    let mut extras = serde_json::Map::new();
+    for key in [
+        "previous_response_id",
+        "conversation",
+        "prompt",
+        "store",
+        "mcp_servers",
+        "thinking",
+    ] {
+        extras.insert(key.into(), json!("smuggled"));
+    }
+    extras.insert("service_tier".into(), json!("flex"));
+    let request = ModelRequest {
+        messages: vec![Message::user_text("hi")],
+        extras,
+        ..ModelRequest::default()
+    };
+    for (api, dropped) in [
+        (
+            WireApi::OpenAiResponses,
+            ["previous_response_id", "conversation", "prompt"].as_slice(),
+        ),
+        (WireApi::Anthropic, ["mcp_servers", "thinking"].as_slice()),
+    ] {
+        let body = wire_format(api).build_request(&endpoint(), &request).unwrap().body;
+        for key in dropped {
+            assert!(body.get(*key).is_none(), "{api:?} let `{key}` through: {body}");
+        }
+        assert_eq!(
+            body["service_tier"],
+            json!("flex"),
+            "{api:?}: ordinary extras still pass"
+        );
+    }
+    let responses = wire_format(WireApi::OpenAiResponses)
+        .build_request(&endpoint(), &request)
+        .unwrap()
+        .body;
+    assert_eq!(responses["store"], json!(false), "extras cannot turn storage back on");
+}
