@@ -89,9 +89,22 @@ impl StoreError {
 
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
+        if let sqlx::Error::Database(db) = &error
+            && matches!(
+                db.code().as_deref(),
+                Some(UNTRANSLATABLE_CHARACTER | CHARACTER_NOT_IN_REPERTOIRE)
+            )
+        {
+            // Postgres stores no NUL character in text or jsonb; the caller's data is what cannot be stored.
+            return Self::InvalidInput(format!("the data cannot be stored: {}", db.message()));
+        }
         Self::Backend(error.to_string())
     }
 }
+
+/// Postgres SQLSTATEs for text it cannot represent (a `\u0000` escape in jsonb, a NUL byte in text).
+const UNTRANSLATABLE_CHARACTER: &str = "22P05";
+const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
 
 impl From<sqlx::migrate::MigrateError> for StoreError {
     fn from(error: sqlx::migrate::MigrateError) -> Self {

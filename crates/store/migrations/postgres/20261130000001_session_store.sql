@@ -39,6 +39,7 @@ CREATE TABLE turn (
     updated_at       bigint NOT NULL,
     UNIQUE (session_id, turn_id)
 ) WITH (fillfactor = 80);
+CREATE INDEX turn_session_ord_idx ON turn (session_id, ord);
 CREATE INDEX turn_lease_idx ON turn (lease_expires_at) WHERE status = 'running' AND lease_expires_at IS NOT NULL;
 
 CREATE TABLE context_segment (

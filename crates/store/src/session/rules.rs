@@ -18,8 +18,18 @@ pub(crate) fn require_id(kind: &str, id: &str) -> StoreResult<()> {
     if id.is_empty() {
         return Err(invalid(format!("{kind} id must not be empty")));
     }
+    // Postgres text cannot hold NUL, and an index entry has a size limit: refuse both on every backend.
+    if id.contains('\0') {
+        return Err(invalid(format!("{kind} id must not contain a NUL character")));
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err(invalid(format!("{kind} id must be at most {MAX_ID_BYTES} bytes")));
+    }
     Ok(())
 }
+
+/// The longest id the store accepts.
+pub(crate) const MAX_ID_BYTES: usize = 512;
 
 /// Checks a new turn's thread delta against the threads the previous turn carries: new threads are really
 /// new and unique, appends and capability entries name known threads, and every resulting thread has

@@ -165,8 +165,53 @@ pub async fn create_session_conflicts_across_tenants(store: Store) {
 }
 
 pub async fn create_session_rejects_empty_id(store: Store) {
-    let error = store.create_session(new_session(TENANT, "")).await.unwrap_err();
-    assert!(matches!(error, StoreError::InvalidInput(_)), "{error:?}");
+    let long = "x".repeat(513);
+    for bad in ["", "nul\0inside", long.as_str()] {
+        let error = store.create_session(new_session(TENANT, bad)).await.unwrap_err();
+        assert!(matches!(error, StoreError::InvalidInput(_)), "{bad:?}: {error:?}");
+    }
+    store
+        .create_session(new_session(TENANT, &"y".repeat(512)))
+        .await
+        .unwrap();
+}
+
+pub async fn concurrent_session_updates_lose_nothing(store: Store) {
+    seed_session(&store, TENANT, SESSION).await;
+    for round in 0..10 {
+        let title = format!("title {round}");
+        let instructions = format!("spec {round}");
+        let (a, b) = tokio::join!(
+            store.update_session(
+                TENANT,
+                SESSION,
+                SessionUpdate {
+                    agent_spec: None,
+                    title: Some(Some(title.clone()))
+                }
+            ),
+            store.update_session(
+                TENANT,
+                SESSION,
+                SessionUpdate {
+                    agent_spec: Some(spec(&instructions)),
+                    title: None
+                }
+            ),
+        );
+        a.unwrap();
+        b.unwrap();
+        let session = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
+        assert_eq!(
+            session.title.as_deref(),
+            Some(title.as_str()),
+            "round {round}: the title update was lost"
+        );
+        match session.agent {
+            SessionAgent::Inline { spec } => assert_eq!(spec.instructions.as_deref(), Some(instructions.as_str())),
+            other => panic!("{other:?}"),
+        }
+    }
 }
 
 pub async fn session_custom_and_json_looking_strings_round_trip(store: Store) {
@@ -696,6 +741,7 @@ contract_group!(
     create_session_conflicts_on_duplicate_id,
     create_session_conflicts_across_tenants,
     create_session_rejects_empty_id,
+    concurrent_session_updates_lose_nothing,
     session_custom_and_json_looking_strings_round_trip,
     delete_session_removes_everything_idempotently_and_per_tenant,
     delete_session_then_session_writes_fail,

@@ -354,6 +354,32 @@ pub async fn failed_turn_writes_leave_no_trace(store: Store) {
     assert_eq!(after, before, "a refused write changes nothing, updated_at included");
 }
 
+pub async fn remove_threads_with_a_repeated_id_removes_it_once(store: Store) {
+    running_turn(&store).await;
+    store
+        .add_threads(&key("turn-1"), vec![child_snapshot("child")])
+        .await
+        .unwrap();
+    store
+        .remove_threads(&key("turn-1"), &["child".into(), "child".into()])
+        .await
+        .unwrap();
+    let threads = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads;
+    assert!(!threads.contains_key("child"));
+}
+
+pub async fn text_with_a_nul_character_is_stored_or_refused_cleanly(store: Store) {
+    running_turn(&store).await;
+    // Postgres cannot store NUL in text; it must say so as invalid input, never as a raw database error.
+    let result = store
+        .append_to_thread_context(&key("turn-1"), MAIN, vec![user("binary\0output")], None, None)
+        .await;
+    match result {
+        Ok(()) => assert_eq!(main_context(&store, &key("turn-1")).await, ["binary\0output"]),
+        Err(error) => assert!(matches!(error, StoreError::InvalidInput(_)), "{error:?}"),
+    }
+}
+
 contract_group!(
     events_list_by_seq_not_call_order,
     threads_add_remove_append_overwrite,
@@ -370,4 +396,6 @@ contract_group!(
     patch_mcp_servers_and_sandbox_info,
     patch_mcp_servers_replaces_each_server_whole,
     failed_turn_writes_leave_no_trace,
+    remove_threads_with_a_repeated_id_removes_it_once,
+    text_with_a_nul_character_is_stored_or_refused_cleanly,
 );

@@ -198,7 +198,9 @@ pub(super) async fn remove_threads(store: &Store, key: &TurnKey, thread_ids: &[S
     let mut tx = store.write_tx().await?;
     let now = clock(&mut tx).await?;
     fence(&mut tx, key, now).await?;
-    for thread_id in thread_ids {
+    // A repeated id removes its thread once (as the memory backend does), not "not found" the second time.
+    let distinct: std::collections::BTreeSet<&String> = thread_ids.iter().collect();
+    for thread_id in distinct {
         let removed = sqlx::query("DELETE FROM turn_thread WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3")
             .bind(&key.session_id)
             .bind(&key.turn_id)

@@ -87,6 +87,13 @@ pub(super) async fn update_session(
 ) -> StoreResult<SessionRecord> {
     let mut tx = store.write_tx().await?;
     let now = clock(&mut tx).await?;
+    // The update merges in Rust, so the row must not change between the read and the write: an UPDATE
+    // takes its lock first (a no-op on SQLite, whose write transaction already excludes other writers).
+    sqlx::query("UPDATE session SET updated_at = updated_at WHERE tenant_id = $1 AND session_id = $2")
+        .bind(tenant_id)
+        .bind(session_id)
+        .execute(&mut *tx)
+        .await?;
     let current: Option<SessionRow> = sqlx::query_as(&format!(
         "SELECT {SESSION_COLUMNS} FROM session WHERE tenant_id = $1 AND session_id = $2"
     ))
@@ -149,10 +156,10 @@ pub(super) async fn list_sessions(
         query.push(" AND created_by = ").push_bind(created_by);
     }
     if let Some((updated_at, session_id)) = after {
+        // A row-value comparison, which both engines answer with one index range scan.
         let op = if desc { " < " } else { " > " };
-        query.push(" AND (updated_at").push(op).push_bind(updated_at);
-        query.push(" OR (updated_at = ").push_bind(updated_at);
-        query.push(" AND session_id").push(op).push_bind(session_id).push("))");
+        query.push(" AND (updated_at, session_id)").push(op).push("(");
+        query.push_bind(updated_at).push(", ").push_bind(session_id).push(")");
     }
     let direction = if desc { "DESC" } else { "ASC" };
     query.push(format!(
