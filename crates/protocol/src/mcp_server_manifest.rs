@@ -30,8 +30,9 @@ pub enum McpServerType {
     Remote,
 }
 
-/// Schema `MCPServerManifestAuth`, discriminated by `type`; both variants are closed objects.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Schema `MCPServerManifestAuth`, discriminated by `type`; both variants are closed objects. `Debug`
+/// prints header names, never their values.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", deny_unknown_fields)]
 pub enum McpServerAuth {
     /// Static request headers; every value is a secret.
@@ -41,6 +42,21 @@ pub enum McpServerAuth {
     /// A struct variant (`Dcr {}`) so that unknown keys next to `"type": "dcr"` are rejected.
     #[serde(rename = "dcr")]
     Dcr {},
+}
+
+impl std::fmt::Debug for McpServerAuth {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Header { headers } => {
+                let masked: BTreeMap<&str, crate::rules::Masked> = headers
+                    .keys()
+                    .map(|name| (name.as_str(), crate::rules::Masked))
+                    .collect();
+                formatter.debug_struct("Header").field("headers", &masked).finish()
+            }
+            Self::Dcr {} => formatter.write_str("Dcr"),
+        }
+    }
 }
 
 impl McpServerManifest {

@@ -126,11 +126,20 @@ pub struct CustomModelProvider {
     pub models: Vec<ConfiguredModel>,
 }
 
-/// Schema `ModelProviderAuth` (closed object).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Schema `ModelProviderAuth` (closed object). `Debug` never prints the key.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelProviderAuth {
     pub api_key: String,
+}
+
+impl std::fmt::Debug for ModelProviderAuth {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("ModelProviderAuth")
+            .field("api_key", &crate::rules::Masked)
+            .finish()
+    }
 }
 
 /// Schema `ConfiguredModel` (closed object): a model offered by a provider.

@@ -95,3 +95,12 @@ pub(crate) fn unique<'a>(path: &str, values: impl IntoIterator<Item = &'a str>) 
     }
     Ok(())
 }
+
+/// Stands in for a secret in `Debug` output, so a log line never carries one.
+pub(crate) struct Masked;
+
+impl std::fmt::Debug for Masked {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("\"***\"")
+    }
+}

@@ -26,11 +26,20 @@ pub struct DaytonaSandboxProvider {
     pub auto_delete_interval_in_minutes: u64,
 }
 
-/// Schema `DaytonaSandboxProviderAuth` (closed object).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Schema `DaytonaSandboxProviderAuth` (closed object). `Debug` never prints the key.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxProviderAuth {
     pub api_key: String,
+}
+
+impl std::fmt::Debug for SandboxProviderAuth {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("SandboxProviderAuth")
+            .field("api_key", &crate::rules::Masked)
+            .finish()
+    }
 }
 
 impl SandboxProviderManifest {

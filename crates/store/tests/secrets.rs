@@ -6,6 +6,8 @@
 #[allow(dead_code)]
 #[path = "settings_contract/data.rs"]
 mod data;
+#[path = "secrets/debug_output.rs"]
+mod debug_output;
 #[path = "secrets/redaction.rs"]
 mod redaction;
 #[path = "secrets/secret_key.rs"]

@@ -17,15 +17,20 @@ use crate::settings::records::{
     OAuthClientRegistration, OAuthTokenRecord, PendingAuthorizationRecord, SandboxProviderRecord,
 };
 
-/// Settings stores kept in process memory.
-#[derive(Debug)]
+/// Settings stores kept in process memory. `Debug` shows no contents: the rows hold plaintext secrets.
 pub struct MemorySettingsStore {
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
 }
 
+impl std::fmt::Debug for MemorySettingsStore {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("MemorySettingsStore").finish_non_exhaustive()
+    }
+}
+
 /// A named row as stored: the manifest stays JSON until read.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct StoredRow {
     id: String,
     manifest: serde_json::Value,
@@ -33,7 +38,7 @@ struct StoredRow {
     updated_at_ms: i64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct State {
     /// Table name → (tenant, name) → row.
     named: HashMap<&'static str, BTreeMap<(String, String), StoredRow>>,
