@@ -238,3 +238,88 @@ impl SessionStore for MemorySessionStore {
         self.lock().list_expired_leases(limit, now)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn turn(turn_id: &str, previous: Option<&str>, messages: Vec<ContextMessage>) -> NewTurn {
+        NewTurn {
+            tenant_id: "t".into(),
+            session_id: "s".into(),
+            turn_id: turn_id.into(),
+            previous_turn_id: previous.map(str::to_string),
+            input: Vec::new(),
+            custom: None,
+            new_threads: if previous.is_none() {
+                vec![NewThread {
+                    thread_id: "main".into(),
+                    parent: None,
+                    agent_info: None,
+                }]
+            } else {
+                Vec::new()
+            },
+            context_appends: vec![ContextAppend {
+                thread_id: "main".into(),
+                messages,
+                current_context_usage: None,
+            }],
+            capability_states: vec![("main".into(), None)],
+            title_if_unset: None,
+            lease: None,
+        }
+    }
+
+    /// Idle turns must not lengthen a thread's chain: reading it stays proportional to what it holds.
+    #[tokio::test]
+    async fn idle_turns_do_not_lengthen_the_segment_chain() {
+        let store = MemorySessionStore::new();
+        let agent = serde_json::from_value(json!({"type": "inline", "spec": {"model": {"name": "p/m"}}})).unwrap();
+        let session = NewSession {
+            tenant_id: "t".into(),
+            session_id: "s".into(),
+            agent,
+            created_by: "u".into(),
+            custom: None,
+        };
+        store.create_session(session).await.unwrap();
+        let done = || TurnDone {
+            event_id: ulid::Ulid::new().to_string(),
+            min_seq: 0,
+        };
+        let finished = || TurnState::Done {
+            output: None,
+            required_actions: Vec::new(),
+            completed_at: String::new(),
+            metrics: None,
+        };
+        let mut previous: Option<String> = None;
+        for index in 0..50 {
+            let turn_id = format!("t{index}");
+            let messages = if index == 0 {
+                vec![ContextMessage::user_text("only message")]
+            } else {
+                Vec::new()
+            };
+            store
+                .create_turn(turn(&turn_id, previous.as_deref(), messages))
+                .await
+                .unwrap();
+            let key = TurnKey::new("t", "s", &turn_id);
+            store.update_turn_state(&key, finished(), done()).await.unwrap();
+            previous = Some(turn_id);
+        }
+        let state = store.lock();
+        let last = &state.threads[&("s".to_string(), "t49".to_string(), "main".to_string())];
+        let mut chain = 0;
+        let mut current = Some(last.segment_id);
+        while let Some(id) = current {
+            chain += 1;
+            current = state.segments[&id].parent;
+        }
+        assert!(chain <= 2, "a chain of {chain} segments after 49 idle turns");
+    }
+}

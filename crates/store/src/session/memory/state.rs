@@ -118,6 +118,12 @@ impl State {
     }
 
     pub(super) fn new_segment(&mut self, session_id: &str, parent: Option<i64>, supersedes: Option<i64>) -> i64 {
+        // A parent that added nothing is skipped (as the SQL backends do), so idle turns do not lengthen
+        // the chain.
+        let parent = match parent.and_then(|id| self.segments.get(&id).map(|segment| (id, segment))) {
+            Some((_, segment)) if segment.own.is_empty() && segment.supersedes.is_none() => segment.parent,
+            other => other.map(|(id, _)| id),
+        };
         let parent_len = parent.map(|id| self.segment_len(id)).unwrap_or(0);
         self.next_segment += 1;
         let id = self.next_segment;

@@ -36,13 +36,25 @@ pub(super) async fn new_segment(
     parent: Option<i64>,
     supersedes: Option<i64>,
 ) -> StoreResult<i64> {
-    let parent_len: i64 = match parent {
-        None => 0,
+    let (parent, parent_len) = match parent {
+        None => (None, 0),
         Some(parent) => {
-            sqlx::query_scalar("SELECT len FROM context_segment WHERE segment_id = $1")
+            let (len, parent_len, grandparent, parent_supersedes): (i64, i64, Option<i64>, Option<i64>) =
+                sqlx::query_as(
+                    "SELECT len, parent_len, parent_segment_id, supersedes_segment_id FROM context_segment \
+                     WHERE segment_id = $1",
+                )
                 .bind(parent)
                 .fetch_one(&mut **tx)
-                .await?
+                .await?;
+            // A parent that added nothing (a turn in which the thread was idle) is skipped: linking past it
+            // keeps chains as long as the number of segments with messages, not the number of turns. It
+            // holds no body, so recall loses nothing.
+            if len == parent_len && parent_supersedes.is_none() {
+                (grandparent, parent_len)
+            } else {
+                (Some(parent), len)
+            }
         }
     };
     Ok(sqlx::query_scalar(
