@@ -254,13 +254,31 @@ impl ModelClient {
         tokio::select! {
             biased;
             () = cancel.cancelled() => Err(LlmError::Cancelled),
-            text = tokio::time::timeout(idle, response.text()) => match text {
+            text = tokio::time::timeout(idle, read_capped(response)) => match text {
                 Err(_) => Err(LlmError::IdleTimeout(idle)),
                 Ok(Err(error)) => Err(LlmError::Connect(describe(&error))),
                 Ok(Ok(text)) => Ok(text),
             },
         }
     }
+}
+
+/// The most of an error body kept: enough for any provider's error JSON, bounded against a server that
+/// answers an error with an endless body.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+async fn read_capped(response: reqwest::Response) -> Result<String, reqwest::Error> {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk?;
+        let room = MAX_ERROR_BODY - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() == MAX_ERROR_BODY {
+            break;
+        }
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
 /// A reqwest error with its causes: its own message rarely says what went wrong

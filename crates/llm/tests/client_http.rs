@@ -150,3 +150,23 @@ proptest::proptest! {
         );
     }
 }
+
+#[tokio::test]
+async fn client_http_error_body_is_read_up_to_a_bound() {
+    let huge = "x".repeat(4 * 1024 * 1024);
+    let server = ScriptedServer::start(vec![Reply::status(400, &huge)]).await;
+    let error = server
+        .client(quick_options())
+        .complete(&hello_request(), CancellationToken::new())
+        .await
+        .unwrap_err();
+    let LlmError::BadRequest { message, .. } = error else {
+        panic!("{error:?}")
+    };
+    assert!(
+        message.len() <= 64 * 1024,
+        "kept {} bytes of the error body",
+        message.len()
+    );
+    assert!(message.starts_with("xxxx"));
+}
