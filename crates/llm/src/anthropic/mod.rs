@@ -13,7 +13,7 @@ mod request;
 
 use std::time::Duration;
 
-pub use request::{DEFAULT_MAX_TOKENS, thinking_budget};
+pub use request::{DEFAULT_MAX_TOKENS, thinking_budget, uses_adaptive_thinking};
 
 use crate::error::LlmError;
 use crate::request::ModelRequest;

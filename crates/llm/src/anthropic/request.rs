@@ -21,7 +21,7 @@ const ANSWER_ROOM: u32 = 8_000;
 ///
 /// Anthropic takes a token budget rather than a level. The budgets grow roughly geometrically from the
 /// API's minimum (1 024) so each level buys a noticeably longer deliberation; `max` (48 000, plus the
-/// answer room) still fits the 64 000-token output limit of every model in our catalog.
+/// answer room) fits the 64 000-token output limit of the budget-thinking models (Claude 4.5 and earlier).
 pub fn thinking_budget(effort: ReasoningEffort) -> Option<u32> {
     match effort {
         ReasoningEffort::None => None,
@@ -32,6 +32,47 @@ pub fn thinking_budget(effort: ReasoningEffort) -> Option<u32> {
         ReasoningEffort::Xhigh => Some(32_000),
         ReasoningEffort::Max => Some(48_000),
     }
+}
+
+/// Whether a model takes adaptive thinking (`thinking.type: adaptive` with `output_config.effort`) rather
+/// than a fixed budget. Claude 4.6 introduced it, and Opus 4.7 and later models accept nothing else; the
+/// 4.5 generation and earlier only take budgets. Model ids name the generation after the family
+/// (`claude-sonnet-4-5-20250929`, `claude-opus-4-7`, `claude-opus-5`); the older `claude-3-7-sonnet` form
+/// is a budget model; an id this cannot read is taken to be a current model.
+pub fn uses_adaptive_thinking(model: &str) -> bool {
+    let mut parts = model.split(['-', '.']).skip_while(|part| *part != "claude").skip(1);
+    let Some(first) = parts.next() else { return true };
+    if first.chars().all(|c| c.is_ascii_digit()) {
+        return false;
+    }
+    let version = |part: Option<&str>| {
+        part.filter(|part| !part.is_empty() && part.len() <= 2 && part.chars().all(|c| c.is_ascii_digit()))
+            .and_then(|part| part.parse::<u32>().ok())
+    };
+    let Some(major) = version(parts.next()) else {
+        return true;
+    };
+    let minor = version(parts.next()).unwrap_or(0);
+    (major, minor) >= (4, 6)
+}
+
+/// The effort level adaptive thinking takes for a reasoning effort (`none` sends no thinking at all).
+fn adaptive_effort(effort: ReasoningEffort) -> Option<&'static str> {
+    match effort {
+        ReasoningEffort::None => None,
+        ReasoningEffort::Minimal | ReasoningEffort::Low => Some("low"),
+        ReasoningEffort::Medium => Some("medium"),
+        ReasoningEffort::High => Some("high"),
+        ReasoningEffort::Xhigh => Some("xhigh"),
+        ReasoningEffort::Max => Some("max"),
+    }
+}
+
+/// The extended thinking a request asks for, in the form its model takes.
+enum Thinking {
+    Off,
+    Budget(u32),
+    Adaptive(&'static str),
 }
 
 /// Body keys only the adapter may set: extras naming them are dropped even when the adapter left the key
@@ -61,22 +102,37 @@ pub(super) fn build_body(model: &str, request: &ModelRequest, caching: bool) -> 
     body.insert("model".into(), json!(model));
     body.insert("stream".into(), json!(true));
 
-    let budget = effective_thinking_budget(request);
+    let thinking = effective_thinking(model, request);
+    let budget = match thinking {
+        Thinking::Budget(budget) => Some(budget),
+        _ => None,
+    };
     body.insert(
         "max_tokens".into(),
         json!(max_tokens(request.params.max_tokens, budget)),
     );
-    if let Some(budget) = budget {
-        body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
+    let mut output_config = Map::new();
+    match thinking {
+        Thinking::Off => {}
+        Thinking::Budget(budget) => {
+            body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
+        }
+        Thinking::Adaptive(effort) => {
+            body.insert("thinking".into(), json!({"type": "adaptive"}));
+            output_config.insert("effort".into(), json!(effort));
+        }
     }
-    insert_sampling(&mut body, &request.params, budget.is_some())?;
+    insert_sampling(&mut body, &request.params, !matches!(thinking, Thinking::Off))?;
 
     let (format_instruction, output_format) = output_format(request.response_format.as_ref());
     if let Some(system) = system_blocks(request.instructions.as_deref(), format_instruction, caching) {
         body.insert("system".into(), system);
     }
     if let Some(format) = output_format {
-        body.insert("output_config".into(), json!({ "format": format }));
+        output_config.insert("format".into(), format);
+    }
+    if !output_config.is_empty() {
+        body.insert("output_config".into(), Value::Object(output_config));
     }
 
     body.insert(
@@ -96,14 +152,19 @@ pub(super) fn build_body(model: &str, request: &ModelRequest, caching: bool) -> 
     Ok(body)
 }
 
-/// The thinking budget to send. Anthropic rejects extended thinking together with a forced tool choice
+/// The thinking to send. Anthropic rejects extended thinking together with a forced tool choice
 /// (`any` or a named tool), so forcing a tool turns thinking off instead of failing the call.
-fn effective_thinking_budget(request: &ModelRequest) -> Option<u32> {
+fn effective_thinking(model: &str, request: &ModelRequest) -> Thinking {
     let forced = !request.tools.is_empty() && matches!(request.tool_choice, ToolChoice::Required | ToolChoice::Tool(_));
-    if forced {
-        return None;
-    }
-    request.params.reasoning_effort.and_then(thinking_budget)
+    let Some(effort) = request.params.reasoning_effort.filter(|_| !forced) else {
+        return Thinking::Off;
+    };
+    let thinking = if uses_adaptive_thinking(model) {
+        adaptive_effort(effort).map(Thinking::Adaptive)
+    } else {
+        thinking_budget(effort).map(Thinking::Budget)
+    };
+    thinking.unwrap_or(Thinking::Off)
 }
 
 /// The caller's `max_tokens` (or the default), raised when it leaves no room above the thinking budget.
