@@ -16,6 +16,8 @@ mod decode;
 mod errors;
 mod request;
 
+pub use request::uses_thinking_levels;
+
 use std::time::Duration;
 
 use crate::error::LlmError;
@@ -54,11 +56,16 @@ impl WireFormat for GeminiWire {
             endpoint.base_url.trim_end_matches('/')
         );
         let mut headers = Vec::with_capacity(endpoint.headers.len() + 1);
-        if let Some(key) = endpoint.api_key.as_deref().filter(|key| !key.is_empty()) {
+        // An endpoint that sets its own key header (a gateway) replaces ours rather than sending two.
+        let own_key = endpoint
+            .headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case(Self::API_KEY_HEADER));
+        if let Some(key) = endpoint.api_key.as_deref().filter(|key| !key.is_empty() && !own_key) {
             headers.push((Self::API_KEY_HEADER.to_owned(), key.to_owned()));
         }
         headers.extend(endpoint.headers.iter().cloned());
-        let body = request::build_body(request)?;
+        let body = request::build_body(&endpoint.model, request)?;
         Ok(HttpRequest { url, headers, body })
     }
 

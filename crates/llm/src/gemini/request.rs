@@ -22,7 +22,7 @@ const RESERVED_KEYS: [&str; 4] = ["contents", "systemInstruction", "tools", "too
 /// `thinkingConfig` when no reasoning effort was asked…) but never replace one the adapter set.
 const GENERATION_CONFIG: &str = "generationConfig";
 
-pub(super) fn build_body(request: &ModelRequest) -> Result<Value, LlmError> {
+pub(super) fn build_body(model: &str, request: &ModelRequest) -> Result<Value, LlmError> {
     let mut body = Map::new();
     if let Some(instructions) = request.instructions.as_deref().filter(|text| !text.is_empty()) {
         body.insert(
@@ -41,7 +41,7 @@ pub(super) fn build_body(request: &ModelRequest) -> Result<Value, LlmError> {
         body.insert("tools".into(), tools(&request.tools));
         body.insert("toolConfig".into(), tool_config);
     }
-    let generation = generation_config(&request.params, request.response_format.as_ref())?;
+    let generation = generation_config(model, &request.params, request.response_format.as_ref())?;
     if !generation.is_empty() {
         body.insert(GENERATION_CONFIG.into(), Value::Object(generation));
     }
@@ -94,7 +94,11 @@ fn tool_config(tools: &[ToolDefinition], choice: &ToolChoice) -> Result<Option<V
     Ok(Some(json!({ "functionCallingConfig": config })))
 }
 
-fn generation_config(params: &SamplingParams, format: Option<&ResponseFormat>) -> Result<Map<String, Value>, LlmError> {
+fn generation_config(
+    model: &str,
+    params: &SamplingParams,
+    format: Option<&ResponseFormat>,
+) -> Result<Map<String, Value>, LlmError> {
     let mut config = Map::new();
     if let Some(max_tokens) = params.max_tokens {
         config.insert("maxOutputTokens".into(), max_tokens.into());
@@ -122,12 +126,46 @@ fn generation_config(params: &SamplingParams, format: Option<&ResponseFormat>) -
         }
     }
     if let Some(effort) = params.reasoning_effort {
-        config.insert("thinkingConfig".into(), thinking_config(effort));
+        let thinking = if uses_thinking_levels(model) {
+            thinking_level(effort)
+        } else {
+            Some(thinking_config(effort))
+        };
+        if let Some(thinking) = thinking {
+            config.insert("thinkingConfig".into(), thinking);
+        }
     }
     Ok(config)
 }
 
-/// Thinking settings for a reasoning effort, as a `thinkingBudget` in tokens:
+/// Whether a model takes `thinkingLevel` rather than a `thinkingBudget`: Gemini 3 and later, where a
+/// budget is accepted only for backward compatibility and 0 ("off") is refused by the Pro models. The
+/// generation is read from the id (`gemini-3.1-pro-preview`, `gemini-2.5-flash`); an id this cannot read
+/// is taken to be a current model.
+pub fn uses_thinking_levels(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    let Some(version) = name.strip_prefix("gemini-") else {
+        return true;
+    };
+    let major: String = version.chars().take_while(char::is_ascii_digit).collect();
+    major.parse::<u32>().map_or(true, |major| major >= 3)
+}
+
+/// Thinking settings for a reasoning effort on a level model: `none` sends no settings (the model thinks
+/// as it is built to; the Pro models cannot turn thinking off), levels above `high` are `high`, the
+/// highest Gemini offers.
+fn thinking_level(effort: ReasoningEffort) -> Option<Value> {
+    let level = match effort {
+        ReasoningEffort::None => return None,
+        ReasoningEffort::Minimal => "minimal",
+        ReasoningEffort::Low => "low",
+        ReasoningEffort::Medium => "medium",
+        ReasoningEffort::High | ReasoningEffort::Xhigh | ReasoningEffort::Max => "high",
+    };
+    Some(json!({ "includeThoughts": true, "thinkingLevel": level }))
+}
+
+/// Thinking settings for a reasoning effort on a Gemini 2.5 model, as a `thinkingBudget` in tokens:
 ///
 /// | effort | budget | why |
 /// |---|---|---|
