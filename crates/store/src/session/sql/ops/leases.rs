@@ -37,8 +37,11 @@ pub(super) async fn claim_expired_lease(
 async fn set_lease(store: &Store, key: &TurnKey, owner: &str, ttl_ms: i64, replace: Replace) -> StoreResult<Lease> {
     rules::check_ttl(ttl_ms)?;
     let mut tx = store.write_tx().await?;
+    let fenced_at = clock(&mut tx).await?;
+    fence(&mut tx, key, fenced_at).await?;
+    // Read the clock again once the fence holds the turn's row lock: a wait for that lock must not make the
+    // expiry check (or the new expiry) older than the write.
     let now = clock(&mut tx).await?;
-    fence(&mut tx, key, now).await?;
     let expires_at = now.plus_millis(ttl_ms);
     let mut update = QueryBuilder::<Db>::new("UPDATE turn SET lease_owner = ");
     update
