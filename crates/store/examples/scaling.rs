@@ -2,7 +2,7 @@
 //!
 //! Builds a short session (100 messages over 10 turns) and a long one (10,000 messages over 250 turns) on
 //! SQLite and on Postgres, then times creating one more turn with two appended messages on each (median of
-//! several runs; every run forks from the same finished tip, so the inherited context is the same size
+//! 101 runs; every run forks from the same finished tip, so the inherited context is the same size
 //! each time), and counts storage rows per stored message body.
 //!
 //! Postgres comes from `TRUEFORGE_BENCH_POSTGRES_URL` (or `TRUEFORGE_TEST_POSTGRES_URL`); a fresh database
@@ -19,7 +19,7 @@ use trueforge_store::session::{ContextAppend, NewSession, NewThread, NewTurn, Se
 use trueforge_store::{PostgresSessionStore, SqliteSessionStore};
 
 const TENANT: &str = "bench";
-const RUNS: usize = 31;
+const RUNS: usize = 101;
 
 type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -124,15 +124,27 @@ struct Figures {
     rows_per_body: f64,
 }
 
-async fn measure(store: &dyn SessionStore, label: &str) -> BenchResult<(Duration, Duration)> {
+/// Builds both sessions, lets the backend settle (`settle`: e.g. Postgres VACUUM ANALYZE, as autovacuum
+/// would in steady state), then times the next turn on each.
+async fn measure<F: std::future::Future<Output = BenchResult<f64>>>(
+    store: &dyn SessionStore,
+    label: &str,
+    settle: F,
+) -> BenchResult<Figures> {
     let short_tip = build_session(store, &format!("{label}-short"), 10, 10).await?;
     let long_tip = build_session(store, &format!("{label}-long"), 250, 40).await?;
+    // Rows per body are counted here, before the timed turns add their own segments.
+    let rows_per_body = settle.await?;
     // Warm up caches and connections on both sessions before timing.
     time_next_turn(store, &format!("{label}-short"), &short_tip, "warmup").await?;
     time_next_turn(store, &format!("{label}-long"), &long_tip, "warmup").await?;
     let short = time_next_turn(store, &format!("{label}-short"), &short_tip, "timed").await?;
     let long = time_next_turn(store, &format!("{label}-long"), &long_tip, "timed").await?;
-    Ok((short, long))
+    Ok(Figures {
+        short,
+        long,
+        rows_per_body,
+    })
 }
 
 const ROW_COUNT_SQL: &str = "SELECT (SELECT COUNT(*) FROM context_message), (SELECT COUNT(*) FROM context_segment), \
@@ -147,14 +159,13 @@ async fn sqlite_figures() -> BenchResult<Figures> {
     let dir = tempfile::tempdir()?;
     let db = SqliteDb::open(&dir.path().join("bench.sqlite"), MigrateOnOpen::Yes).await?;
     let store = SqliteSessionStore::new(db.clone());
-    let (short, long) = measure(&store, "sqlite").await?;
-    let rows: (i64, i64, i64) = sqlx::query_as(ROW_COUNT_SQL).fetch_one(db.reader()).await?;
+    let settle = async {
+        let rows: (i64, i64, i64) = sqlx::query_as(ROW_COUNT_SQL).fetch_one(db.reader()).await?;
+        Ok(ratio(rows))
+    };
+    let figures = measure(&store, "sqlite", settle).await?;
     db.close().await;
-    Ok(Figures {
-        short,
-        long,
-        rows_per_body: ratio(rows),
-    })
+    Ok(figures)
 }
 
 async fn postgres_figures() -> BenchResult<Figures> {
@@ -172,18 +183,18 @@ async fn postgres_figures() -> BenchResult<Figures> {
         .ok_or("malformed Postgres URL")?;
     let db = PostgresDb::connect(&format!("{base}/{name}"), 4, MigrateOnOpen::Yes).await?;
     let store = PostgresSessionStore::new(db.clone());
-    let (short, long) = measure(&store, "postgres").await?;
-    let rows: (i64, i64, i64) = sqlx::query_as(ROW_COUNT_SQL).fetch_one(db.pool()).await?;
+    let settle = async {
+        sqlx::query("VACUUM ANALYZE").execute(db.pool()).await?;
+        let rows: (i64, i64, i64) = sqlx::query_as(ROW_COUNT_SQL).fetch_one(db.pool()).await?;
+        Ok(ratio(rows))
+    };
+    let figures = measure(&store, "postgres", settle).await?;
     db.close().await;
     sqlx::query(&format!("DROP DATABASE {name}"))
         .execute(admin.pool())
         .await?;
     admin.close().await;
-    Ok(Figures {
-        short,
-        long,
-        rows_per_body: ratio(rows),
-    })
+    Ok(figures)
 }
 
 #[tokio::main]
