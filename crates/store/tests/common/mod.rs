@@ -34,6 +34,7 @@ pub async fn postgres_db() -> PostgresDb {
     let admin = PostgresDb::connect(&admin_url, 1, MigrateOnOpen::No)
         .await
         .expect("connect to test postgres");
+    drop_stale_databases(&admin).await;
     sqlx::query(&format!("CREATE DATABASE {name}"))
         .execute(admin.pool())
         .await
@@ -43,6 +44,27 @@ pub async fn postgres_db() -> PostgresDb {
     PostgresDb::connect(&url, 8, MigrateOnOpen::Yes)
         .await
         .expect("connect to test database")
+}
+
+/// Test databases are never dropped by the test that made them (it cannot await in `Drop`); against a
+/// long-lived server they would pile up, so each new one first removes those made over an hour ago (the
+/// ULID in the name says when). Errors are ignored: another test process may be dropping the same one.
+async fn drop_stale_databases(admin: &PostgresDb) {
+    let names: Vec<String> = sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname LIKE 'tf_test_%'")
+        .fetch_all(admin.pool())
+        .await
+        .unwrap_or_default();
+    let cutoff = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for name in names {
+        let made = name
+            .strip_prefix("tf_test_")
+            .and_then(|id| ulid::Ulid::from_string(id).ok());
+        if made.is_some_and(|id| id.datetime() < cutoff) {
+            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(admin.pool())
+                .await;
+        }
+    }
 }
 
 /// Swaps the database name in a `postgres://…/db?params` URL.
