@@ -101,8 +101,9 @@ fn sampling(body: &mut Map<String, Value>, params: &SamplingParams) -> Result<()
     Ok(())
 }
 
-/// The reasoning settings for an effort level. OpenAI documents `none`, `minimal`, `low`, `medium`, `high`
-/// and `xhigh`; our `max` has no OpenAI level of its own and asks for the highest one, `xhigh`. Summaries
+/// The reasoning settings for an effort level, sent by name: the newest OpenAI models add `max` above
+/// `xhigh` (our catalog lists it for them), and a spec's effort is checked against the model's catalog
+/// entry before a turn runs (as the reference host does), so no level needs translating. Summaries
 /// (`auto`) are requested so reasoning can be shown and replayed, except for `none`, where the model does
 /// not reason and there is nothing to summarise.
 fn reasoning(effort: ReasoningEffort) -> Value {
@@ -112,7 +113,8 @@ fn reasoning(effort: ReasoningEffort) -> Value {
         ReasoningEffort::Low => "low",
         ReasoningEffort::Medium => "medium",
         ReasoningEffort::High => "high",
-        ReasoningEffort::Xhigh | ReasoningEffort::Max => "xhigh",
+        ReasoningEffort::Xhigh => "xhigh",
+        ReasoningEffort::Max => "max",
     };
     json!({ "effort": level, "summary": "auto" })
 }

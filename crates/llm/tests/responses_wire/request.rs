@@ -412,7 +412,7 @@ fn responses_request_reasoning_effort_every_level() {
         ),
         (ReasoningEffort::High, json!({ "effort": "high", "summary": "auto" })),
         (ReasoningEffort::Xhigh, json!({ "effort": "xhigh", "summary": "auto" })),
-        (ReasoningEffort::Max, json!({ "effort": "xhigh", "summary": "auto" })),
+        (ReasoningEffort::Max, json!({ "effort": "max", "summary": "auto" })),
     ];
     for (effort, expected) in cases {
         let mut request = ModelRequest::default();
