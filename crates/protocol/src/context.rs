@@ -69,6 +69,7 @@ impl ContextMessage {
         Self::Tool(ContextToolMessage {
             tool_call_id: tool_call_id.into(),
             content: content.into(),
+            full_content: None,
         })
     }
 
@@ -80,7 +81,12 @@ impl ContextMessage {
         match self {
             Self::User(message) => message.content.push_text(&mut pieces),
             Self::Assistant(message) => message.push_search_text(&mut pieces),
-            Self::Tool(message) => pieces.push(&message.content),
+            Self::Tool(message) => {
+                pieces.push(&message.content);
+                if let Some(full) = &message.full_content {
+                    pieces.push(full);
+                }
+            }
             Self::ToolApproval(row) => {
                 if let ApprovalDecision::Deny { reason: Some(reason) } = &row.approval {
                     pieces.push(reason);
@@ -317,7 +323,12 @@ pub enum ToolSource {
 #[serde(remote = "Self")]
 pub struct ContextToolMessage {
     pub tool_call_id: String,
+    /// What the model is given.
     pub content: String,
+    /// The complete output when `content` is only a preview of it (a large tool response): never sent to
+    /// a model, kept so the agent can read it back through recall.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_content: Option<String>,
 }
 
 tagged_struct!(ContextToolMessage, role = "tool");

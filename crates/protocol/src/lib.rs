@@ -53,7 +53,7 @@ pub use runtime_config::{
 pub use session_agent::SessionAgent;
 
 pub use turn_input::{
-    ApprovalDecision, TurnInputItem, UserContentPart, UserMessage, UserMessageContent, UserToolApproval,
+    ApprovalDecision, ApprovalScope, TurnInputItem, UserContentPart, UserMessage, UserMessageContent, UserToolApproval,
     UserToolResponse, validate_turn_input,
 };
 pub use turn_state::{CancellationReason, TurnMetrics, TurnState};

@@ -164,12 +164,44 @@ tagged_struct!(UserToolResponse, type = "user.tool_response");
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status")]
 pub enum ApprovalDecision {
+    /// `scope` is our addition: `session` also allows later calls of the same tool in this session.
     #[serde(rename = "allow")]
-    Allow,
+    Allow {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<ApprovalScope>,
+    },
     /// `reason` is shown to the agent.
     #[serde(rename = "deny")]
     Deny {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+}
+
+impl ApprovalDecision {
+    /// Allows this call only.
+    pub fn allow() -> Self {
+        Self::Allow { scope: None }
+    }
+
+    /// Allows this call and every later call of the same tool in the session.
+    pub fn allow_for_session() -> Self {
+        Self::Allow {
+            scope: Some(ApprovalScope::Session),
+        }
+    }
+
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, Self::Allow { .. })
+    }
+}
+
+/// How far an allow decision reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalScope {
+    /// This call only (the reference's behaviour, and the default).
+    Once,
+    /// This call and later calls of the same tool in the same session.
+    Session,
 }

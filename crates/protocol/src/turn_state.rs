@@ -122,4 +122,13 @@ pub struct TurnMetrics {
     pub total_reasoning_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_cost_in_usd: Option<f64>,
+    /// Our addition: tool calls executed (all threads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_tool_calls: Option<u64>,
+    /// Our addition: sub-agents spawned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_sub_agents: Option<u64>,
+    /// Our addition: context compactions (summaries or the fallback).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_summarizations: Option<u64>,
 }
