@@ -1,9 +1,31 @@
 //! The turn runtime: threads running the agent loop, the orchestrator of a turn's threads, the built-in
-//! capabilities, and the session-level entry points that create, run and resume turns.
+//! capabilities, and the entry points that create, run and resume turns.
 
+pub mod admission;
 pub mod capabilities;
+pub mod context;
+pub mod error;
+pub mod journal;
+pub mod metrics;
+pub mod model;
+pub mod orchestrator;
+pub mod prompt;
+pub mod runtime;
+pub mod setup;
+pub mod thread;
 pub mod tools;
 
+mod cancel;
+mod finish;
 mod ids;
+mod recovery;
 
+pub use cancel::TurnCancel;
+pub use error::AgentError;
 pub use ids::{EventIds, now_iso};
+pub use journal::StreamItem;
+pub use model::{Model, ModelResolveError, ModelResolver, ResolvedModel};
+pub use runtime::{
+    AgentDirectory, PreviousTurn, Runtime, RuntimeOptions, StartedTurn, StaticToolSets, StoredAgents, ToolSetResolver,
+    TurnRequest,
+};

@@ -31,7 +31,10 @@ impl ToolOutput {
 pub enum ToolPart {
     Text(String),
     /// Base64 image data with its media type.
-    Image { media_type: String, data: String },
+    Image {
+        media_type: String,
+        data: String,
+    },
 }
 
 /// A tool's result: content parts, optionally structured content, and whether it is an error.

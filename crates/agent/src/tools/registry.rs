@@ -15,7 +15,13 @@ pub const MAX_TOOL_NAME_LEN: usize = 64;
 pub fn sanitize_tool_name(name: &str) -> String {
     let cleaned: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(MAX_TOOL_NAME_LEN)
         .collect();
     if cleaned.is_empty() { "_".to_owned() } else { cleaned }

@@ -1,0 +1,330 @@
+//! Admitting a turn's input into the conversation, before anything is written: check it against what the
+//! threads wait for, close calls a crash or cancel left open, and work out every context append. A
+//! rejected input writes nothing.
+//!
+//! A new user message while sub-agents are still unfinished stops them: each of their calls is answered
+//! with a note that the user moved on, and the message goes to the root at once. (The reference rejects
+//! the message and makes the client send an empty turn first.)
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde_json::{Map, Value, json};
+use trueforge_protocol::{
+    AgentThreadSnapshot, ApprovalDecision, ApprovalScope, ContextMessage, ContextToolApproval, ContextToolMessage,
+    ContextUserContent, ContextUserMessage, MAIN_THREAD_ID, TurnInputItem, UserContentPart, UserMessageContent,
+};
+
+use crate::context::{approval_decisions, awaits_user, open_calls};
+use crate::error::AgentError;
+use crate::thread::STARTED_CALLS_KEY;
+use crate::tools::error_json;
+
+/// Capability-state key (root thread) of the tools the user allowed for the whole session.
+pub const SESSION_APPROVALS_KEY: &str = "tf.session_approvals";
+
+/// How many characters of the first message become the session title.
+pub const TITLE_CHARS: usize = 50;
+
+/// The result of admitting an input.
+#[derive(Debug, Default)]
+pub struct Admission {
+    /// Rows to append, by thread.
+    pub appends: BTreeMap<String, Vec<ContextMessage>>,
+    /// Sub-agent threads stopped by a new user message.
+    pub stopped_threads: Vec<String>,
+    /// The capability state of every thread after admission.
+    pub capability_states: BTreeMap<String, Map<String, Value>>,
+    pub title: Option<String>,
+}
+
+fn invalid(message: impl Into<String>) -> AgentError {
+    AgentError::InvalidInput(message.into())
+}
+
+/// Admits `input` into `threads` (the previous turn's threads, or just an empty root).
+pub fn admit(
+    threads: &BTreeMap<String, AgentThreadSnapshot>,
+    input: &[TurnInputItem],
+) -> Result<Admission, AgentError> {
+    let mut admission = Admission {
+        capability_states: threads
+            .iter()
+            .map(|(id, thread)| (id.clone(), thread.capability_state.clone().unwrap_or_default()))
+            .collect(),
+        ..Admission::default()
+    };
+    let messages: Vec<&UserMessageContent> = input
+        .iter()
+        .filter_map(|item| match item {
+            TurnInputItem::UserMessage(message) => Some(&message.content),
+            _ => None,
+        })
+        .collect();
+    if !messages.is_empty() {
+        admit_messages(threads, &messages, &mut admission)?;
+    } else {
+        admit_answers(threads, input, &mut admission)?;
+    }
+    Ok(admission)
+}
+
+fn admit_messages(
+    threads: &BTreeMap<String, AgentThreadSnapshot>,
+    messages: &[&UserMessageContent],
+    admission: &mut Admission,
+) -> Result<(), AgentError> {
+    for content in messages {
+        if is_blank(content) {
+            return Err(invalid("a user message must not be empty"));
+        }
+    }
+    let root = threads
+        .get(MAIN_THREAD_ID)
+        .ok_or_else(|| invalid("the conversation has no root thread"))?;
+    for thread in threads.values() {
+        let decisions = approval_decisions(&thread.context);
+        if open_calls(&thread.context)
+            .iter()
+            .any(|call| awaits_user(call, &decisions))
+        {
+            return Err(invalid(
+                "a user message cannot be sent while approvals or questions are pending",
+            ));
+        }
+    }
+    let children: HashMap<&str, &AgentThreadSnapshot> = threads
+        .values()
+        .filter_map(|thread| {
+            thread
+                .parent
+                .as_ref()
+                .map(|parent| (parent.tool_call_id.as_str(), thread))
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for call in open_calls(&root.context) {
+        let content = match children.get(call.id.as_str()) {
+            Some(child) => {
+                admission.stopped_threads.push(child.thread_id.clone());
+                error_json(&format!(
+                    "The sub-agent '{}' was stopped before it finished because the user sent a new message.",
+                    child
+                        .agent_info
+                        .as_ref()
+                        .map_or(child.thread_id.as_str(), |info| info.name.as_str())
+                ))
+            }
+            None => unfinished_call_result(root, &call.id),
+        };
+        rows.push(ContextMessage::Tool(ContextToolMessage {
+            tool_call_id: call.id.clone(),
+            content,
+            full_content: None,
+        }));
+    }
+    for content in messages {
+        rows.push(ContextMessage::User(ContextUserMessage {
+            content: user_content(content),
+        }));
+    }
+    admission.title = messages.first().and_then(|content| title_of(content));
+    admission.appends.insert(MAIN_THREAD_ID.to_owned(), rows);
+    for stopped in &admission.stopped_threads {
+        admission.capability_states.remove(stopped);
+    }
+    Ok(())
+}
+
+/// Approvals and client-side results (or an empty input), checked call by call; every call that waits for
+/// the user must be resolved by this one input.
+fn admit_answers(
+    threads: &BTreeMap<String, AgentThreadSnapshot>,
+    input: &[TurnInputItem],
+    admission: &mut Admission,
+) -> Result<(), AgentError> {
+    let mut answered: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut new_session_approvals: Vec<Value> = Vec::new();
+    for item in input {
+        let (thread_id, call_id) = match item {
+            TurnInputItem::ToolApproval(approval) => (&approval.thread_id, &approval.tool_call_id),
+            TurnInputItem::ToolResponse(response) => (&response.thread_id, &response.tool_call_id),
+            TurnInputItem::UserMessage(_) => continue,
+        };
+        let thread = threads
+            .get(thread_id)
+            .ok_or_else(|| invalid(format!("unknown thread_id '{thread_id}'")))?;
+        let decisions = approval_decisions(&thread.context);
+        let open = open_calls(&thread.context);
+        let call = open.iter().find(|call| &call.id == call_id);
+        if !answered.insert((thread_id.clone(), call_id.clone())) {
+            return Err(invalid(format!("tool call '{call_id}' is answered twice")));
+        }
+        let row = match item {
+            TurnInputItem::ToolApproval(approval) => {
+                let pending =
+                    call.is_some_and(|call| call.is_approval_required() && !decisions.contains_key(call.id.as_str()));
+                if !pending {
+                    return Err(invalid(format!("no pending approval for tool_call_id '{call_id}'")));
+                }
+                if let (
+                    ApprovalDecision::Allow {
+                        scope: Some(ApprovalScope::Session),
+                    },
+                    Some(info),
+                ) = (&approval.approval, call.and_then(|call| call.tool_info.as_ref()))
+                {
+                    new_session_approvals.push(json!([info.mcp_server_id, info.original_tool_name]));
+                }
+                ContextMessage::ToolApproval(ContextToolApproval {
+                    tool_call_id: call_id.clone(),
+                    approval: approval.approval.clone(),
+                })
+            }
+            TurnInputItem::ToolResponse(response) => {
+                if !call.is_some_and(|call| call.is_client_side()) {
+                    return Err(invalid(format!("no pending question for tool_call_id '{call_id}'")));
+                }
+                ContextMessage::tool_result(call_id.clone(), response.content.clone())
+            }
+            TurnInputItem::UserMessage(_) => continue,
+        };
+        admission.appends.entry(thread_id.clone()).or_default().push(row);
+    }
+    let mut missing = Vec::new();
+    for (thread_id, thread) in threads {
+        let decisions = approval_decisions(&thread.context);
+        for call in open_calls(&thread.context) {
+            if awaits_user(call, &decisions) && !answered.contains(&(thread_id.clone(), call.id.clone())) {
+                missing.push(call.id.clone());
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(invalid(format!(
+            "the input must resolve every tool call waiting for the user; missing: {}",
+            missing.join(", ")
+        )));
+    }
+    for (thread_id, thread) in threads {
+        if answered.iter().any(|(answered_thread, _)| answered_thread == thread_id) {
+            continue;
+        }
+        let rows = close_interrupted(thread);
+        if !rows.is_empty() {
+            admission.appends.insert(thread_id.clone(), rows);
+        }
+    }
+    if !new_session_approvals.is_empty() {
+        let state = admission
+            .capability_states
+            .entry(MAIN_THREAD_ID.to_owned())
+            .or_default();
+        let mut approvals = match state.remove(SESSION_APPROVALS_KEY) {
+            Some(Value::Array(existing)) => existing,
+            _ => Vec::new(),
+        };
+        for approval in new_session_approvals {
+            if !approvals.contains(&approval) {
+                approvals.push(approval);
+            }
+        }
+        state.insert(SESSION_APPROVALS_KEY.to_owned(), Value::Array(approvals));
+    }
+    Ok(())
+}
+
+/// Result rows for the open calls of a batch that was interrupted (nothing in it waits for the user and
+/// no sub-agent is working on it): such calls are never run again.
+fn close_interrupted(thread: &AgentThreadSnapshot) -> Vec<ContextMessage> {
+    let decisions = approval_decisions(&thread.context);
+    let open = open_calls(&thread.context);
+    if open.iter().any(|call| awaits_user(call, &decisions)) {
+        return Vec::new();
+    }
+    open.iter()
+        .filter(|call| !call.is_thread_creation())
+        .map(|call| ContextMessage::tool_result(call.id.clone(), unfinished_call_result(thread, &call.id)))
+        .collect()
+}
+
+/// What the model reads for a call that never finished: whether it may have started matters.
+pub fn unfinished_call_result(thread: &AgentThreadSnapshot, call_id: &str) -> String {
+    let started = thread
+        .capability_state
+        .as_ref()
+        .and_then(|state| state.get(STARTED_CALLS_KEY))
+        .and_then(Value::as_array)
+        .is_some_and(|ids| ids.iter().any(|id| id.as_str() == Some(call_id)));
+    if started {
+        error_json(
+            "The tool call was interrupted before it finished; it may have partly taken effect. Check before retrying.",
+        )
+    } else {
+        error_json("The tool call was not executed. Retry it if it is still needed.")
+    }
+}
+
+fn is_blank(content: &UserMessageContent) -> bool {
+    match content {
+        UserMessageContent::Text(text) => text.trim().is_empty(),
+        UserMessageContent::Parts(parts) => parts.is_empty(),
+    }
+}
+
+fn user_content(content: &UserMessageContent) -> ContextUserContent {
+    match content {
+        UserMessageContent::Text(text) => ContextUserContent::Text(text.clone()),
+        UserMessageContent::Parts(parts) => ContextUserContent::Parts(
+            parts
+                .iter()
+                .map(|part| match part {
+                    UserContentPart::Text { text } => {
+                        trueforge_protocol::ContextContentPart::Text { text: text.clone() }
+                    }
+                    UserContentPart::File { name, data } => file_part(name, data),
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// Images become image parts, anything else an inline file (uploads into a sandbox come with the sandbox).
+fn file_part(name: &str, data: &str) -> trueforge_protocol::ContextContentPart {
+    use trueforge_protocol::{ContextContentPart, FileData, ImageUrl};
+    if data.starts_with("data:image/") {
+        ContextContentPart::ImageUrl {
+            image_url: ImageUrl {
+                url: data.to_owned(),
+                detail: None,
+            },
+        }
+    } else {
+        ContextContentPart::File {
+            file: FileData {
+                file_data: Some(data.to_owned()),
+                file_id: None,
+                filename: Some(name.trim_start_matches('/').to_owned()),
+            },
+        }
+    }
+}
+
+fn title_of(content: &UserMessageContent) -> Option<String> {
+    let text = content.text();
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.chars().take(TITLE_CHARS).collect())
+}
+
+/// The session-wide approvals recorded in the root's capability state.
+pub fn session_approvals(root_state: Option<&Map<String, Value>>) -> std::collections::HashSet<(String, String)> {
+    root_state
+        .and_then(|state| state.get(SESSION_APPROVALS_KEY))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|pair| {
+            let pair = pair.as_array()?;
+            Some((pair.first()?.as_str()?.to_owned(), pair.get(1)?.as_str()?.to_owned()))
+        })
+        .collect()
+}

@@ -1,0 +1,67 @@
+//! Helpers the capability tests share: a tool context over an in-memory store, and reading outputs.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use trueforge_store::session::model::TurnKey;
+use trueforge_store::{MemorySessionStore, SessionStore};
+
+use crate::tools::{ToolContent, ToolContext, ToolOutput, ToolPart, ToolSet};
+
+pub(crate) fn context_with(store: Arc<dyn SessionStore>, turn: TurnKey, thread_id: &str) -> ToolContext {
+    ToolContext {
+        turn,
+        thread_id: thread_id.to_owned(),
+        is_sub_agent: false,
+        store,
+        cancel: CancellationToken::new(),
+    }
+}
+
+/// A context over an empty store, for tools that do not read it.
+pub(crate) fn context() -> ToolContext {
+    context_with(
+        Arc::new(MemorySessionStore::new()),
+        TurnKey::new("t1", "s1", "turn-1"),
+        "main",
+    )
+}
+
+pub(crate) async fn call(set: &dyn ToolSet, tool: &str, arguments: Value) -> ToolOutput {
+    call_in(set, tool, arguments, &context()).await
+}
+
+pub(crate) async fn call_in(set: &dyn ToolSet, tool: &str, arguments: Value, cx: &ToolContext) -> ToolOutput {
+    set.call_tool(tool, arguments, cx).await.unwrap()
+}
+
+/// The text parts of a content output, and whether it is an error.
+pub(crate) fn text_of(output: &ToolOutput) -> (String, bool) {
+    let ToolOutput::Content(ToolContent { parts, is_error, .. }) = output else {
+        panic!("expected content, got {output:?}");
+    };
+    let text = parts
+        .iter()
+        .map(|part| match part {
+            ToolPart::Text(text) => text.as_str(),
+            ToolPart::Image { .. } => "[image]",
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    (text, *is_error)
+}
+
+/// The text of an output that must be a success.
+pub(crate) fn ok_text(output: &ToolOutput) -> String {
+    let (text, is_error) = text_of(output);
+    assert!(!is_error, "unexpected error output: {text}");
+    text
+}
+
+/// The message of an output that must be an error.
+pub(crate) fn error_text(output: &ToolOutput) -> String {
+    let (text, is_error) = text_of(output);
+    assert!(is_error, "expected an error output, got: {text}");
+    text
+}

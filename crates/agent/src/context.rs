@@ -1,0 +1,210 @@
+//! Reading a thread's context: which tool calls are open, what the thread needs next, and the messages a
+//! model is sent.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+use trueforge_llm::{
+    AssistantMessage, MediaSource, Message, Origin, ReasoningBlock, ToolCall, ToolResult, ToolResultPart, UserPart,
+};
+use trueforge_protocol::{
+    ApprovalDecision, AssistantContent, ContextAssistantMessage, ContextContentPart, ContextMessage, ContextToolCall,
+    ContextUserContent,
+};
+
+/// What a thread needs next, derived from its context alone (which is what makes a turn resumable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadNeed {
+    /// No tool call is open: the model speaks next.
+    Model,
+    /// Open calls the harness can run (or sub-agents to spawn).
+    Tools,
+    /// An open call waits for the user's approval or for a client-side result.
+    User,
+    /// Only sub-agent calls are open and every one has its sub-agent running.
+    Children,
+}
+
+/// The index of the last assistant row.
+pub fn last_assistant(context: &[ContextMessage]) -> Option<(usize, &ContextAssistantMessage)> {
+    context
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(index, message)| match message {
+            ContextMessage::Assistant(assistant) => Some((index, assistant)),
+            _ => None,
+        })
+}
+
+/// The calls of the last assistant row that have no result row after it, in the row's order.
+pub fn open_calls(context: &[ContextMessage]) -> Vec<&ContextToolCall> {
+    let Some((index, assistant)) = last_assistant(context) else {
+        return Vec::new();
+    };
+    let answered: HashSet<&str> = context[index + 1..]
+        .iter()
+        .filter_map(|message| match message {
+            ContextMessage::Tool(tool) => Some(tool.tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assistant
+        .tool_calls()
+        .iter()
+        .filter(|call| !answered.contains(call.id.as_str()))
+        .collect()
+}
+
+/// The user's approval decisions recorded after the last assistant row, by call id.
+pub fn approval_decisions(context: &[ContextMessage]) -> HashMap<&str, &ApprovalDecision> {
+    let start = last_assistant(context).map_or(0, |(index, _)| index + 1);
+    context[start..]
+        .iter()
+        .filter_map(|message| match message {
+            ContextMessage::ToolApproval(row) => Some((row.tool_call_id.as_str(), &row.approval)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether an open call waits for the user: a client-side call, or a gated call without a decision.
+pub fn awaits_user(call: &ContextToolCall, decisions: &HashMap<&str, &ApprovalDecision>) -> bool {
+    call.is_client_side() || (call.is_approval_required() && !decisions.contains_key(call.id.as_str()))
+}
+
+/// What the thread needs next. `spawned` holds the calls whose sub-agent is running.
+pub fn thread_need(context: &[ContextMessage], spawned: &HashSet<String>) -> ThreadNeed {
+    let open = open_calls(context);
+    if open.is_empty() {
+        return ThreadNeed::Model;
+    }
+    let decisions = approval_decisions(context);
+    if open.iter().any(|call| awaits_user(call, &decisions)) {
+        return ThreadNeed::User;
+    }
+    if open
+        .iter()
+        .all(|call| call.is_thread_creation() && spawned.contains(&call.id))
+    {
+        return ThreadNeed::Children;
+    }
+    ThreadNeed::Tools
+}
+
+/// A token estimate of text for budgeting: a quarter of its characters, rounded up.
+pub fn estimate_text_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
+
+/// A token estimate of context rows (what they add to the next prompt).
+pub fn estimate_rows(rows: &[ContextMessage]) -> u64 {
+    rows.iter()
+        .map(|row| match row {
+            ContextMessage::Tool(tool) => estimate_text_tokens(&tool.content),
+            ContextMessage::ToolApproval(_) => 0,
+            other => estimate_text_tokens(&other.search_text()),
+        })
+        .sum()
+}
+
+/// The rows a model is sent, in the provider-neutral request shape. Approval rows are dropped; reasoning
+/// and provider data are replayed only to the model (`source`) that produced them.
+pub fn to_model_messages(context: &[ContextMessage], source: &str, origin: &Origin) -> Vec<Message> {
+    let mut call_names: HashMap<&str, &str> = HashMap::new();
+    let mut messages = Vec::with_capacity(context.len());
+    for row in context {
+        match row {
+            ContextMessage::User(user) => messages.push(Message::User {
+                content: user_parts(&user.content),
+            }),
+            ContextMessage::Assistant(assistant) => {
+                for call in assistant.tool_calls() {
+                    call_names.insert(&call.id, &call.function.name);
+                }
+                messages.push(Message::Assistant(assistant_message(assistant, source, origin)));
+            }
+            ContextMessage::Tool(tool) => messages.push(Message::Tool(ToolResult {
+                call_id: tool.tool_call_id.clone(),
+                name: call_names
+                    .get(tool.tool_call_id.as_str())
+                    .map_or_else(String::new, |name| (*name).to_owned()),
+                content: vec![ToolResultPart::Text {
+                    text: tool.content.clone(),
+                }],
+                is_error: false,
+            })),
+            ContextMessage::ToolApproval(_) => {}
+        }
+    }
+    messages
+}
+
+fn user_parts(content: &ContextUserContent) -> Vec<UserPart> {
+    match content {
+        ContextUserContent::Text(text) => vec![UserPart::Text { text: text.clone() }],
+        ContextUserContent::Parts(parts) => parts
+            .iter()
+            .filter_map(|part| match part {
+                ContextContentPart::Text { text } => Some(UserPart::Text { text: text.clone() }),
+                ContextContentPart::ImageUrl { image_url } => Some(UserPart::Image {
+                    source: media_source(&image_url.url),
+                    detail: image_url.detail.clone(),
+                }),
+                ContextContentPart::File { file } => file.file_data.as_ref().map(|data| UserPart::File {
+                    source: media_source(data),
+                    filename: file.filename.clone(),
+                }),
+                // No adapter takes audio input yet; it is kept in the context, not sent.
+                ContextContentPart::InputAudio { .. } => None,
+            })
+            .collect(),
+    }
+}
+
+/// A `data:<type>;base64,<payload>` URI as inline data, anything else as a URL.
+fn media_source(uri: &str) -> MediaSource {
+    if let Some(rest) = uri.strip_prefix("data:")
+        && let Some((media_type, data)) = rest.split_once(";base64,")
+    {
+        return MediaSource::Base64 {
+            media_type: media_type.to_owned(),
+            data: data.to_owned(),
+        };
+    }
+    MediaSource::Url { url: uri.to_owned() }
+}
+
+fn assistant_message(assistant: &ContextAssistantMessage, source: &str, origin: &Origin) -> AssistantMessage {
+    let same_source = assistant.source.as_deref() == Some(source);
+    let text = match &assistant.content {
+        Some(Some(AssistantContent::Text(text))) => text.clone(),
+        Some(Some(content)) => content.text(),
+        _ => String::new(),
+    };
+    let reasoning = if same_source {
+        assistant
+            .thinking_blocks
+            .iter()
+            .flatten()
+            .filter_map(|block| serde_json::from_value::<ReasoningBlock>(block.clone()).ok())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    AssistantMessage {
+        text,
+        reasoning,
+        tool_calls: assistant
+            .tool_calls()
+            .iter()
+            .map(|call| ToolCall {
+                id: call.id.clone(),
+                name: call.function.name.clone(),
+                arguments: call.function.arguments.clone(),
+                provider_data: call.provider_specific_fields.clone().map(Value::Object),
+            })
+            .collect(),
+        origin: same_source.then(|| origin.clone()),
+    }
+}

@@ -1,0 +1,48 @@
+//! Errors of the runtime's entry points.
+
+use trueforge_store::StoreError;
+
+use crate::model::ModelResolveError;
+use crate::tools::ToolError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The turn's input does not fit the conversation (the reference's `invalid_send_input`).
+    #[error("{0}")]
+    InvalidInput(String),
+    #[error("session not found")]
+    SessionNotFound,
+    #[error("turn {0} not found")]
+    TurnNotFound(String),
+    /// A resume was asked for a turn that already ended.
+    #[error("turn {0} is not running")]
+    TurnNotRunning(String),
+    #[error("agent {0} not found")]
+    AgentNotFound(String),
+    /// The agent spec cannot run (bad config, unknown MCP server).
+    #[error("{0}")]
+    InvalidSpec(String),
+    #[error(transparent)]
+    Model(#[from] ModelResolveError),
+    #[error(transparent)]
+    Tool(#[from] ToolError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl AgentError {
+    /// The machine-readable kind, for mapping to HTTP.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidInput(_) => "invalid_send_input",
+            Self::SessionNotFound => "session_not_found",
+            Self::TurnNotFound(_) => "turn_not_found",
+            Self::TurnNotRunning(_) => "turn_not_running",
+            Self::AgentNotFound(_) => "agent_not_found",
+            Self::InvalidSpec(_) => "invalid_agent_spec",
+            Self::Model(_) => "model_unavailable",
+            Self::Tool(_) => "tool_set_unavailable",
+            Self::Store(_) => "store_error",
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! The turn's journal: every event gets the next per-turn sequence number, is written to the store when it
+//! is durable, and only then goes to the live stream. Streamed-only events (the message placeholder and
+//! its deltas) take a number too, so a subscriber's cursor covers everything it saw.
+
+use std::sync::Arc;
+
+use tokio::sync::{Mutex, mpsc};
+use trueforge_protocol::{SessionEvent, TurnStreamingEvent};
+use trueforge_store::SessionStore;
+use trueforge_store::session::model::{StoredEvent, TurnKey};
+
+use crate::error::AgentError;
+use crate::ids::EventIds;
+
+/// One event of the live stream with its sequence number.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamItem {
+    pub seq: u64,
+    pub event: TurnStreamingEvent,
+}
+
+/// How many stream items may wait for a slow consumer before the turn waits for it.
+pub const STREAM_BUFFER: usize = 4096;
+
+pub struct Journal {
+    pub key: TurnKey,
+    pub store: Arc<dyn SessionStore>,
+    pub ids: Arc<EventIds>,
+    last_seq: Mutex<u64>,
+    live: mpsc::Sender<StreamItem>,
+}
+
+impl Journal {
+    /// A journal continuing after `last_seq` (0 for a new turn; the stored last seq on resume).
+    pub fn new(
+        key: TurnKey,
+        store: Arc<dyn SessionStore>,
+        ids: Arc<EventIds>,
+        last_seq: u64,
+        live: mpsc::Sender<StreamItem>,
+    ) -> Self {
+        Self {
+            key,
+            store,
+            ids,
+            last_seq: Mutex::new(last_seq),
+            live,
+        }
+    }
+
+    pub fn next_id(&self) -> String {
+        self.ids.next()
+    }
+
+    /// Streams an event that is never stored.
+    pub async fn stream(&self, event: impl Into<TurnStreamingEvent>) {
+        let mut last_seq = self.last_seq.lock().await;
+        *last_seq += 1;
+        self.send(*last_seq, event.into()).await;
+    }
+
+    /// Stores an event, then streams it.
+    pub async fn persist(&self, event: impl Into<SessionEvent>) -> Result<(), AgentError> {
+        self.persist_all(vec![event.into()]).await
+    }
+
+    /// Stores events in one write, then streams them in order.
+    pub async fn persist_all(&self, events: Vec<SessionEvent>) -> Result<(), AgentError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut last_seq = self.last_seq.lock().await;
+        let first = *last_seq + 1;
+        let stored: Vec<StoredEvent> = events
+            .into_iter()
+            .zip(first..)
+            .map(|(event, seq)| StoredEvent { seq, event })
+            .collect();
+        self.store.append_events(&self.key, stored.clone()).await?;
+        *last_seq += stored.len() as u64;
+        for item in stored {
+            self.send(item.seq, item.event.into()).await;
+        }
+        Ok(())
+    }
+
+    /// Stores an event without streaming it: the complete `model.message`, whose content subscribers
+    /// already received as deltas. It takes a number so a replay from the store can order it.
+    pub async fn persist_quietly(&self, event: impl Into<SessionEvent>) -> Result<(), AgentError> {
+        let mut last_seq = self.last_seq.lock().await;
+        let seq = *last_seq + 1;
+        self.store
+            .append_events(
+                &self.key,
+                vec![StoredEvent {
+                    seq,
+                    event: event.into(),
+                }],
+            )
+            .await?;
+        *last_seq = seq;
+        Ok(())
+    }
+
+    /// The number the next event would get.
+    pub async fn next_seq(&self) -> u64 {
+        *self.last_seq.lock().await + 1
+    }
+
+    /// Streams an event the store already wrote with `seq` (the terminal `turn.done`).
+    pub async fn stream_stored(&self, seq: u64, event: SessionEvent) {
+        let mut last_seq = self.last_seq.lock().await;
+        *last_seq = (*last_seq).max(seq);
+        self.send(seq, event.into()).await;
+    }
+
+    async fn send(&self, seq: u64, event: TurnStreamingEvent) {
+        // A consumer that went away does not stop the turn: events stay in the store for later readers.
+        let _ = self.live.send(StreamItem { seq, event }).await;
+    }
+}

@@ -1,0 +1,94 @@
+//! Per-thread counters, summed into the turn's metrics.
+
+use trueforge_llm::Usage;
+use trueforge_protocol::TurnMetrics;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThreadMetrics {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub reasoning_tokens: u64,
+    pub cost_usd: Option<f64>,
+    /// Model calls of the loop (compaction calls excluded): what the iteration limit counts.
+    pub iterations: u32,
+    pub summarizations: u64,
+}
+
+impl ThreadMetrics {
+    pub fn add_usage(&mut self, usage: &Usage) {
+        self.input_tokens += usage.input_tokens;
+        self.output_tokens += usage.output_tokens;
+        self.cache_read_tokens += usage.cache_read_tokens;
+        self.cache_write_tokens += usage.cache_write_tokens;
+        self.reasoning_tokens += usage.reasoning_tokens;
+        if let Some(cost) = usage.cost_usd {
+            self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
+        }
+    }
+
+    pub fn merge(&mut self, other: &ThreadMetrics) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+        if let Some(cost) = other.cost_usd {
+            self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
+        }
+        self.iterations += other.iterations;
+        self.summarizations += other.summarizations;
+    }
+
+    /// The turn's metrics; tool calls and sub-agents are counted from the turn's stored events.
+    pub fn to_turn_metrics(&self, counts: EventCounts) -> TurnMetrics {
+        TurnMetrics {
+            total_input_tokens: Some(self.input_tokens),
+            total_output_tokens: Some(self.output_tokens),
+            total_tokens: Some(self.input_tokens + self.output_tokens),
+            total_cache_read_tokens: Some(self.cache_read_tokens),
+            total_cache_write_tokens: Some(self.cache_write_tokens),
+            total_reasoning_tokens: Some(self.reasoning_tokens),
+            total_cost_in_usd: self.cost_usd,
+            total_tool_calls: Some(counts.tool_calls),
+            total_sub_agents: Some(counts.sub_agents),
+            total_summarizations: Some(self.summarizations),
+        }
+    }
+}
+
+/// Counts taken from a turn's stored events, so they hold across a resume.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EventCounts {
+    /// `tool.response` events, except those carrying a sub-agent's result to its parent.
+    pub tool_calls: u64,
+    /// `thread.created` events.
+    pub sub_agents: u64,
+}
+
+impl EventCounts {
+    pub fn of<'a>(events: impl IntoIterator<Item = &'a trueforge_protocol::SessionEvent> + Clone) -> Self {
+        use trueforge_protocol::SessionEvent;
+        let delegations: std::collections::HashSet<&str> = events
+            .clone()
+            .into_iter()
+            .filter_map(|event| match event {
+                SessionEvent::ThreadCreated(created) => Some(created.parent.tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut counts = Self {
+            sub_agents: delegations.len() as u64,
+            ..Self::default()
+        };
+        for event in events {
+            if let SessionEvent::ToolResponse(response) = event
+                && !delegations.contains(response.tool_call_id.as_str())
+            {
+                counts.tool_calls += 1;
+            }
+        }
+        counts
+    }
+}

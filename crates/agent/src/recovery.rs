@@ -1,0 +1,89 @@
+//! Resuming a turn after its executor died: calls that were in flight are settled before the loop runs
+//! again. A call whose `tool.response` was stored gets that result back (the crash fell between the event
+//! and the context write); a call that had started without a stored result is closed as interrupted; a
+//! call that never started runs normally. No call ever runs twice.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use trueforge_protocol::{ContextMessage, SessionEvent, ToolResponseEvent};
+
+use crate::admission::unfinished_call_result;
+use crate::context::{approval_decisions, awaits_user, open_calls};
+use crate::error::AgentError;
+use crate::ids::now_iso;
+use crate::metrics::ThreadMetrics;
+use crate::runtime::all_turn_events;
+use crate::thread::{AgentThread, STARTED_CALLS_KEY, TurnEnv};
+
+/// Settles the in-flight calls and returns what the turn had used before the crash (token counts of its
+/// stored model messages; each thread's model calls so far also count against its iteration limit).
+pub async fn reconcile_open_calls(env: &TurnEnv, threads: &mut [AgentThread]) -> Result<ThreadMetrics, AgentError> {
+    let events = all_turn_events(env.journal.store.as_ref(), &env.journal.key).await?;
+    let mut used = ThreadMetrics::default();
+    for item in &events {
+        if let SessionEvent::ModelMessage(message) = &item.event {
+            if let Some(usage) = &message.usage {
+                used.input_tokens += usage.input_tokens;
+                used.output_tokens += usage.output_tokens;
+                used.cache_read_tokens += usage.cache_read_tokens.unwrap_or(0);
+                used.cache_write_tokens += usage.cache_write_tokens.unwrap_or(0);
+            }
+            if let Some(thread) = threads.iter_mut().find(|thread| thread.id == message.thread_id) {
+                thread.metrics.iterations += 1;
+            }
+        }
+    }
+    let stored_results: HashMap<(String, String), String> = events
+        .into_iter()
+        .filter_map(|item| match item.event {
+            SessionEvent::ToolResponse(response) => {
+                Some(((response.thread_id, response.tool_call_id), response.content))
+            }
+            _ => None,
+        })
+        .collect();
+    for thread in threads.iter_mut() {
+        let decisions = approval_decisions(&thread.context);
+        let open = open_calls(&thread.context);
+        if open.iter().any(|call| awaits_user(call, &decisions)) {
+            continue;
+        }
+        let started: Vec<String> = thread
+            .capability_state
+            .get(STARTED_CALLS_KEY)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| id.as_str().map(str::to_owned))
+            .collect();
+        let snapshot = trueforge_protocol::AgentThreadSnapshot {
+            capability_state: Some(thread.capability_state.clone()),
+            ..trueforge_protocol::AgentThreadSnapshot::empty(thread.id.clone())
+        };
+        let mut rows = Vec::new();
+        let mut new_events = Vec::new();
+        for call in open {
+            if let Some(content) = stored_results.get(&(thread.id.clone(), call.id.clone())) {
+                rows.push(ContextMessage::tool_result(call.id.clone(), content.clone()));
+            } else if started.contains(&call.id) && !call.is_thread_creation() {
+                let content = unfinished_call_result(&snapshot, &call.id);
+                new_events.push(SessionEvent::ToolResponse(ToolResponseEvent {
+                    id: env.journal.next_id(),
+                    created_at: now_iso(),
+                    thread_id: thread.id.clone(),
+                    tool_call_id: call.id.clone(),
+                    content: content.clone(),
+                }));
+                rows.push(ContextMessage::tool_result(call.id.clone(), content));
+            }
+        }
+        if rows.is_empty() {
+            continue;
+        }
+        env.journal.persist_all(new_events).await?;
+        let usage = thread.usage_with(&rows);
+        thread.append(env, rows, usage, None).await?;
+    }
+    Ok(used)
+}

@@ -1,0 +1,508 @@
+//! The runtime's entry points: create a turn (admit its input, commit it, run it) and resume a running
+//! turn from its persisted snapshot after a crash.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use trueforge_protocol::{
+    AgentSpec, AgentThreadSnapshot, CancellationReason, MAIN_THREAD_ID, McpServerRef, SessionAgent, SessionEvent,
+    TurnCreatedEvent, TurnInputItem, TurnState, validate_turn_input,
+};
+use trueforge_store::session::model::{
+    ContextAppend, FreezeTurn, NewThread, NewTurn, PageRequest, SortOrder, TurnDone, TurnKey,
+};
+use trueforge_store::settings::AgentStore;
+use trueforge_store::{SessionStore, StoreError};
+
+use crate::admission::{admit, session_approvals};
+use crate::cancel::TurnCancel;
+use crate::error::AgentError;
+use crate::finish::finish_turn;
+use crate::ids::EventIds;
+use crate::journal::{Journal, STREAM_BUFFER, StreamItem};
+use crate::metrics::ThreadMetrics;
+use crate::model::ModelResolver;
+use crate::orchestrator::Orchestrator;
+use crate::recovery::reconcile_open_calls;
+use crate::setup::TurnResources;
+use crate::thread::{AgentThread, TurnEnv};
+use crate::tools::{ToolContext, ToolError, ToolSet};
+
+/// Looks agents up by id for sessions bound to a named agent (always the live definition).
+#[async_trait]
+pub trait AgentDirectory: Send + Sync {
+    async fn agent_spec(&self, tenant_id: &str, agent_id: &str) -> Result<Option<AgentSpec>, AgentError>;
+}
+
+/// The settings store's agents.
+pub struct StoredAgents(pub Arc<dyn AgentStore>);
+
+#[async_trait]
+impl AgentDirectory for StoredAgents {
+    async fn agent_spec(&self, tenant_id: &str, agent_id: &str) -> Result<Option<AgentSpec>, AgentError> {
+        Ok(self
+            .0
+            .get_agent(tenant_id, agent_id)
+            .await?
+            .map(|record| record.manifest))
+    }
+}
+
+/// Gives the tool set an agent's `mcp_servers` entry names.
+#[async_trait]
+pub trait ToolSetResolver: Send + Sync {
+    async fn tool_set(&self, tenant_id: &str, server: &McpServerRef) -> Result<Arc<dyn ToolSet>, ToolError>;
+}
+
+/// Tool sets registered in-process by name.
+#[derive(Default, Clone)]
+pub struct StaticToolSets {
+    sets: HashMap<String, Arc<dyn ToolSet>>,
+}
+
+impl StaticToolSets {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with(mut self, set: Arc<dyn ToolSet>) -> Self {
+        self.sets.insert(set.name().to_owned(), set);
+        self
+    }
+}
+
+#[async_trait]
+impl ToolSetResolver for StaticToolSets {
+    async fn tool_set(&self, _tenant_id: &str, server: &McpServerRef) -> Result<Arc<dyn ToolSet>, ToolError> {
+        self.sets
+            .get(&server.name)
+            .cloned()
+            .ok_or_else(|| ToolError::new(format!("MCP server '{}' is not configured", server.name)))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    /// How long one tool call may run.
+    pub tool_timeout: Duration,
+    /// How long a turn may run before it is cancelled with `server-execution-timeout`; `None`: no limit.
+    pub execution_timeout: Option<Duration>,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        Self {
+            tool_timeout: Duration::from_secs(240),
+            execution_timeout: None,
+        }
+    }
+}
+
+/// Which turn a new turn continues.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum PreviousTurn {
+    /// The session's latest turn.
+    #[default]
+    Auto,
+    /// None: a new conversation in the same session.
+    None,
+    /// That turn (a fork when it is not the latest).
+    Id(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct TurnRequest {
+    pub tenant_id: String,
+    pub session_id: String,
+    pub turn_id: String,
+    pub input: Vec<TurnInputItem>,
+    pub previous_turn_id: PreviousTurn,
+    pub custom: Option<Value>,
+}
+
+/// A turn running in the background: its live events, its cancel handle and its end.
+pub struct StartedTurn {
+    pub key: TurnKey,
+    pub events: mpsc::Receiver<StreamItem>,
+    pub cancel: TurnCancel,
+    pub task: JoinHandle<Option<TurnState>>,
+}
+
+impl StartedTurn {
+    /// Waits for the end, gathering every streamed event.
+    pub async fn collect(mut self) -> (Vec<StreamItem>, Option<TurnState>) {
+        let mut items = Vec::new();
+        while let Some(item) = self.events.recv().await {
+            items.push(item);
+        }
+        let state = self.task.await.ok().flatten();
+        (items, state)
+    }
+}
+
+pub struct Runtime {
+    pub store: Arc<dyn SessionStore>,
+    pub models: Arc<dyn ModelResolver>,
+    pub agents: Arc<dyn AgentDirectory>,
+    pub tools: Arc<dyn ToolSetResolver>,
+    pub options: RuntimeOptions,
+    pub ids: Arc<EventIds>,
+}
+
+impl Runtime {
+    pub fn new(
+        store: Arc<dyn SessionStore>,
+        models: Arc<dyn ModelResolver>,
+        agents: Arc<dyn AgentDirectory>,
+        tools: Arc<dyn ToolSetResolver>,
+        options: RuntimeOptions,
+    ) -> Self {
+        Self {
+            store,
+            models,
+            agents,
+            tools,
+            options,
+            ids: Arc::new(EventIds::new()),
+        }
+    }
+
+    /// Validates and admits the input, freezes the predecessor, commits the turn and starts running it.
+    /// Nothing is written when the input is rejected.
+    pub async fn create_turn(&self, request: TurnRequest) -> Result<StartedTurn, AgentError> {
+        validate_turn_input(&request.input).map_err(|error| AgentError::InvalidInput(error.to_string()))?;
+        let session = self
+            .store
+            .get_session(&request.tenant_id, &request.session_id)
+            .await?
+            .ok_or(AgentError::SessionNotFound)?;
+        let previous_id = match &request.previous_turn_id {
+            PreviousTurn::Auto => session.last_turn_id.clone(),
+            PreviousTurn::None => None,
+            PreviousTurn::Id(id) => Some(id.clone()),
+        };
+        let mut threads: BTreeMap<String, AgentThreadSnapshot> = BTreeMap::new();
+        if let Some(previous_id) = &previous_id {
+            let key = TurnKey::new(&request.tenant_id, &request.session_id, previous_id);
+            let freeze = FreezeTurn {
+                reason: CancellationReason::CancelledForNextTurn,
+                metrics: None,
+                done: TurnDone {
+                    event_id: self.ids.next(),
+                    min_seq: 0,
+                },
+            };
+            let previous = self
+                .store
+                .get_turn(&key)
+                .await?
+                .ok_or_else(|| AgentError::TurnNotFound(previous_id.clone()))?;
+            let previous = if previous.turn.state.is_terminal() {
+                previous
+            } else {
+                // Check the input before cancelling the running predecessor, then admit it again against the
+                // frozen snapshot below.
+                admit(&with_root(previous.snapshot.threads), &request.input)?;
+                self.store
+                    .freeze_and_get_turn(&key, freeze)
+                    .await
+                    .map_err(|error| match error {
+                        StoreError::TurnNotFound { turn_id } => AgentError::TurnNotFound(turn_id),
+                        other => AgentError::Store(other),
+                    })?
+            };
+            threads = previous.snapshot.threads;
+        }
+        let first_turn = !threads.contains_key(MAIN_THREAD_ID);
+        let mut threads = with_root(threads);
+        let admission = admit(&threads, &request.input)?;
+        let spec = self.spec(&request.tenant_id, &session.agent).await?;
+        let key = TurnKey::new(&request.tenant_id, &request.session_id, &request.turn_id);
+        let cancel = TurnCancel::new();
+        let resources = self.resources(&key, spec, &cancel).await?;
+
+        // The threads as they are once the input is in.
+        for (thread_id, rows) in &admission.appends {
+            if let Some(thread) = threads.get_mut(thread_id) {
+                thread.current_context_usage.prompt_tokens += crate::context::estimate_rows(rows);
+                thread.context.extend(rows.iter().cloned());
+            }
+        }
+        for stopped in &admission.stopped_threads {
+            threads.remove(stopped);
+        }
+        for (thread_id, state) in &admission.capability_states {
+            if let Some(thread) = threads.get_mut(thread_id) {
+                thread.capability_state = Some(state.clone());
+            }
+        }
+        let built = self.build_threads(&resources, &threads).await?;
+
+        let new_turn = NewTurn {
+            tenant_id: request.tenant_id.clone(),
+            session_id: request.session_id.clone(),
+            turn_id: request.turn_id.clone(),
+            previous_turn_id: previous_id.clone(),
+            input: request.input.clone(),
+            custom: request.custom.clone(),
+            new_threads: if first_turn {
+                vec![NewThread {
+                    thread_id: MAIN_THREAD_ID.to_owned(),
+                    parent: None,
+                    agent_info: None,
+                }]
+            } else {
+                Vec::new()
+            },
+            context_appends: admission
+                .appends
+                .iter()
+                .filter(|(thread_id, _)| threads.contains_key(*thread_id))
+                .map(|(thread_id, rows)| ContextAppend {
+                    thread_id: thread_id.clone(),
+                    messages: rows.clone(),
+                    current_context_usage: threads.get(thread_id).map(|thread| thread.current_context_usage),
+                })
+                .collect(),
+            capability_states: threads
+                .iter()
+                .map(|(id, thread)| (id.clone(), thread.capability_state.clone()))
+                .collect(),
+            title_if_unset: admission.title.clone(),
+            lease: None,
+        };
+        let summary = self.store.create_turn(new_turn).await.map_err(|error| match error {
+            StoreError::SessionNotFound { .. } => AgentError::SessionNotFound,
+            StoreError::PreviousTurnNotFound { turn_id } => AgentError::TurnNotFound(turn_id),
+            other => AgentError::Store(other),
+        })?;
+        if !admission.stopped_threads.is_empty() {
+            self.store.remove_threads(&key, &admission.stopped_threads).await?;
+        }
+        let created = TurnCreatedEvent {
+            id: self.ids.next(),
+            created_at: summary.created_at.to_iso(),
+            thread_id: None,
+            turn_id: request.turn_id.clone(),
+            previous_turn_id: previous_id,
+            input: (!request.input.is_empty()).then(|| request.input.clone()),
+            state: TurnState::Running,
+        };
+        let approvals = session_approvals(
+            threads
+                .get(MAIN_THREAD_ID)
+                .and_then(|main| main.capability_state.as_ref()),
+        );
+        Ok(self.start(
+            key,
+            0,
+            cancel,
+            resources,
+            built,
+            approvals,
+            Start::Fresh(Box::new(created)),
+        ))
+    }
+
+    /// Continues a turn that is still `running` in the store (its executor died): rebuilds its threads
+    /// from the snapshot, restores or closes the calls that were in flight, and runs it to its end.
+    pub async fn resume_turn(&self, key: &TurnKey) -> Result<StartedTurn, AgentError> {
+        let record = self
+            .store
+            .get_turn(key)
+            .await?
+            .ok_or_else(|| AgentError::TurnNotFound(key.turn_id.clone()))?;
+        if record.turn.state.is_terminal() {
+            return Err(AgentError::TurnNotRunning(key.turn_id.clone()));
+        }
+        let session = self
+            .store
+            .get_session(&key.tenant_id, &key.session_id)
+            .await?
+            .ok_or(AgentError::SessionNotFound)?;
+        let spec = self.spec(&key.tenant_id, &session.agent).await?;
+        let cancel = TurnCancel::new();
+        let resources = self.resources(key, spec, &cancel).await?;
+        let threads = record.snapshot.threads;
+        let built = self.build_threads(&resources, &threads).await?;
+        let approvals = session_approvals(
+            threads
+                .get(MAIN_THREAD_ID)
+                .and_then(|main| main.capability_state.as_ref()),
+        );
+        Ok(self.start(
+            key.clone(),
+            record.turn.last_seq,
+            cancel,
+            resources,
+            built,
+            approvals,
+            Start::Resume,
+        ))
+    }
+
+    async fn spec(&self, tenant_id: &str, agent: &SessionAgent) -> Result<AgentSpec, AgentError> {
+        let spec = match agent {
+            SessionAgent::Inline { spec } => spec.clone(),
+            SessionAgent::Reference { id, .. } => self
+                .agents
+                .agent_spec(tenant_id, id)
+                .await?
+                .ok_or_else(|| AgentError::AgentNotFound(id.clone()))?,
+        };
+        spec.validate()
+            .map_err(|error| AgentError::InvalidSpec(error.to_string()))?;
+        Ok(spec)
+    }
+
+    async fn resources(
+        &self,
+        key: &TurnKey,
+        spec: AgentSpec,
+        cancel: &TurnCancel,
+    ) -> Result<TurnResources, AgentError> {
+        let root_model = self.models.resolve(&key.tenant_id, &spec.model.name).await?;
+        let mut user_sets = Vec::new();
+        for server in spec.mcp_servers.iter().flatten() {
+            user_sets.push(self.tools.tool_set(&key.tenant_id, server).await?);
+        }
+        let sub_agent_models = self.models.sub_agent_models(&key.tenant_id).await;
+        Ok(TurnResources {
+            tenant_id: key.tenant_id.clone(),
+            spec,
+            models: self.models.clone(),
+            root_model,
+            user_sets,
+            sub_agent_models,
+            tool_cx: ToolContext {
+                turn: key.clone(),
+                thread_id: MAIN_THREAD_ID.to_owned(),
+                is_sub_agent: false,
+                store: self.store.clone(),
+                cancel: cancel.token().clone(),
+            },
+        })
+    }
+
+    async fn build_threads(
+        &self,
+        resources: &TurnResources,
+        threads: &BTreeMap<String, AgentThreadSnapshot>,
+    ) -> Result<Vec<AgentThread>, AgentError> {
+        let mut built = Vec::with_capacity(threads.len());
+        for snapshot in threads.values() {
+            let setup = match &snapshot.agent_info {
+                Some(info) => resources.sub_agent_setup(info).await?,
+                None => resources.root_setup().await?,
+            };
+            built.push(AgentThread::from_snapshot(snapshot.clone(), setup));
+        }
+        Ok(built)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        &self,
+        key: TurnKey,
+        last_seq: u64,
+        cancel: TurnCancel,
+        resources: TurnResources,
+        threads: Vec<AgentThread>,
+        session_approvals: std::collections::HashSet<(String, String)>,
+        start: Start,
+    ) -> StartedTurn {
+        let (sender, receiver) = mpsc::channel(STREAM_BUFFER);
+        let journal = Arc::new(Journal::new(
+            key.clone(),
+            self.store.clone(),
+            self.ids.clone(),
+            last_seq,
+            sender,
+        ));
+        let env = Arc::new(TurnEnv {
+            journal,
+            cancel: cancel.clone(),
+            tool_timeout: self.options.tool_timeout,
+            session_approvals,
+        });
+        let timeout = self.options.execution_timeout;
+        let task = tokio::spawn(run_turn(env, Arc::new(resources), threads, start, timeout));
+        StartedTurn {
+            key,
+            events: receiver,
+            cancel,
+            task,
+        }
+    }
+}
+
+/// The threads with an empty root added when there is none yet (a conversation's first turn).
+fn with_root(mut threads: BTreeMap<String, AgentThreadSnapshot>) -> BTreeMap<String, AgentThreadSnapshot> {
+    threads
+        .entry(MAIN_THREAD_ID.to_owned())
+        .or_insert_with(|| AgentThreadSnapshot::empty(MAIN_THREAD_ID));
+    threads
+}
+
+enum Start {
+    Fresh(Box<TurnCreatedEvent>),
+    Resume,
+}
+
+async fn run_turn(
+    env: Arc<TurnEnv>,
+    resources: Arc<TurnResources>,
+    mut threads: Vec<AgentThread>,
+    start: Start,
+    timeout: Option<Duration>,
+) -> Option<TurnState> {
+    let timer = timeout.map(|limit| {
+        let cancel = env.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(limit).await;
+            cancel.cancel(CancellationReason::ServerExecutionTimeout);
+        })
+    });
+    let prepared = match start {
+        Start::Fresh(created) => env
+            .journal
+            .persist(SessionEvent::TurnCreated(*created))
+            .await
+            .map(|()| ThreadMetrics::default()),
+        Start::Resume => reconcile_open_calls(&env, &mut threads).await,
+    };
+    let (end, metrics) = match prepared {
+        Ok(used_before) => {
+            let (end, mut metrics) = Orchestrator::new(env.clone(), resources, threads).run().await;
+            metrics.merge(&used_before);
+            (end, metrics)
+        }
+        Err(error) => (Err(error), ThreadMetrics::default()),
+    };
+    if let Some(timer) = timer {
+        timer.abort();
+    }
+    finish_turn(&env, end, &metrics).await
+}
+
+/// Every event of a turn, oldest first (resume reads them to restore results written before a crash).
+pub(crate) async fn all_turn_events(
+    store: &dyn SessionStore,
+    key: &TurnKey,
+) -> Result<Vec<trueforge_store::session::model::StoredEvent>, AgentError> {
+    let mut events = Vec::new();
+    let mut page = PageRequest::first(trueforge_store::session::model::MAX_PAGE_LIMIT);
+    loop {
+        let batch = store.list_turn_events(key, SortOrder::Asc, &page).await?;
+        events.extend(batch.data);
+        match batch.next_page_token {
+            Some(token) => page = PageRequest::after(trueforge_store::session::model::MAX_PAGE_LIMIT, token),
+            None => return Ok(events),
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! One agent thread (the root agent or a sub-agent) running the loop for one turn: derive what the
+//! context needs, then call the model, run tools, or stop for the user or for sub-agents.
+
+mod compact;
+mod model_step;
+mod tool_step;
+mod user_step;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use trueforge_llm::{Message, SamplingParams};
+use trueforge_protocol::{
+    ActionRequiredEvent, AgentInfo, AgentParent, AgentThreadSnapshot, ContextMessage, CurrentContextUsage,
+    InputTokensBreakdown, ModelMessageEvent, ResponseFormat, SubAgentCompletion,
+};
+
+use crate::cancel::TurnCancel;
+use crate::capabilities::DeferredTools;
+use crate::context::{ThreadNeed, thread_need};
+use crate::error::AgentError;
+use crate::journal::Journal;
+use crate::metrics::ThreadMetrics;
+use crate::model::ResolvedModel;
+use crate::tools::{ToolContext, ToolRegistry};
+
+pub(crate) use model_step::sub_agent_failure_text;
+pub use tool_step::STARTED_CALLS_KEY;
+
+/// Everything a thread runs with that does not change during the turn.
+pub struct ThreadSetup {
+    pub model: ResolvedModel,
+    pub system_prompt: String,
+    /// Messages sent before the context on every call (the spec's seed messages; a sub-agent's task).
+    pub seed: Vec<Message>,
+    pub sampling: SamplingParams,
+    pub extras: Map<String, Value>,
+    pub response_format: Option<ResponseFormat>,
+    pub iteration_limit: u32,
+    pub registry: ToolRegistry,
+    pub deferred: Option<Arc<DeferredTools>>,
+    /// Compact once the context reaches this many tokens; `None`: compaction is off.
+    pub compaction_threshold: Option<u64>,
+    pub large_responses: bool,
+    pub sub_agents_available: bool,
+    /// The estimated parts of every call's input that do not depend on the conversation.
+    pub breakdown: InputTokensBreakdown,
+}
+
+/// What the threads of a turn share.
+pub struct TurnEnv {
+    pub journal: Arc<Journal>,
+    pub cancel: TurnCancel,
+    pub tool_timeout: Duration,
+    /// Tools the user allowed for the whole session: `(tool set id, tool name)`.
+    pub session_approvals: HashSet<(String, String)>,
+}
+
+/// Why a thread stopped running.
+#[derive(Debug)]
+pub enum ThreadExit {
+    /// The thread's agent gave its final answer.
+    Done(ModelMessageEvent),
+    /// The thread failed; a sub-agent's failure becomes its parent's tool result.
+    Failed {
+        error: String,
+        output: Option<ModelMessageEvent>,
+    },
+    /// Calls wait for the user; the events were persisted and streamed.
+    NeedsUser(Vec<ActionRequiredEvent>),
+    /// Sub-agents to start, by the tool call that asked for each.
+    Spawn(Vec<(String, AgentInfo)>),
+    /// Only running sub-agents can move the thread on.
+    WaitingForChildren,
+    Cancelled,
+}
+
+pub struct AgentThread {
+    pub id: String,
+    pub title: String,
+    pub context: Vec<ContextMessage>,
+    pub usage: CurrentContextUsage,
+    pub parent: Option<AgentParent>,
+    pub agent_info: Option<AgentInfo>,
+    pub completion: Option<SubAgentCompletion>,
+    pub capability_state: Map<String, Value>,
+    pub setup: Arc<ThreadSetup>,
+    pub metrics: ThreadMetrics,
+    /// Calls of this thread whose sub-agent is running.
+    pub spawned: HashSet<String>,
+}
+
+impl AgentThread {
+    pub fn from_snapshot(snapshot: AgentThreadSnapshot, setup: Arc<ThreadSetup>) -> Self {
+        let title = snapshot
+            .agent_info
+            .as_ref()
+            .map_or_else(|| snapshot.thread_id.clone(), |info| info.name.clone());
+        Self {
+            id: snapshot.thread_id,
+            title,
+            context: snapshot.context,
+            usage: snapshot.current_context_usage,
+            parent: snapshot.parent,
+            agent_info: snapshot.agent_info,
+            completion: snapshot.completion,
+            capability_state: snapshot.capability_state.unwrap_or_default(),
+            setup,
+            metrics: ThreadMetrics::default(),
+            spawned: HashSet::new(),
+        }
+    }
+
+    pub fn is_sub_agent(&self) -> bool {
+        self.parent.is_some()
+    }
+
+    pub fn need(&self) -> ThreadNeed {
+        thread_need(&self.context, &self.spawned)
+    }
+
+    pub(crate) fn tool_context(&self, env: &TurnEnv) -> ToolContext {
+        ToolContext {
+            turn: env.journal.key.clone(),
+            thread_id: self.id.clone(),
+            is_sub_agent: self.is_sub_agent(),
+            store: env.journal.store.clone(),
+            cancel: env.cancel.token().child_token(),
+        }
+    }
+
+    /// Runs until the thread cannot go on by itself. Store failures end the turn (`Err`).
+    pub async fn run(&mut self, env: &TurnEnv) -> Result<ThreadExit, AgentError> {
+        loop {
+            if env.cancel.is_cancelled() {
+                return Ok(ThreadExit::Cancelled);
+            }
+            let exit = match self.need() {
+                ThreadNeed::Model => {
+                    if self.metrics.iterations >= self.setup.iteration_limit {
+                        return Ok(ThreadExit::Failed {
+                            error: format!(
+                                "The iteration limit of {} model calls was reached; send another message to continue.",
+                                self.setup.iteration_limit
+                            ),
+                            output: None,
+                        });
+                    }
+                    if let Some(exit) = self.compact_if_needed(env).await? {
+                        return Ok(exit);
+                    }
+                    self.model_step(env).await?
+                }
+                ThreadNeed::Tools => self.tool_step(env).await?,
+                ThreadNeed::User => Some(self.user_step(env).await?),
+                ThreadNeed::Children => Some(ThreadExit::WaitingForChildren),
+            };
+            if let Some(exit) = exit {
+                return Ok(exit);
+            }
+        }
+    }
+
+    /// Appends rows to the context: stored first, then kept in memory.
+    pub(crate) async fn append(
+        &mut self,
+        env: &TurnEnv,
+        rows: Vec<ContextMessage>,
+        usage: CurrentContextUsage,
+        completion: Option<SubAgentCompletion>,
+    ) -> Result<(), AgentError> {
+        env.journal
+            .store
+            .append_to_thread_context(
+                &env.journal.key,
+                &self.id,
+                rows.clone(),
+                Some(usage),
+                completion.clone(),
+            )
+            .await?;
+        self.context.extend(rows);
+        self.usage = usage;
+        if completion.is_some() {
+            self.completion = completion;
+        }
+        Ok(())
+    }
+
+    /// The usage after appending `rows`: the last known size plus an estimate of the new rows.
+    pub(crate) fn usage_with(&self, rows: &[ContextMessage]) -> CurrentContextUsage {
+        CurrentContextUsage {
+            prompt_tokens: self.usage.prompt_tokens
+                + self.usage.completion_tokens
+                + crate::context::estimate_rows(rows),
+            completion_tokens: 0,
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The tool step: run every open call of the last assistant row at once, each with its own timeout, and
+//! commit the results together.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+use trueforge_protocol::{
+    AgentInfo, ApprovalDecision, ContextMessage, ContextToolCall, ContextToolMessage, ToolResponseEvent,
+};
+
+use super::{AgentThread, ThreadExit, TurnEnv};
+use crate::capabilities::{ToolResultDraft, limit_batch};
+use crate::context::{approval_decisions, open_calls};
+use crate::error::AgentError;
+use crate::ids::now_iso;
+use crate::tools::{ToolContent, ToolKind, ToolOutput};
+
+/// Capability-state key listing the calls whose execution began. A call listed here but without a result
+/// after a crash may have run: it is closed as interrupted, never run again.
+pub const STARTED_CALLS_KEY: &str = "tf.started_tool_calls";
+
+enum CallOutcome {
+    Result(ToolContent, String),
+    Spawn(AgentInfo),
+    Cancelled,
+}
+
+impl AgentThread {
+    pub(crate) async fn tool_step(&mut self, env: &TurnEnv) -> Result<Option<ThreadExit>, AgentError> {
+        let open: Vec<ContextToolCall> = open_calls(&self.context)
+            .into_iter()
+            .filter(|call| !(call.is_thread_creation() && self.spawned.contains(&call.id)))
+            .cloned()
+            .collect();
+        let decisions: HashMap<String, ApprovalDecision> = approval_decisions(&self.context)
+            .into_iter()
+            .map(|(id, decision)| (id.to_owned(), decision.clone()))
+            .collect();
+
+        let mut to_run = Vec::new();
+        let mut outcomes: HashMap<String, CallOutcome> = HashMap::new();
+        for call in &open {
+            match decisions.get(&call.id) {
+                Some(ApprovalDecision::Deny { reason }) if call.is_approval_required() => {
+                    let text = match reason {
+                        Some(reason) => format!("The user denied this tool call. Reason: {reason}"),
+                        None => "The user denied this tool call.".to_owned(),
+                    };
+                    outcomes.insert(
+                        call.id.clone(),
+                        CallOutcome::Result(ToolContent::error(text), tool_name(call)),
+                    );
+                }
+                _ => to_run.push(call),
+            }
+        }
+        if !to_run.is_empty() {
+            let started = json!(to_run.iter().map(|call| call.id.as_str()).collect::<Vec<_>>());
+            env.journal
+                .store
+                .patch_thread_capability_state(&env.journal.key, &self.id, STARTED_CALLS_KEY, started.clone())
+                .await?;
+            self.capability_state.insert(STARTED_CALLS_KEY.to_owned(), started);
+        }
+        let executed = futures::future::join_all(to_run.iter().map(|call| self.execute(env, call))).await;
+        for (call, outcome) in to_run.iter().zip(executed) {
+            outcomes.insert(call.id.clone(), outcome);
+        }
+
+        let mut drafts = Vec::new();
+        let mut spawn = Vec::new();
+        let mut cancelled = false;
+        for call in &open {
+            match outcomes.remove(&call.id) {
+                Some(CallOutcome::Result(content, name)) => drafts.push((
+                    ToolResultDraft {
+                        tool_call_id: call.id.clone(),
+                        tool_name: name,
+                        content: content.to_model_text(),
+                        full_content: None,
+                        is_error: content.is_error,
+                    },
+                    now_iso(),
+                )),
+                Some(CallOutcome::Spawn(info)) => spawn.push((call.id.clone(), info)),
+                Some(CallOutcome::Cancelled) | None => cancelled = true,
+            }
+        }
+        self.commit_results(env, drafts).await?;
+        if cancelled {
+            return Ok(Some(ThreadExit::Cancelled));
+        }
+        if !spawn.is_empty() {
+            return Ok(Some(ThreadExit::Spawn(spawn)));
+        }
+        Ok(None)
+    }
+
+    async fn execute(&self, env: &TurnEnv, call: &ContextToolCall) -> CallOutcome {
+        let name = tool_name(call);
+        let arguments = match parse_arguments(&call.function.arguments) {
+            Ok(arguments) => arguments,
+            Err(problem) => return CallOutcome::Result(ToolContent::error(problem), name),
+        };
+        let Some(tool) = self.setup.registry.get(&call.function.name) else {
+            return CallOutcome::Result(
+                ToolContent::error(format!("Tool {} is not available to this agent.", call.function.name)),
+                name,
+            );
+        };
+        let cx = self.tool_context(env);
+        let timeout = env.tool_timeout;
+        let run = tokio::time::timeout(timeout, tool.set.call_tool(&tool.spec.name, arguments, &cx));
+        // Biased: once the turn is cancelled, a tool that returns in the same instant still counts as
+        // cancelled, so the outcome does not depend on scheduling.
+        let result = tokio::select! {
+            biased;
+            () = env.cancel.cancelled() => {
+                cx.cancel.cancel();
+                return CallOutcome::Cancelled;
+            }
+            result = run => result,
+        };
+        match result {
+            Err(_elapsed) => {
+                cx.cancel.cancel();
+                CallOutcome::Result(
+                    ToolContent::error(format!("The tool did not finish within {} seconds.", timeout.as_secs())),
+                    name,
+                )
+            }
+            Ok(Err(error)) => CallOutcome::Result(ToolContent::error(error.message), name),
+            Ok(Ok(ToolOutput::Content(content))) => CallOutcome::Result(content, name),
+            Ok(Ok(ToolOutput::CreateSubAgent(info))) if tool.spec.kind == ToolKind::ThreadCreation => {
+                CallOutcome::Spawn(info)
+            }
+            Ok(Ok(ToolOutput::CreateSubAgent(_))) => CallOutcome::Result(
+                ToolContent::error("This tool cannot start sub-agents.".to_owned()),
+                name,
+            ),
+        }
+    }
+
+    /// Persists one `tool.response` per result, then the result rows (the step's commit point).
+    pub(crate) async fn commit_results(
+        &mut self,
+        env: &TurnEnv,
+        mut drafts: Vec<(ToolResultDraft, String)>,
+    ) -> Result<(), AgentError> {
+        if drafts.is_empty() {
+            return Ok(());
+        }
+        if self.setup.large_responses {
+            let mut batch: Vec<ToolResultDraft> = drafts.iter().map(|(draft, _)| draft.clone()).collect();
+            limit_batch(&mut batch, self.setup.sub_agents_available);
+            for ((draft, _), limited) in drafts.iter_mut().zip(batch) {
+                *draft = limited;
+            }
+        }
+        let events = drafts
+            .iter()
+            .map(|(draft, finished_at)| {
+                ToolResponseEvent {
+                    id: env.journal.next_id(),
+                    created_at: finished_at.clone(),
+                    thread_id: self.id.clone(),
+                    tool_call_id: draft.tool_call_id.clone(),
+                    content: draft.content.clone(),
+                }
+                .into()
+            })
+            .collect();
+        let rows: Vec<ContextMessage> = drafts
+            .into_iter()
+            .map(|(draft, _)| {
+                ContextMessage::Tool(ContextToolMessage {
+                    tool_call_id: draft.tool_call_id,
+                    content: draft.content,
+                    full_content: draft.full_content,
+                })
+            })
+            .collect();
+        env.journal.persist_all(events).await?;
+        let usage = self.usage_with(&rows);
+        self.append(env, rows, usage, None).await
+    }
+}
+
+fn tool_name(call: &ContextToolCall) -> String {
+    call.tool_info
+        .as_ref()
+        .map_or_else(|| call.function.name.clone(), |info| info.original_tool_name.clone())
+}
+
+/// The model's arguments as a JSON object; empty arguments mean `{}`.
+fn parse_arguments(raw: &str) -> Result<Value, String> {
+    if raw.trim().is_empty() {
+        return Ok(json!({}));
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err("The tool arguments must be a JSON object.".to_owned()),
+        Err(error) => Err(format!("The tool arguments are not valid JSON: {error}")),
+    }
+}

@@ -1,0 +1,153 @@
+//! Crash recovery: a multi-step turn (tools in parallel, a sub-agent with its own tool call) is interrupted
+//! after every committed step and resumed by a fresh runtime; each resumed run must end with the same
+//! context and the same stored events as an uninterrupted run, and no tool may run twice.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use support::crash::CrashingStore;
+use support::model::{ScriptedModel, assistant_count, calls, text};
+use support::tools::Executions;
+use support::{Harness, TENANT, normalized_json, spec, user};
+use trueforge_agent::capabilities::SUB_AGENT_IDENTITY;
+use trueforge_agent::{PreviousTurn, RuntimeOptions};
+use trueforge_protocol::TurnState;
+use trueforge_store::db::{MigrateOnOpen, SqliteDb};
+use trueforge_store::session::model::TurnKey;
+use trueforge_store::{SessionStore, SqliteSessionStore};
+
+fn model() -> Arc<ScriptedModel> {
+    ScriptedModel::new(|request| {
+        let child = request
+            .instructions
+            .as_deref()
+            .is_some_and(|prompt| prompt.contains(SUB_AGENT_IDENTITY));
+        match (child, assistant_count(request)) {
+            (true, 0) => calls(&[("child_echo", "echo", r#"{"text": "from the child"}"#)]),
+            (true, _) => text("The child echoed its text."),
+            (false, 0) => calls(&[
+                ("call_add", "add", r#"{"a": 2, "b": 3}"#),
+                ("call_echo", "echo", r#"{"text": "hi"}"#),
+            ]),
+            (false, 1) => calls(&[(
+                "call_sub",
+                "create_sub_agent",
+                r#"{"name": "Helper", "input": "Echo something."}"#,
+            )]),
+            (false, _) => text("Everything is done."),
+        }
+    })
+}
+
+/// What must match between runs: the root's final context and the stored events (ids normalised, seqs
+/// left out since a crashed run used numbers for deltas it never stored).
+async fn outcome(store: &Arc<dyn SessionStore>, key: &TurnKey) -> (String, String) {
+    let record = store.get_turn(key).await.unwrap().unwrap();
+    let context = serde_json::to_value(&record.snapshot.threads["main"].context).unwrap();
+    let events: Vec<Value> = store
+        .list_turn_events(
+            key,
+            trueforge_store::session::model::SortOrder::Asc,
+            &trueforge_store::session::model::PageRequest::first(1000),
+        )
+        .await
+        .unwrap()
+        .data
+        .into_iter()
+        .map(|item| serde_json::to_value(&item.event).unwrap())
+        .collect();
+    (normalized_json(&context), normalized_json(&json!(events)))
+}
+
+fn executions_sorted(executions: &Executions) -> Vec<String> {
+    let mut all: Vec<String> = executions
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(name, arguments)| format!("{name} {arguments}"))
+        .collect();
+    all.sort();
+    all
+}
+
+async fn sqlite() -> (Arc<dyn SessionStore>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = SqliteDb::open(&dir.path().join("agent.sqlite"), MigrateOnOpen::Yes)
+        .await
+        .unwrap();
+    (Arc::new(SqliteSessionStore::new(db)), dir)
+}
+
+#[tokio::test]
+async fn resume_after_every_step_gives_the_uninterrupted_result() {
+    // The uninterrupted run, counting its commits.
+    let (inner, dir) = sqlite().await;
+    let counting = Arc::new(CrashingStore::new(inner.clone(), usize::MAX));
+    let reference = Harness::on_store(counting.clone(), model(), spec(), RuntimeOptions::default(), None, dir).await;
+    let (_, state, key) = reference.turn(vec![user("do the work")]).await;
+    assert!(matches!(state, TurnState::Done { output: Some(_), .. }), "{state:?}");
+    let expected = outcome(&inner, &key).await;
+    let expected_executions = executions_sorted(&reference.executions);
+    let steps = counting.commits.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(steps >= 7, "the scenario has many steps, found {steps}");
+
+    for crash_after in 1..steps {
+        let (inner, dir) = sqlite().await;
+        let crashing = Arc::new(CrashingStore::new(inner.clone(), crash_after));
+        let first = Harness::on_store(crashing, model(), spec(), RuntimeOptions::default(), None, dir).await;
+        let started = first
+            .runtime
+            .create_turn(first.request(vec![user("do the work")], PreviousTurn::Auto))
+            .await
+            .unwrap();
+        let key = started.key.clone();
+        let (_, state) = started.collect().await;
+        assert_eq!(
+            state, None,
+            "crash after {crash_after}: the crashed run must not end the turn"
+        );
+        let record = inner.get_turn(&key).await.unwrap().unwrap();
+        assert!(
+            !record.turn.state.is_terminal(),
+            "crash after {crash_after}: the turn is still running"
+        );
+
+        // A fresh runtime (new process) on the same database, sharing only the tools' execution log.
+        let dir = tempfile::tempdir().unwrap();
+        let second = Harness::on_store(inner.clone(), model(), spec(), RuntimeOptions::default(), None, dir).await;
+        let resumed_runtime = rebind_tools(&second, &first.executions);
+        let resumed = resumed_runtime.resume_turn(&key).await.unwrap();
+        let (_, state) = resumed.collect().await;
+        assert!(
+            matches!(state, Some(TurnState::Done { output: Some(_), .. })),
+            "crash after {crash_after}: {state:?}"
+        );
+        let actual = outcome(&inner, &key).await;
+        assert_eq!(actual.0, expected.0, "crash after {crash_after}: final context differs");
+        assert_eq!(actual.1, expected.1, "crash after {crash_after}: stored events differ");
+        assert_eq!(
+            executions_sorted(&first.executions),
+            expected_executions,
+            "crash after {crash_after}: every tool ran exactly once"
+        );
+        assert_eq!(record.turn.tenant_id, TENANT);
+    }
+}
+
+/// A runtime on the second harness's store whose workbench records into `executions`.
+fn rebind_tools(harness: &Harness, executions: &Executions) -> trueforge_agent::Runtime {
+    let tools = trueforge_agent::StaticToolSets::new().with(Arc::new(support::tools::workbench(executions.clone())));
+    trueforge_agent::Runtime::new(
+        harness.store.clone(),
+        Arc::new(support::model::OneModel {
+            model: model(),
+            context_window: None,
+        }),
+        Arc::new(support::NoAgents),
+        Arc::new(tools),
+        RuntimeOptions::default(),
+    )
+}

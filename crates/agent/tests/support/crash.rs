@@ -1,0 +1,212 @@
+//! A session store that "crashes" the process: after a given number of context commits, every write
+//! fails, as if the executor died right after that commit. Reads keep working.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use serde_json::Value;
+use trueforge_protocol::{
+    AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion, TurnState,
+};
+use trueforge_store::session::model::{
+    ExpiredLease, FreezeTurn, HistoryEntry, Lease, NewSession, NewTurn, Page, PageRequest, SandboxInfo,
+    SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, TurnDone, TurnKey,
+    TurnRecord, TurnSummary,
+};
+use trueforge_store::{SessionStore, StoreError, StoreResult};
+
+pub struct CrashingStore {
+    pub inner: Arc<dyn SessionStore>,
+    /// Context commits (appends and overwrites) allowed before the crash; `usize::MAX`: never crash.
+    pub commits_before_crash: usize,
+    pub commits: AtomicUsize,
+    pub crashed: AtomicBool,
+}
+
+impl CrashingStore {
+    pub fn new(inner: Arc<dyn SessionStore>, commits_before_crash: usize) -> Self {
+        Self {
+            inner,
+            commits_before_crash,
+            commits: AtomicUsize::new(0),
+            crashed: AtomicBool::new(false),
+        }
+    }
+
+    fn check(&self) -> StoreResult<()> {
+        if self.crashed.load(Ordering::SeqCst) {
+            return Err(StoreError::Backend("simulated crash".to_owned()));
+        }
+        Ok(())
+    }
+
+    fn committed(&self) {
+        let commits = self.commits.fetch_add(1, Ordering::SeqCst) + 1;
+        if commits >= self.commits_before_crash {
+            self.crashed.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+#[async_trait]
+impl SessionStore for CrashingStore {
+    async fn create_session(&self, session: NewSession) -> StoreResult<SessionRecord> {
+        self.check()?;
+        self.inner.create_session(session).await
+    }
+    async fn delete_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<()> {
+        self.check()?;
+        self.inner.delete_session(tenant_id, session_id).await
+    }
+    async fn get_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<Option<SessionRecord>> {
+        self.inner.get_session(tenant_id, session_id).await
+    }
+    async fn update_session(
+        &self,
+        tenant_id: &str,
+        session_id: &str,
+        update: SessionUpdate,
+    ) -> StoreResult<SessionRecord> {
+        self.check()?;
+        self.inner.update_session(tenant_id, session_id, update).await
+    }
+    async fn list_sessions(
+        &self,
+        tenant_id: &str,
+        filter: &SessionFilter,
+        page: &PageRequest,
+    ) -> StoreResult<Page<SessionRecord>> {
+        self.inner.list_sessions(tenant_id, filter, page).await
+    }
+    async fn create_turn(&self, turn: NewTurn) -> StoreResult<TurnSummary> {
+        self.check()?;
+        self.inner.create_turn(turn).await
+    }
+    async fn get_turn(&self, key: &TurnKey) -> StoreResult<Option<TurnRecord>> {
+        self.inner.get_turn(key).await
+    }
+    async fn list_turns(
+        &self,
+        tenant_id: &str,
+        session_id: &str,
+        page: &PageRequest,
+    ) -> StoreResult<Page<TurnSummary>> {
+        self.inner.list_turns(tenant_id, session_id, page).await
+    }
+    async fn freeze_and_get_turn(&self, key: &TurnKey, freeze: FreezeTurn) -> StoreResult<TurnRecord> {
+        self.check()?;
+        self.inner.freeze_and_get_turn(key, freeze).await
+    }
+    async fn update_turn_state(&self, key: &TurnKey, state: TurnState, done: TurnDone) -> StoreResult<TurnState> {
+        self.check()?;
+        self.inner.update_turn_state(key, state, done).await
+    }
+    async fn append_events(&self, key: &TurnKey, events: Vec<StoredEvent>) -> StoreResult<()> {
+        self.check()?;
+        self.inner.append_events(key, events).await
+    }
+    async fn list_turn_events(
+        &self,
+        key: &TurnKey,
+        order: SortOrder,
+        page: &PageRequest,
+    ) -> StoreResult<Page<StoredEvent>> {
+        self.inner.list_turn_events(key, order, page).await
+    }
+    async fn list_turn_events_after(&self, key: &TurnKey, after_seq: u64, limit: u32) -> StoreResult<Vec<StoredEvent>> {
+        self.inner.list_turn_events_after(key, after_seq, limit).await
+    }
+    async fn list_session_events(
+        &self,
+        tenant_id: &str,
+        session_id: &str,
+        last_turn_id: Option<&str>,
+        page: &PageRequest,
+    ) -> StoreResult<Page<SessionEventItem>> {
+        self.inner
+            .list_session_events(tenant_id, session_id, last_turn_id, page)
+            .await
+    }
+    async fn add_threads(&self, key: &TurnKey, threads: Vec<AgentThreadSnapshot>) -> StoreResult<()> {
+        self.check()?;
+        self.inner.add_threads(key, threads).await
+    }
+    async fn remove_threads(&self, key: &TurnKey, thread_ids: &[String]) -> StoreResult<()> {
+        self.check()?;
+        self.inner.remove_threads(key, thread_ids).await
+    }
+    async fn append_to_thread_context(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        messages: Vec<ContextMessage>,
+        usage: Option<CurrentContextUsage>,
+        completion: Option<SubAgentCompletion>,
+    ) -> StoreResult<()> {
+        self.check()?;
+        self.inner
+            .append_to_thread_context(key, thread_id, messages, usage, completion)
+            .await?;
+        self.committed();
+        Ok(())
+    }
+    async fn overwrite_thread_context(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        messages: Vec<ContextMessage>,
+        usage: CurrentContextUsage,
+    ) -> StoreResult<()> {
+        self.check()?;
+        self.inner
+            .overwrite_thread_context(key, thread_id, messages, usage)
+            .await?;
+        self.committed();
+        Ok(())
+    }
+    async fn patch_mcp_servers(&self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()> {
+        self.check()?;
+        self.inner.patch_mcp_servers(key, servers).await
+    }
+    async fn patch_sandbox_info(&self, key: &TurnKey, sandbox: SandboxInfo) -> StoreResult<()> {
+        self.check()?;
+        self.inner.patch_sandbox_info(key, sandbox).await
+    }
+    async fn patch_thread_capability_state(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        state_key: &str,
+        state: Value,
+    ) -> StoreResult<()> {
+        self.check()?;
+        self.inner
+            .patch_thread_capability_state(key, thread_id, state_key, state)
+            .await
+    }
+    async fn thread_history(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Vec<HistoryEntry>> {
+        self.inner.thread_history(key, thread_id).await
+    }
+    async fn search_thread_history(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+        query: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<HistoryEntry>> {
+        self.inner.search_thread_history(key, thread_id, query, limit).await
+    }
+    async fn renew_lease(&self, key: &TurnKey, owner: &str, ttl_ms: i64) -> StoreResult<Lease> {
+        self.check()?;
+        self.inner.renew_lease(key, owner, ttl_ms).await
+    }
+    async fn claim_expired_lease(&self, key: &TurnKey, new_owner: &str, ttl_ms: i64) -> StoreResult<Lease> {
+        self.check()?;
+        self.inner.claim_expired_lease(key, new_owner, ttl_ms).await
+    }
+    async fn list_expired_leases(&self, limit: u32) -> StoreResult<Vec<ExpiredLease>> {
+        self.inner.list_expired_leases(limit).await
+    }
+}
