@@ -68,7 +68,8 @@ impl TurnResources {
 
         let mut system_sets: Vec<Arc<dyn ToolSet>> = vec![Arc::new(current_datetime_tools())];
         let mut sections: Vec<(&'static str, String)> = Vec::new();
-        let deferred = (!self.user_sets.is_empty()).then(|| Arc::new(DeferredTools::new(self.user_sets.clone())));
+        let any_deferred = self.user_sets.iter().any(|set| !set.preload());
+        let deferred = any_deferred.then(|| Arc::new(DeferredTools::new(self.user_sets.clone())));
         if let Some(deferred) = &deferred {
             system_sets.push(deferred.clone());
             if let Some(text) = deferred_instructions(&self.user_sets) {
