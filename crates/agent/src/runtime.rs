@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use trueforge_protocol::{
     AgentSpec, AgentThreadSnapshot, CancellationReason, MAIN_THREAD_ID, McpServerRef, SessionAgent, SessionEvent,
-    TurnCreatedEvent, TurnInputItem, TurnState, validate_turn_input,
+    ThreadDoneEvent, ThreadState, TurnCreatedEvent, TurnInputItem, TurnState, validate_turn_input,
 };
 use trueforge_store::session::model::{
     ContextAppend, FreezeTurn, NewThread, NewTurn, PageRequest, SortOrder, TurnDone, TurnKey,
@@ -23,7 +23,7 @@ use crate::admission::{admit, session_approvals};
 use crate::cancel::TurnCancel;
 use crate::error::AgentError;
 use crate::finish::finish_turn;
-use crate::ids::EventIds;
+use crate::ids::{EventIds, now_iso};
 use crate::journal::{Journal, STREAM_BUFFER, StreamItem};
 use crate::metrics::ThreadMetrics;
 use crate::model::ModelResolver;
@@ -233,15 +233,40 @@ impl Runtime {
                 thread.context.extend(rows.iter().cloned());
             }
         }
-        for stopped in &admission.stopped_threads {
-            threads.remove(stopped);
-        }
         for (thread_id, state) in &admission.capability_states {
             if let Some(thread) = threads.get_mut(thread_id) {
                 thread.capability_state = Some(state.clone());
             }
         }
-        let built = self.build_threads(&resources, &threads).await?;
+        // Stopped sub-agents carry into the new turn (the store wants every thread accounted for) and are
+        // dropped right after it is committed.
+        let running: BTreeMap<String, AgentThreadSnapshot> = threads
+            .iter()
+            .filter(|(id, _)| !admission.stopped_threads.contains(id))
+            .map(|(id, thread)| (id.clone(), thread.clone()))
+            .collect();
+        let stopped_events: Vec<SessionEvent> = admission
+            .stopped_threads
+            .iter()
+            .filter_map(|id| threads.get(id))
+            .map(|thread| {
+                SessionEvent::ThreadDone(ThreadDoneEvent {
+                    id: self.ids.next(),
+                    created_at: now_iso(),
+                    thread_id: thread.thread_id.clone(),
+                    title: thread
+                        .agent_info
+                        .as_ref()
+                        .map_or_else(|| thread.thread_id.clone(), |info| info.name.clone()),
+                    parent: thread.parent.clone(),
+                    state: ThreadState::Error {
+                        error: "stopped: the user sent a new message".to_owned(),
+                        output: None,
+                    },
+                })
+            })
+            .collect();
+        let built = self.build_threads(&resources, &running).await?;
 
         let new_turn = NewTurn {
             tenant_id: request.tenant_id.clone(),
@@ -305,7 +330,7 @@ impl Runtime {
             resources,
             built,
             approvals,
-            Start::Fresh(Box::new(created)),
+            Start::Fresh(Box::new(created), stopped_events),
         ))
     }
 
@@ -450,7 +475,8 @@ fn with_root(mut threads: BTreeMap<String, AgentThreadSnapshot>) -> BTreeMap<Str
 }
 
 enum Start {
-    Fresh(Box<TurnCreatedEvent>),
+    /// A new turn: its `turn.created`, then the `thread.done` of sub-agents its input stopped.
+    Fresh(Box<TurnCreatedEvent>, Vec<SessionEvent>),
     Resume,
 }
 
@@ -469,11 +495,11 @@ async fn run_turn(
         })
     });
     let prepared = match start {
-        Start::Fresh(created) => env
-            .journal
-            .persist(SessionEvent::TurnCreated(*created))
-            .await
-            .map(|()| ThreadMetrics::default()),
+        Start::Fresh(created, mut stopped) => {
+            stopped.insert(0, SessionEvent::TurnCreated(*created));
+            env.journal.persist_all(stopped).await
+        }
+        .map(|()| ThreadMetrics::default()),
         Start::Resume => reconcile_open_calls(&env, &mut threads).await,
     };
     let (end, metrics) = match prepared {
