@@ -24,6 +24,6 @@ pub use datetime::current_datetime_tools;
 pub use deferred::{DeferredTools, deferred_instructions};
 pub use large_response::{PER_BATCH_TOKEN_LIMIT, PER_CALL_TOKEN_LIMIT, ToolResultDraft, limit_batch};
 pub use openui::{OPENUI_GUIDE, openui_instructions, openui_tools};
-pub use recall::{recall_instructions, recall_tools};
+pub use recall::{RECALL_SET, recall_instructions, recall_tools};
 pub use sub_agents::{SUB_AGENT_IDENTITY, SubAgentModel, sub_agent_tools, sub_agents_instructions};
 pub use text::estimate_tokens;

@@ -18,6 +18,9 @@ const SNIPPET_LEAD_CHARS: usize = 100;
 const DEFAULT_READ_CHARS: u64 = 20_000;
 const MAX_READ_CHARS: u64 = 50_000;
 
+/// The name (and id) of the recall tool set.
+pub const RECALL_SET: &str = "recall";
+
 /// The `recall` set: `search_history` and `read_history` over the current thread.
 pub fn recall_tools() -> LocalToolSet {
     let search = ToolSpec::new(
@@ -67,7 +70,7 @@ pub fn recall_tools() -> LocalToolSet {
         }),
     );
     LocalToolSet::system(
-        "recall",
+        RECALL_SET,
         vec![
             LocalTool::new(search, |arguments, cx| async move {
                 Ok(search_history(&arguments, &cx).await.unwrap_or_else(ToolOutput::error))

@@ -9,7 +9,7 @@ use trueforge_protocol::{
 };
 
 use super::{AgentThread, ThreadExit, TurnEnv};
-use crate::capabilities::{ToolResultDraft, limit_batch};
+use crate::capabilities::{RECALL_SET, ToolResultDraft, limit_batch};
 use crate::context::{approval_decisions, open_calls};
 use crate::error::AgentError;
 use crate::ids::now_iso;
@@ -21,6 +21,9 @@ pub const STARTED_CALLS_KEY: &str = "tf.started_tool_calls";
 
 enum CallOutcome {
     Result(ToolContent, String),
+    /// A recall result: already bounded by the reader's own size limit, and shortening it again would make
+    /// the full text unreachable.
+    Recalled(ToolContent, String),
     Spawn(AgentInfo),
     Cancelled,
 }
@@ -72,16 +75,8 @@ impl AgentThread {
         let mut cancelled = false;
         for call in &open {
             match outcomes.remove(&call.id) {
-                Some(CallOutcome::Result(content, name)) => drafts.push((
-                    ToolResultDraft {
-                        tool_call_id: call.id.clone(),
-                        tool_name: name,
-                        content: content.to_model_text(),
-                        full_content: None,
-                        is_error: content.is_error,
-                    },
-                    now_iso(),
-                )),
+                Some(CallOutcome::Result(content, name)) => drafts.push(draft(call, name, &content, true)),
+                Some(CallOutcome::Recalled(content, name)) => drafts.push(draft(call, name, &content, false)),
                 Some(CallOutcome::Spawn(info)) => spawn.push((call.id.clone(), info)),
                 Some(CallOutcome::Cancelled) | None => cancelled = true,
             }
@@ -130,6 +125,7 @@ impl AgentThread {
                 )
             }
             Ok(Err(error)) => CallOutcome::Result(ToolContent::error(error.message), name),
+            Ok(Ok(ToolOutput::Content(content))) if tool.set.id() == RECALL_SET => CallOutcome::Recalled(content, name),
             Ok(Ok(ToolOutput::Content(content))) => CallOutcome::Result(content, name),
             Ok(Ok(ToolOutput::CreateSubAgent(info))) if tool.spec.kind == ToolKind::ThreadCreation => {
                 CallOutcome::Spawn(info)
@@ -142,47 +138,71 @@ impl AgentThread {
     }
 
     /// Persists one `tool.response` per result, then the result rows (the step's commit point).
-    pub(crate) async fn commit_results(
-        &mut self,
-        env: &TurnEnv,
-        mut drafts: Vec<(ToolResultDraft, String)>,
-    ) -> Result<(), AgentError> {
+    pub(crate) async fn commit_results(&mut self, env: &TurnEnv, mut drafts: Vec<Draft>) -> Result<(), AgentError> {
         if drafts.is_empty() {
             return Ok(());
         }
         if self.setup.large_responses {
-            let mut batch: Vec<ToolResultDraft> = drafts.iter().map(|(draft, _)| draft.clone()).collect();
+            let mut batch: Vec<ToolResultDraft> = drafts
+                .iter()
+                .filter(|draft| draft.limited)
+                .map(|draft| draft.result.clone())
+                .collect();
             limit_batch(&mut batch, self.setup.sub_agents_available);
-            for ((draft, _), limited) in drafts.iter_mut().zip(batch) {
-                *draft = limited;
+            let mut limited = batch.into_iter();
+            for draft in drafts.iter_mut().filter(|draft| draft.limited) {
+                if let Some(result) = limited.next() {
+                    draft.result = result;
+                }
             }
         }
         let events = drafts
             .iter()
-            .map(|(draft, finished_at)| {
+            .map(|draft| {
                 ToolResponseEvent {
                     id: env.journal.next_id(),
-                    created_at: finished_at.clone(),
+                    created_at: draft.finished_at.clone(),
                     thread_id: self.id.clone(),
-                    tool_call_id: draft.tool_call_id.clone(),
-                    content: draft.content.clone(),
+                    tool_call_id: draft.result.tool_call_id.clone(),
+                    content: draft.result.content.clone(),
                 }
                 .into()
             })
             .collect();
         let rows: Vec<ContextMessage> = drafts
             .into_iter()
-            .map(|(draft, _)| {
+            .map(|draft| {
                 ContextMessage::Tool(ContextToolMessage {
-                    tool_call_id: draft.tool_call_id,
-                    content: draft.content,
-                    full_content: draft.full_content,
+                    tool_call_id: draft.result.tool_call_id,
+                    content: draft.result.content,
+                    full_content: draft.result.full_content,
                 })
             })
             .collect();
         env.journal.persist_all(events).await?;
         let usage = self.usage_with(&rows);
         self.append(env, rows, usage, None).await
+    }
+}
+
+/// A result on its way to the context: when its call finished, and whether large-response limits apply.
+pub(crate) struct Draft {
+    result: ToolResultDraft,
+    finished_at: String,
+    limited: bool,
+}
+
+fn draft(call: &ContextToolCall, tool_name: String, content: &ToolContent, limited: bool) -> Draft {
+    Draft {
+        result: ToolResultDraft {
+            tool_call_id: call.id.clone(),
+            tool_name,
+            content: content.to_model_text(),
+            full_content: None,
+            is_error: content.is_error,
+        },
+        finished_at: now_iso(),
+        limited,
     }
 }
 
