@@ -32,6 +32,9 @@ pub struct Admission {
     pub appends: BTreeMap<String, Vec<ContextMessage>>,
     /// Sub-agent threads stopped by a new user message.
     pub stopped_threads: Vec<String>,
+    /// Calls the harness closed (interrupted, never run, or their sub-agent stopped): `(thread, call, result)`.
+    /// Each gets a `tool.response` when the turn starts, so clients see every call end.
+    pub closed_calls: Vec<(String, String, String)>,
     /// The capability state of every thread after admission.
     pub capability_states: BTreeMap<String, Map<String, Value>>,
     pub title: Option<String>,
@@ -116,6 +119,9 @@ fn admit_messages(
             }
             None => unfinished_call_result(root, &call.id),
         };
+        admission
+            .closed_calls
+            .push((MAIN_THREAD_ID.to_owned(), call.id.clone(), content.clone()));
         rows.push(ContextMessage::Tool(ContextToolMessage {
             tool_call_id: call.id.clone(),
             content,
@@ -209,9 +215,18 @@ fn admit_answers(
         if answered.iter().any(|(answered_thread, _)| answered_thread == thread_id) {
             continue;
         }
-        let rows = close_interrupted(thread);
-        if !rows.is_empty() {
+        let closed = close_interrupted(thread);
+        if !closed.is_empty() {
+            let rows = closed
+                .iter()
+                .map(|(call_id, content)| ContextMessage::tool_result(call_id.clone(), content.clone()))
+                .collect();
             admission.appends.insert(thread_id.clone(), rows);
+            admission.closed_calls.extend(
+                closed
+                    .into_iter()
+                    .map(|(call_id, content)| (thread_id.clone(), call_id, content)),
+            );
         }
     }
     if !new_session_approvals.is_empty() {
@@ -235,7 +250,7 @@ fn admit_answers(
 
 /// Result rows for the open calls of a batch that was interrupted (nothing in it waits for the user and
 /// no sub-agent is working on it): such calls are never run again.
-fn close_interrupted(thread: &AgentThreadSnapshot) -> Vec<ContextMessage> {
+fn close_interrupted(thread: &AgentThreadSnapshot) -> Vec<(String, String)> {
     let decisions = approval_decisions(&thread.context);
     let open = open_calls(&thread.context);
     if open.iter().any(|call| awaits_user(call, &decisions)) {
@@ -243,7 +258,7 @@ fn close_interrupted(thread: &AgentThreadSnapshot) -> Vec<ContextMessage> {
     }
     open.iter()
         .filter(|call| !call.is_thread_creation())
-        .map(|call| ContextMessage::tool_result(call.id.clone(), unfinished_call_result(thread, &call.id)))
+        .map(|call| (call.id.clone(), unfinished_call_result(thread, &call.id)))
         .collect()
 }
 
@@ -313,6 +328,21 @@ fn title_of(content: &UserMessageContent) -> Option<String> {
     let text = content.text();
     let text = text.trim();
     (!text.is_empty()).then(|| text.chars().take(TITLE_CHARS).collect())
+}
+
+/// Adds `approvals` to the session-wide approvals recorded in a root's capability state.
+pub fn add_session_approvals(state: &mut Map<String, Value>, approvals: &std::collections::HashSet<(String, String)>) {
+    if approvals.is_empty() {
+        return;
+    }
+    let mut merged = session_approvals(Some(state));
+    merged.extend(approvals.iter().cloned());
+    let mut pairs: Vec<&(String, String)> = merged.iter().collect();
+    pairs.sort();
+    state.insert(
+        SESSION_APPROVALS_KEY.to_owned(),
+        Value::Array(pairs.into_iter().map(|(set, tool)| json!([set, tool])).collect()),
+    );
 }
 
 /// The session-wide approvals recorded in the root's capability state.

@@ -28,6 +28,9 @@ pub enum AgentError {
     Tool(#[from] ToolError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A bug in the runtime (a task panicked).
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl AgentError {
@@ -43,6 +46,7 @@ impl AgentError {
             Self::Model(_) => "model_unavailable",
             Self::Tool(_) => "tool_set_unavailable",
             Self::Store(_) => "store_error",
+            Self::Internal(_) => "internal_error",
         }
     }
 }

@@ -7,8 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::future::BoxFuture;
-use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::task::JoinSet;
 use trueforge_protocol::{
     ActionRequiredEvent, AgentInfo, AgentParent, AgentThreadSnapshot, ContextMessage, ContextToolMessage,
     MAIN_THREAD_ID, ModelMessageEvent, SubAgentCompletion, ThreadCreatedEvent, ThreadDoneEvent, ThreadState,
@@ -44,7 +43,10 @@ pub enum TurnEnd {
     Cancelled,
 }
 
-type Running = FuturesUnordered<BoxFuture<'static, (AgentThread, Result<ThreadExit, AgentError>)>>;
+/// Running threads are tasks of their own, so they keep making progress while the orchestrator awaits
+/// its own writes (delivering a result, spawning): polling them only from this loop would stall a thread
+/// holding the journal while the loop waits for that same journal.
+type Running = JoinSet<(AgentThread, Result<ThreadExit, AgentError>)>;
 
 pub struct Orchestrator {
     env: Arc<TurnEnv>,
@@ -95,7 +97,7 @@ impl Orchestrator {
 
     async fn drive(&mut self) -> Result<TurnEnd, AgentError> {
         self.deliver_stored_completions().await?;
-        let mut running: Running = FuturesUnordered::new();
+        let mut running: Running = JoinSet::new();
         let mut running_children = 0usize;
         let mut required_actions = Vec::new();
         let mut root_end: Option<TurnEnd> = None;
@@ -110,14 +112,25 @@ impl Orchestrator {
                         running_children += 1;
                     }
                     let env = self.env.clone();
-                    running.push(Box::pin(async move {
+                    running.spawn(async move {
                         let exit = thread.run(&env).await;
                         (thread, exit)
-                    }));
+                    });
                 }
             }
-            let Some((thread, exit)) = running.next().await else {
+            let Some(joined) = running.join_next().await else {
                 break;
+            };
+            let (thread, exit) = match joined {
+                Ok(finished) => finished,
+                Err(panic) => {
+                    // A thread task panicked: its state is gone, so the turn cannot go on.
+                    self.env
+                        .cancel
+                        .cancel(trueforge_protocol::CancellationReason::Abandoned);
+                    failure.get_or_insert(AgentError::Internal(format!("a thread of the turn failed: {panic}")));
+                    continue;
+                }
             };
             if thread.is_sub_agent() {
                 running_children -= 1;

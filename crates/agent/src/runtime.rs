@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use trueforge_protocol::{
     AgentSpec, AgentThreadSnapshot, CancellationReason, MAIN_THREAD_ID, McpServerRef, SessionAgent, SessionEvent,
-    ThreadDoneEvent, ThreadState, TurnCreatedEvent, TurnInputItem, TurnState, validate_turn_input,
+    ThreadDoneEvent, ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnInputItem, TurnState, validate_turn_input,
 };
 use trueforge_store::session::model::{
     ContextAppend, FreezeTurn, NewThread, NewTurn, PageRequest, SortOrder, TurnDone, TurnKey,
@@ -19,7 +19,7 @@ use trueforge_store::session::model::{
 use trueforge_store::settings::AgentStore;
 use trueforge_store::{SessionStore, StoreError};
 
-use crate::admission::{admit, session_approvals};
+use crate::admission::{Admission, add_session_approvals, admit, session_approvals};
 use crate::cancel::TurnCancel;
 use crate::error::AgentError;
 use crate::finish::finish_turn;
@@ -152,6 +152,22 @@ pub struct Runtime {
     pub tools: Arc<dyn ToolSetResolver>,
     pub options: RuntimeOptions,
     pub ids: Arc<EventIds>,
+    /// The turns this runtime is running, so a new turn or a client can cancel them.
+    live: LiveTurns,
+}
+
+/// Cancel handles of the turns running in this process.
+#[derive(Clone, Default)]
+struct LiveTurns(Arc<std::sync::Mutex<HashMap<TurnKey, TurnCancel>>>);
+
+impl LiveTurns {
+    fn with<R>(&self, f: impl FnOnce(&mut HashMap<TurnKey, TurnCancel>) -> R) -> R {
+        let mut map = match self.0.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(&mut map)
+    }
 }
 
 impl Runtime {
@@ -169,7 +185,24 @@ impl Runtime {
             tools,
             options,
             ids: Arc::new(EventIds::new()),
+            live: LiveTurns::default(),
         }
+    }
+
+    /// Cancels a turn this runtime is running. `false` when it runs elsewhere or has ended.
+    pub fn cancel_turn(&self, key: &TurnKey, reason: CancellationReason) -> bool {
+        match self.live.with(|turns| turns.get(key).cloned()) {
+            Some(cancel) => {
+                cancel.cancel(reason);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether this runtime is running the turn.
+    pub fn is_running(&self, key: &TurnKey) -> bool {
+        self.live.with(|turns| turns.contains_key(key))
     }
 
     /// Validates and admits the input, freezes the predecessor, commits the turn and starts running it.
@@ -208,19 +241,29 @@ impl Runtime {
                 // Check the input before cancelling the running predecessor, then admit it again against the
                 // frozen snapshot below.
                 admit(&with_root(previous.snapshot.threads), &request.input)?;
-                self.store
+                let frozen = self
+                    .store
                     .freeze_and_get_turn(&key, freeze)
                     .await
                     .map_err(|error| match error {
                         StoreError::TurnNotFound { turn_id } => AgentError::TurnNotFound(turn_id),
                         other => AgentError::Store(other),
-                    })?
+                    })?;
+                // The store already holds its `turn.done`; stopping the task ends its model calls and tools,
+                // and its stream ends with that stored `turn.done`.
+                self.cancel_turn(&key, CancellationReason::CancelledForNextTurn);
+                frozen
             };
             threads = previous.snapshot.threads;
         }
         let first_turn = !threads.contains_key(MAIN_THREAD_ID);
         let mut threads = with_root(threads);
-        let admission = admit(&threads, &request.input)?;
+        let mut admission = admit(&threads, &request.input)?;
+        if session.last_turn_id.is_some() && session.last_turn_id != previous_id {
+            // A new conversation or a fork still has the tools allowed for the session on its latest turn.
+            self.inherit_session_approvals(&request, session.last_turn_id.as_deref(), &mut admission)
+                .await?;
+        }
         let spec = self.spec(&request.tenant_id, &session.agent).await?;
         let key = TurnKey::new(&request.tenant_id, &request.session_id, &request.turn_id);
         let cancel = TurnCancel::new();
@@ -245,26 +288,38 @@ impl Runtime {
             .filter(|(id, _)| !admission.stopped_threads.contains(id))
             .map(|(id, thread)| (id.clone(), thread.clone()))
             .collect();
-        let stopped_events: Vec<SessionEvent> = admission
-            .stopped_threads
-            .iter()
-            .filter_map(|id| threads.get(id))
-            .map(|thread| {
-                SessionEvent::ThreadDone(ThreadDoneEvent {
-                    id: self.ids.next(),
-                    created_at: now_iso(),
-                    thread_id: thread.thread_id.clone(),
-                    title: thread
-                        .agent_info
-                        .as_ref()
-                        .map_or_else(|| thread.thread_id.clone(), |info| info.name.clone()),
-                    parent: thread.parent.clone(),
-                    state: ThreadState::Error {
-                        error: "stopped: the user sent a new message".to_owned(),
-                        output: None,
-                    },
-                })
+        let closed_events = admission.closed_calls.iter().map(|(thread_id, call_id, content)| {
+            SessionEvent::ToolResponse(ToolResponseEvent {
+                id: self.ids.next(),
+                created_at: now_iso(),
+                thread_id: thread_id.clone(),
+                tool_call_id: call_id.clone(),
+                content: content.clone(),
             })
+        });
+        let closing_events: Vec<SessionEvent> = closed_events
+            .chain(
+                admission
+                    .stopped_threads
+                    .iter()
+                    .filter_map(|id| threads.get(id))
+                    .map(|thread| {
+                        SessionEvent::ThreadDone(ThreadDoneEvent {
+                            id: self.ids.next(),
+                            created_at: now_iso(),
+                            thread_id: thread.thread_id.clone(),
+                            title: thread
+                                .agent_info
+                                .as_ref()
+                                .map_or_else(|| thread.thread_id.clone(), |info| info.name.clone()),
+                            parent: thread.parent.clone(),
+                            state: ThreadState::Error {
+                                error: "stopped: the user sent a new message".to_owned(),
+                                output: None,
+                            },
+                        })
+                    }),
+            )
             .collect();
         let built = self.build_threads(&resources, &running).await?;
 
@@ -330,7 +385,7 @@ impl Runtime {
             resources,
             built,
             approvals,
-            Start::Fresh(Box::new(created), stopped_events),
+            Start::Fresh(Box::new(created), closing_events),
         ))
     }
 
@@ -369,6 +424,34 @@ impl Runtime {
             approvals,
             Start::Resume,
         ))
+    }
+
+    async fn inherit_session_approvals(
+        &self,
+        request: &TurnRequest,
+        tip: Option<&str>,
+        admission: &mut Admission,
+    ) -> Result<(), AgentError> {
+        let Some(tip) = tip else { return Ok(()) };
+        let key = TurnKey::new(&request.tenant_id, &request.session_id, tip);
+        let Some(record) = self.store.get_turn(&key).await? else {
+            return Ok(());
+        };
+        let approvals = session_approvals(
+            record
+                .snapshot
+                .threads
+                .get(MAIN_THREAD_ID)
+                .and_then(|main| main.capability_state.as_ref()),
+        );
+        add_session_approvals(
+            admission
+                .capability_states
+                .entry(MAIN_THREAD_ID.to_owned())
+                .or_default(),
+            &approvals,
+        );
+        Ok(())
     }
 
     async fn spec(&self, tenant_id: &str, agent: &SessionAgent) -> Result<AgentSpec, AgentError> {
@@ -456,7 +539,14 @@ impl Runtime {
             session_approvals,
         });
         let timeout = self.options.execution_timeout;
-        let task = tokio::spawn(run_turn(env, Arc::new(resources), threads, start, timeout));
+        self.live.with(|turns| turns.insert(key.clone(), cancel.clone()));
+        let live = self.live.clone();
+        let live_key = key.clone();
+        let task = tokio::spawn(async move {
+            let state = run_turn(env, Arc::new(resources), threads, start, timeout).await;
+            live.with(|turns| turns.remove(&live_key));
+            state
+        });
         StartedTurn {
             key,
             events: receiver,

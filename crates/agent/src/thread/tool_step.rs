@@ -120,7 +120,7 @@ impl AgentThread {
             Err(_elapsed) => {
                 cx.cancel.cancel();
                 CallOutcome::Result(
-                    ToolContent::error(format!("The tool did not finish within {} seconds.", timeout.as_secs())),
+                    ToolContent::error(format!("The tool did not finish within {}.", describe(timeout))),
                     name,
                 )
             }
@@ -210,6 +210,14 @@ fn tool_name(call: &ContextToolCall) -> String {
     call.tool_info
         .as_ref()
         .map_or_else(|| call.function.name.clone(), |info| info.original_tool_name.clone())
+}
+
+fn describe(duration: std::time::Duration) -> String {
+    if duration.as_millis() < 1_000 {
+        format!("{} ms", duration.as_millis())
+    } else {
+        format!("{} s", duration.as_secs())
+    }
 }
 
 /// The model's arguments as a JSON object; empty arguments mean `{}`.

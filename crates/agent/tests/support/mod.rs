@@ -2,6 +2,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod crash;
+pub mod fixtures;
 pub mod model;
 pub mod tools;
 
