@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use tokio::sync::{Mutex, mpsc};
-use trueforge_protocol::{SessionEvent, TurnStreamingEvent};
+use trueforge_protocol::{ContextMessage, CurrentContextUsage, SessionEvent, SubAgentCompletion, TurnStreamingEvent};
 use trueforge_store::SessionStore;
-use trueforge_store::session::model::{StoredEvent, TurnKey};
+use trueforge_store::session::model::{StoredEvent, ThreadStep, TurnKey};
 
 use crate::error::AgentError;
 use crate::ids::EventIds;
@@ -17,6 +17,13 @@ use crate::ids::EventIds;
 pub struct StreamItem {
     pub seq: u64,
     pub event: TurnStreamingEvent,
+}
+
+/// Whether a committed event also goes to the live stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Publish {
+    Stream,
+    Quiet,
 }
 
 /// How many stream items may wait for a slow consumer before the turn waits for it.
@@ -84,21 +91,38 @@ impl Journal {
         Ok(())
     }
 
-    /// Stores an event without streaming it: the complete `model.message`, whose content subscribers
-    /// already received as deltas. It takes a number so a replay from the store can order it.
-    pub async fn persist_quietly(&self, event: impl Into<SessionEvent>) -> Result<(), AgentError> {
+    /// Commits a thread step: its events and its context rows in one store transaction, then streams the
+    /// events marked [`Publish::Stream`]. A quiet event (the complete `model.message`, whose content
+    /// subscribers already received as deltas) takes a number too, so a replay from the store can order it.
+    pub async fn commit(
+        &self,
+        thread_id: &str,
+        events: Vec<(SessionEvent, Publish)>,
+        messages: Vec<ContextMessage>,
+        usage: Option<CurrentContextUsage>,
+        completion: Option<SubAgentCompletion>,
+    ) -> Result<(), AgentError> {
         let mut last_seq = self.last_seq.lock().await;
-        let seq = *last_seq + 1;
-        self.store
-            .append_events(
-                &self.key,
-                vec![StoredEvent {
-                    seq,
-                    event: event.into(),
-                }],
-            )
-            .await?;
-        *last_seq = seq;
+        let first = *last_seq + 1;
+        let numbered: Vec<(StoredEvent, Publish)> = events
+            .into_iter()
+            .zip(first..)
+            .map(|((event, publish), seq)| (StoredEvent { seq, event }, publish))
+            .collect();
+        let step = ThreadStep {
+            thread_id: thread_id.to_owned(),
+            events: numbered.iter().map(|(stored, _)| stored.clone()).collect(),
+            messages,
+            usage,
+            completion,
+        };
+        self.store.commit_thread_step(&self.key, step).await?;
+        *last_seq += numbered.len() as u64;
+        for (stored, publish) in numbered {
+            if publish == Publish::Stream {
+                self.send(stored.seq, stored.event.into()).await;
+            }
+        }
         Ok(())
     }
 

@@ -17,6 +17,7 @@ use trueforge_protocol::{
 use crate::context::open_calls;
 use crate::error::AgentError;
 use crate::ids::now_iso;
+use crate::journal::Publish;
 use crate::metrics::ThreadMetrics;
 use crate::thread::{AgentThread, ThreadExit, ThreadSetup, TurnEnv, sub_agent_failure_text};
 
@@ -283,18 +284,18 @@ impl Orchestrator {
                 .iter()
                 .any(|call| call.id == parent_ref.tool_call_id);
             if still_open {
-                journal
-                    .persist(ToolResponseEvent {
-                        id: journal.next_id(),
-                        created_at: now_iso(),
-                        thread_id: parent.id.clone(),
-                        tool_call_id: result.tool_call_id.clone(),
-                        content: result.content.clone(),
-                    })
-                    .await?;
+                let event = ToolResponseEvent {
+                    id: journal.next_id(),
+                    created_at: now_iso(),
+                    thread_id: parent.id.clone(),
+                    tool_call_id: result.tool_call_id.clone(),
+                    content: result.content.clone(),
+                };
                 let rows = vec![ContextMessage::Tool(result)];
                 let usage = parent.usage_with(&rows);
-                parent.append(&self.env, rows, usage, None).await?;
+                parent
+                    .commit(&self.env, vec![(event.into(), Publish::Stream)], rows, usage, None)
+                    .await?;
             }
             parent.spawned.remove(&parent_ref.tool_call_id);
             self.parked.remove(&parent_ref.thread_id);
@@ -379,18 +380,17 @@ impl Orchestrator {
             return Ok(());
         };
         let content = crate::tools::error_json(message);
-        let journal = self.env.journal.clone();
-        journal
-            .persist(ToolResponseEvent {
-                id: journal.next_id(),
-                created_at: now_iso(),
-                thread_id: thread_id.to_owned(),
-                tool_call_id: call_id.to_owned(),
-                content: content.clone(),
-            })
-            .await?;
+        let event = ToolResponseEvent {
+            id: self.env.journal.next_id(),
+            created_at: now_iso(),
+            thread_id: thread_id.to_owned(),
+            tool_call_id: call_id.to_owned(),
+            content: content.clone(),
+        };
         let rows = vec![ContextMessage::tool_result(call_id, content)];
         let usage = thread.usage_with(&rows);
-        thread.append(&self.env, rows, usage, None).await
+        thread
+            .commit(&self.env, vec![(event.into(), Publish::Stream)], rows, usage, None)
+            .await
     }
 }

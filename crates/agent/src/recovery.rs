@@ -1,9 +1,7 @@
 //! Resuming a turn after its executor died: calls that were in flight are settled before the loop runs
-//! again. A call whose `tool.response` was stored gets that result back (the crash fell between the event
-//! and the context write); a call that had started without a stored result is closed as interrupted; a
+//! again. A step's events and rows are committed together, so a call either has its result or none; a call
+//! without a result that had started (it is in the thread's started list) is closed as interrupted, and a
 //! call that never started runs normally. No call ever runs twice.
-
-use std::collections::HashMap;
 
 use serde_json::Value;
 use trueforge_protocol::{ContextMessage, SessionEvent, ToolResponseEvent};
@@ -12,6 +10,7 @@ use crate::admission::unfinished_call_result;
 use crate::context::{approval_decisions, awaits_user, open_calls};
 use crate::error::AgentError;
 use crate::ids::now_iso;
+use crate::journal::Publish;
 use crate::metrics::ThreadMetrics;
 use crate::runtime::all_turn_events;
 use crate::thread::{AgentThread, STARTED_CALLS_KEY, TurnEnv};
@@ -34,56 +33,47 @@ pub async fn reconcile_open_calls(env: &TurnEnv, threads: &mut [AgentThread]) ->
             }
         }
     }
-    let stored_results: HashMap<(String, String), String> = events
-        .into_iter()
-        .filter_map(|item| match item.event {
-            SessionEvent::ToolResponse(response) => {
-                Some(((response.thread_id, response.tool_call_id), response.content))
-            }
-            _ => None,
-        })
-        .collect();
     for thread in threads.iter_mut() {
         let decisions = approval_decisions(&thread.context);
         let open = open_calls(&thread.context);
         if open.iter().any(|call| awaits_user(call, &decisions)) {
             continue;
         }
-        let started: Vec<String> = thread
+        let started: Vec<&str> = thread
             .capability_state
             .get(STARTED_CALLS_KEY)
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .filter_map(|id| id.as_str().map(str::to_owned))
+            .filter_map(Value::as_str)
             .collect();
         let snapshot = trueforge_protocol::AgentThreadSnapshot {
             capability_state: Some(thread.capability_state.clone()),
             ..trueforge_protocol::AgentThreadSnapshot::empty(thread.id.clone())
         };
         let mut rows = Vec::new();
-        let mut new_events = Vec::new();
+        let mut closing = Vec::new();
         for call in open {
-            if let Some(content) = stored_results.get(&(thread.id.clone(), call.id.clone())) {
-                rows.push(ContextMessage::tool_result(call.id.clone(), content.clone()));
-            } else if started.contains(&call.id) && !call.is_thread_creation() {
+            if started.contains(&call.id.as_str()) && !call.is_thread_creation() {
                 let content = unfinished_call_result(&snapshot, &call.id);
-                new_events.push(SessionEvent::ToolResponse(ToolResponseEvent {
-                    id: env.journal.next_id(),
-                    created_at: now_iso(),
-                    thread_id: thread.id.clone(),
-                    tool_call_id: call.id.clone(),
-                    content: content.clone(),
-                }));
+                closing.push((
+                    SessionEvent::ToolResponse(ToolResponseEvent {
+                        id: env.journal.next_id(),
+                        created_at: now_iso(),
+                        thread_id: thread.id.clone(),
+                        tool_call_id: call.id.clone(),
+                        content: content.clone(),
+                    }),
+                    Publish::Stream,
+                ));
                 rows.push(ContextMessage::tool_result(call.id.clone(), content));
             }
         }
         if rows.is_empty() {
             continue;
         }
-        env.journal.persist_all(new_events).await?;
         let usage = thread.usage_with(&rows);
-        thread.append(env, rows, usage, None).await?;
+        thread.commit(env, closing, rows, usage, None).await?;
     }
     Ok(used)
 }

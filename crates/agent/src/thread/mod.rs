@@ -14,14 +14,14 @@ use serde_json::{Map, Value};
 use trueforge_llm::{Message, SamplingParams};
 use trueforge_protocol::{
     ActionRequiredEvent, AgentInfo, AgentParent, AgentThreadSnapshot, ContextMessage, CurrentContextUsage,
-    InputTokensBreakdown, ModelMessageEvent, ResponseFormat, SubAgentCompletion,
+    InputTokensBreakdown, ModelMessageEvent, ResponseFormat, SessionEvent, SubAgentCompletion,
 };
 
 use crate::cancel::TurnCancel;
 use crate::capabilities::DeferredTools;
 use crate::context::{ThreadNeed, thread_need};
 use crate::error::AgentError;
-use crate::journal::Journal;
+use crate::journal::{Journal, Publish};
 use crate::metrics::ThreadMetrics;
 use crate::model::ResolvedModel;
 use crate::tools::{ToolContext, ToolRegistry};
@@ -163,23 +163,18 @@ impl AgentThread {
         }
     }
 
-    /// Appends rows to the context: stored first, then kept in memory.
-    pub(crate) async fn append(
+    /// Commits a step: its events and rows are stored in one transaction, then kept in memory (and the
+    /// streamed events sent live).
+    pub(crate) async fn commit(
         &mut self,
         env: &TurnEnv,
+        events: Vec<(SessionEvent, Publish)>,
         rows: Vec<ContextMessage>,
         usage: CurrentContextUsage,
         completion: Option<SubAgentCompletion>,
     ) -> Result<(), AgentError> {
         env.journal
-            .store
-            .append_to_thread_context(
-                &env.journal.key,
-                &self.id,
-                rows.clone(),
-                Some(usage),
-                completion.clone(),
-            )
+            .commit(&self.id, events, rows.clone(), Some(usage), completion.clone())
             .await?;
         self.context.extend(rows);
         self.usage = usage;

@@ -15,6 +15,7 @@ use crate::capabilities::validate_question_arguments;
 use crate::context::to_model_messages;
 use crate::error::AgentError;
 use crate::ids::now_iso;
+use crate::journal::Publish;
 use crate::tools::{ToolKind, ToolSet, context_tool_info, error_json, wire_tool_info};
 
 /// Key in an assistant row's extra fields holding the id of its `model.message` event, which pause events
@@ -85,8 +86,8 @@ impl AgentThread {
             prompt_tokens: response.usage.input_tokens,
             completion_tokens: response.usage.output_tokens,
         };
-        env.journal.persist_quietly(event.clone()).await?;
-        self.append(env, vec![ContextMessage::Assistant(row)], usage, completion)
+        let quiet = vec![(SessionEvent::from(event.clone()), Publish::Quiet)];
+        self.commit(env, quiet, vec![ContextMessage::Assistant(row)], usage, completion)
             .await?;
         if let Some(error) = failure {
             return Ok(Some(ThreadExit::Failed {
@@ -339,16 +340,16 @@ impl AgentThread {
             let arguments: Value = serde_json::from_str(&call.function.arguments).unwrap_or(Value::Null);
             if let Err(problem) = validate_question_arguments(&arguments) {
                 let content = error_json(&format!("The question was not asked: {problem}"));
-                events.push(
-                    ToolResponseEvent {
+                events.push((
+                    SessionEvent::from(ToolResponseEvent {
                         id: env.journal.next_id(),
                         created_at: now_iso(),
                         thread_id: self.id.clone(),
                         tool_call_id: call.id.clone(),
                         content: content.clone(),
-                    }
-                    .into(),
-                );
+                    }),
+                    Publish::Stream,
+                ));
                 rows.push(ContextMessage::Tool(ContextToolMessage {
                     tool_call_id: call.id.clone(),
                     content,
@@ -359,9 +360,8 @@ impl AgentThread {
         if rows.is_empty() {
             return Ok(());
         }
-        env.journal.persist_all(events).await?;
         let usage = self.usage_with(&rows);
-        self.append(env, rows, usage, None).await
+        self.commit(env, events, rows, usage, None).await
     }
 }
 

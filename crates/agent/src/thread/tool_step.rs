@@ -13,6 +13,7 @@ use crate::capabilities::{RECALL_SET, ToolResultDraft, limit_batch};
 use crate::context::{approval_decisions, open_calls};
 use crate::error::AgentError;
 use crate::ids::now_iso;
+use crate::journal::Publish;
 use crate::tools::{ToolContent, ToolKind, ToolOutput};
 
 /// Capability-state key listing the calls whose execution began. A call listed here but without a result
@@ -159,14 +160,14 @@ impl AgentThread {
         let events = drafts
             .iter()
             .map(|draft| {
-                ToolResponseEvent {
+                let event = ToolResponseEvent {
                     id: env.journal.next_id(),
                     created_at: draft.finished_at.clone(),
                     thread_id: self.id.clone(),
                     tool_call_id: draft.result.tool_call_id.clone(),
                     content: draft.result.content.clone(),
-                }
-                .into()
+                };
+                (event.into(), Publish::Stream)
             })
             .collect();
         let rows: Vec<ContextMessage> = drafts
@@ -179,9 +180,8 @@ impl AgentThread {
                 })
             })
             .collect();
-        env.journal.persist_all(events).await?;
         let usage = self.usage_with(&rows);
-        self.append(env, rows, usage, None).await
+        self.commit(env, events, rows, usage, None).await
     }
 }
 

@@ -12,14 +12,14 @@ use trueforge_protocol::{
 };
 use trueforge_store::session::model::{
     ExpiredLease, FreezeTurn, HistoryEntry, Lease, NewSession, NewTurn, Page, PageRequest, SandboxInfo,
-    SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, TurnDone, TurnKey,
-    TurnRecord, TurnSummary,
+    SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, ThreadStep, TurnDone,
+    TurnKey, TurnRecord, TurnSummary,
 };
 use trueforge_store::{SessionStore, StoreError, StoreResult};
 
 pub struct CrashingStore {
     pub inner: Arc<dyn SessionStore>,
-    /// Context commits (appends and overwrites) allowed before the crash; `usize::MAX`: never crash.
+    /// Context commits (steps, appends and overwrites) allowed before the crash; `usize::MAX`: never crash.
     pub commits_before_crash: usize,
     pub commits: AtomicUsize,
     pub crashed: AtomicBool,
@@ -149,6 +149,12 @@ impl SessionStore for CrashingStore {
         self.inner
             .append_to_thread_context(key, thread_id, messages, usage, completion)
             .await?;
+        self.committed();
+        Ok(())
+    }
+    async fn commit_thread_step(&self, key: &TurnKey, step: ThreadStep) -> StoreResult<()> {
+        self.check()?;
+        self.inner.commit_thread_step(key, step).await?;
         self.committed();
         Ok(())
     }

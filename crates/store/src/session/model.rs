@@ -236,6 +236,20 @@ pub struct FreezeTurn {
     pub done: TurnDone,
 }
 
+/// One step of a thread, committed in one transaction: its events and its context rows (a model answer and
+/// its `model.message`; tool results and their `tool.response`s). Either everything is stored or nothing.
+#[derive(Debug, Clone)]
+pub struct ThreadStep {
+    pub thread_id: String,
+    /// Events with their sequence numbers, under the same rules as [`append_events`](crate::SessionStore::append_events).
+    pub events: Vec<StoredEvent>,
+    pub messages: Vec<ContextMessage>,
+    /// Replaces the stored usage when present.
+    pub usage: Option<CurrentContextUsage>,
+    /// Set once, as in `append_to_thread_context`.
+    pub completion: Option<SubAgentCompletion>,
+}
+
 /// One event with its per-turn sequence number.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredEvent {

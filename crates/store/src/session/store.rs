@@ -8,8 +8,8 @@ use trueforge_protocol::{
 
 use super::model::{
     ExpiredLease, FreezeTurn, HistoryEntry, Lease, NewSession, NewTurn, Page, PageRequest, SandboxInfo,
-    SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, TurnDone, TurnKey,
-    TurnRecord, TurnSummary,
+    SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, ThreadStep, TurnDone,
+    TurnKey, TurnRecord, TurnSummary,
 };
 use crate::error::StoreResult;
 
@@ -116,6 +116,10 @@ pub trait SessionStore: Send + Sync {
         usage: Option<CurrentContextUsage>,
         completion: Option<SubAgentCompletion>,
     ) -> StoreResult<()>;
+
+    /// Appends a thread step's events and context rows in one transaction (the runtime's commit point): a
+    /// crash leaves both or neither. Fenced like every turn write; a missing thread fails the whole step.
+    async fn commit_thread_step(&self, key: &TurnKey, step: ThreadStep) -> StoreResult<()>;
 
     /// Replaces a thread's context (compaction). The old bodies stay readable through
     /// [`thread_history`](Self::thread_history).

@@ -11,6 +11,7 @@ pub mod recall;
 pub mod segments;
 pub mod sequence;
 pub mod sessions;
+pub mod steps;
 pub mod tenancy;
 pub mod threads;
 pub mod turns;

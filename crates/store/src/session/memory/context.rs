@@ -80,6 +80,14 @@ impl State {
         Ok(())
     }
 
+    /// Validates everything before changing anything, so a refused step leaves no trace.
+    pub(super) fn commit_thread_step(&mut self, key: &TurnKey, step: ThreadStep) -> StoreResult<()> {
+        self.fence(key)?;
+        self.thread_mut(key, &step.thread_id)?;
+        self.append_events(key, step.events)?;
+        self.append_to_thread_context(key, &step.thread_id, step.messages, step.usage, step.completion)
+    }
+
     pub(super) fn overwrite_thread_context(
         &mut self,
         key: &TurnKey,

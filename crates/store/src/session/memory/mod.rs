@@ -174,6 +174,10 @@ impl SessionStore for MemorySessionStore {
         })
     }
 
+    async fn commit_thread_step(&self, key: &TurnKey, step: ThreadStep) -> StoreResult<()> {
+        self.write_turn(key, |state| state.commit_thread_step(key, step))
+    }
+
     async fn overwrite_thread_context(
         &self,
         key: &TurnKey,

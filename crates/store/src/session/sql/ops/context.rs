@@ -11,6 +11,7 @@ use trueforge_protocol::{
     SubAgentCompletion,
 };
 
+use super::events::insert_events;
 use super::turns::fence;
 use super::{Db, INSERT_CHUNK, Store, Tx, clock, thread_not_found};
 use crate::error::{StoreError, StoreResult, is_unique_violation};
@@ -251,6 +252,37 @@ pub(super) async fn append_to_thread_context(
     .await?;
     let segment_id = segment_id.ok_or_else(|| thread_not_found(key, thread_id))?;
     append_messages(&mut tx, key, segment_id, &messages).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+pub(super) async fn commit_thread_step(store: &Store, key: &TurnKey, step: ThreadStep) -> StoreResult<()> {
+    let mut tx = store.write_tx().await?;
+    let now = clock(&mut tx).await?;
+    let last_seq = fence(&mut tx, key, now).await?;
+    let segment_id: Option<i64> = sqlx::query_scalar(
+        "UPDATE turn_thread SET usage = COALESCE($4, usage), completion = COALESCE($5, completion) \
+         WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3 RETURNING segment_id",
+    )
+    .bind(&key.session_id)
+    .bind(&key.turn_id)
+    .bind(&step.thread_id)
+    .bind(step.usage.as_ref().map(Json))
+    .bind(step.completion.as_ref().map(Json))
+    .fetch_optional(&mut *tx)
+    .await?;
+    let segment_id = segment_id.ok_or_else(|| thread_not_found(key, &step.thread_id))?;
+    let events = rules::order_event_batch(&key.turn_id, step.events, last_seq)?;
+    if let Some(last) = events.last() {
+        insert_events(&mut tx, key, &events, now).await?;
+        sqlx::query("UPDATE turn SET last_seq = $3 WHERE session_id = $1 AND turn_id = $2")
+            .bind(&key.session_id)
+            .bind(&key.turn_id)
+            .bind(rules::seq_to_db(last.seq)?)
+            .execute(&mut *tx)
+            .await?;
+    }
+    append_messages(&mut tx, key, segment_id, &step.messages).await?;
     tx.commit().await?;
     Ok(())
 }

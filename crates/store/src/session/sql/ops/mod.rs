@@ -144,6 +144,10 @@ impl SessionStore for Store {
         context::append_to_thread_context(self, key, thread_id, messages, usage, completion).await
     }
 
+    async fn commit_thread_step(&self, key: &TurnKey, step: ThreadStep) -> StoreResult<()> {
+        context::commit_thread_step(self, key, step).await
+    }
+
     async fn overwrite_thread_context(
         &self,
         key: &TurnKey,

@@ -1,0 +1,141 @@
+//! A thread step's commit: its events and context rows in one transaction, all or nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use trueforge_protocol::{ContextMessage, ContextToolMessage, SubAgentCompletion};
+use trueforge_store::StoreError;
+use trueforge_store::session::{ThreadStep, TurnKey};
+
+use super::fixtures::*;
+
+async fn running(store: &Store) -> TurnKey {
+    seed_session(store, TENANT, SESSION).await;
+    store
+        .create_turn(with_messages(turn("turn-1", None), MAIN, &["hello"]))
+        .await
+        .expect("create turn");
+    key("turn-1")
+}
+
+fn step(thread_id: &str, seqs: &[u64], texts: &[&str]) -> ThreadStep {
+    ThreadStep {
+        thread_id: thread_id.into(),
+        events: seqs
+            .iter()
+            .map(|seq| stored(*seq, model_message(&event_id(), &format!("event {seq}"))))
+            .collect(),
+        messages: texts.iter().map(|text| ContextMessage::assistant_text(*text)).collect(),
+        usage: Some(usage(42)),
+        completion: None,
+    }
+}
+
+async fn last_seq(store: &Store, turn_key: &TurnKey) -> u64 {
+    store.get_turn(turn_key).await.unwrap().unwrap().turn.last_seq
+}
+
+pub async fn step_commits_events_and_rows_together(store: Store) {
+    let turn_key = running(&store).await;
+    store
+        .commit_thread_step(&turn_key, step(MAIN, &[1, 2], &["answer"]))
+        .await
+        .expect("commit");
+    assert_eq!(event_types(&store, &turn_key).await, ["model.message", "model.message"]);
+    assert_eq!(main_context(&store, &turn_key).await, ["hello", "answer"]);
+    let record = store.get_turn(&turn_key).await.unwrap().unwrap();
+    assert_eq!(record.turn.last_seq, 2);
+    assert_eq!(record.snapshot.threads[MAIN].current_context_usage, usage(42));
+}
+
+pub async fn step_without_events_appends_rows_only(store: Store) {
+    let turn_key = running(&store).await;
+    store
+        .commit_thread_step(&turn_key, step(MAIN, &[], &["quiet"]))
+        .await
+        .expect("commit");
+    assert!(event_types(&store, &turn_key).await.is_empty());
+    assert_eq!(main_context(&store, &turn_key).await, ["hello", "quiet"]);
+    assert_eq!(last_seq(&store, &turn_key).await, 0);
+}
+
+pub async fn step_for_a_missing_thread_writes_nothing(store: Store) {
+    let turn_key = running(&store).await;
+    let error = store
+        .commit_thread_step(&turn_key, step("ghost", &[1], &["lost"]))
+        .await
+        .expect_err("unknown thread");
+    assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
+    assert!(
+        event_types(&store, &turn_key).await.is_empty(),
+        "no event of the refused step"
+    );
+    assert_eq!(last_seq(&store, &turn_key).await, 0);
+}
+
+pub async fn step_with_a_stale_seq_writes_nothing(store: Store) {
+    let turn_key = running(&store).await;
+    store
+        .commit_thread_step(&turn_key, step(MAIN, &[1, 2], &["first"]))
+        .await
+        .unwrap();
+    let error = store
+        .commit_thread_step(&turn_key, step(MAIN, &[2, 3], &["second"]))
+        .await
+        .expect_err("seq 2 is taken");
+    assert!(matches!(error, StoreError::EventSequenceConflict { .. }), "{error:?}");
+    assert_eq!(
+        main_context(&store, &turn_key).await,
+        ["hello", "first"],
+        "no row of the refused step"
+    );
+    assert_eq!(last_seq(&store, &turn_key).await, 2);
+}
+
+pub async fn step_on_a_finished_turn_is_refused(store: Store) {
+    let turn_key = running(&store).await;
+    finish(&store, &turn_key).await;
+    let before = last_seq(&store, &turn_key).await;
+    let error = store
+        .commit_thread_step(&turn_key, step(MAIN, &[before + 1], &["late"]))
+        .await
+        .expect_err("terminal turn");
+    assert!(matches!(error, StoreError::TurnNotRunning { .. }), "{error:?}");
+    assert_eq!(main_context(&store, &turn_key).await, ["hello"]);
+}
+
+pub async fn step_without_a_completion_keeps_the_stored_one(store: Store) {
+    let turn_key = running(&store).await;
+    let completion = |text: &str| {
+        let output: trueforge_protocol::ModelMessageEvent = match model_message(&event_id(), text) {
+            trueforge_protocol::SessionEvent::ModelMessage(message) => message,
+            _ => unreachable!("model_message builds a model.message"),
+        };
+        SubAgentCompletion::Done {
+            output,
+            send_to_parent: ContextToolMessage {
+                tool_call_id: "call-1".into(),
+                content: text.into(),
+                full_content: None,
+            },
+        }
+    };
+    let mut first = step(MAIN, &[1], &["done"]);
+    first.completion = Some(completion("first"));
+    store.commit_thread_step(&turn_key, first).await.unwrap();
+    store
+        .commit_thread_step(&turn_key, step(MAIN, &[2], &["again"]))
+        .await
+        .unwrap();
+    let record = store.get_turn(&turn_key).await.unwrap().unwrap();
+    let stored = record.snapshot.threads[MAIN].completion.clone().expect("completion");
+    assert_eq!(stored.send_to_parent().content, "first");
+    assert_eq!(main_context(&store, &turn_key).await, ["hello", "done", "again"]);
+}
+
+contract_group!(
+    step_commits_events_and_rows_together,
+    step_without_events_appends_rows_only,
+    step_for_a_missing_thread_writes_nothing,
+    step_with_a_stale_seq_writes_nothing,
+    step_on_a_finished_turn_is_refused,
+    step_without_a_completion_keeps_the_stored_one,
+);
