@@ -226,6 +226,41 @@ pub async fn capability_patch_with_null_stores_null(store: Store) {
     assert_eq!(state, map(json!({"k": null})), "null is a stored value, not a deletion");
 }
 
+pub async fn capability_patch_takes_any_key(store: Store) {
+    running_turn(&store).await;
+    let keys = [
+        "with \"quote\"",
+        "back\\slash",
+        "dots.and[brackets]",
+        "$.root",
+        "ünïcode",
+        "",
+    ];
+    for (index, state_key) in keys.iter().enumerate() {
+        store
+            .patch_thread_capability_state(
+                &key("turn-1"),
+                MAIN,
+                state_key,
+                json!({ "n": index, "list": [1, null] }),
+            )
+            .await
+            .unwrap();
+    }
+    let state = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads[MAIN]
+        .capability_state
+        .clone()
+        .expect("state");
+    for (index, state_key) in keys.iter().enumerate() {
+        assert_eq!(
+            state.get(*state_key),
+            Some(&json!({ "n": index, "list": [1, null] })),
+            "{state_key}"
+        );
+    }
+    assert_eq!(state.len(), keys.len(), "each key is its own entry: {state:?}");
+}
+
 pub async fn capability_state_is_per_turn(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     let mut first = turn("turn-1", None);
@@ -391,6 +426,7 @@ contract_group!(
     append_replaces_usage_only_when_given_and_sets_completion_once,
     capability_patch_is_last_write_wins_per_key,
     capability_patch_with_null_stores_null,
+    capability_patch_takes_any_key,
     capability_state_is_per_turn,
     thread_snapshot_is_json_round_trip_total,
     patch_mcp_servers_and_sandbox_info,

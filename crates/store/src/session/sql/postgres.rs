@@ -51,6 +51,15 @@ async fn clock(tx: &mut Transaction<'static, Db>) -> StoreResult<Timestamp> {
 /// schema must reach the model as its author wrote it).
 const JSON_TEXT: &str = "json";
 
+/// Sets key `$5` (a path of one key) of a thread's capability state to the JSON value `$4`, in place.
+const SET_CAPABILITY_KEY: &str = "jsonb_set(COALESCE(capability_state, '{}'::jsonb), CAST($5 AS text[]), $4, true)";
+
+/// The path of a capability key: a one-element text array.
+fn capability_key_path(key: &str) -> Option<String> {
+    let escaped = key.replace('\\', "\\\\").replace('"', "\\\"");
+    Some(format!("{{\"{escaped}\"}}"))
+}
+
 /// Full-text filter on `$4`, a `tsquery` over the store's own tokens. Both sides bypass the text-search
 /// parser (which drops or splits some tokens, such as `x²`), so they match exactly the store's words.
 const SEARCH_CONDITION: &str = "array_to_tsvector(string_to_array(m.index_text, ' ')) @@ CAST($4 AS tsquery)";

@@ -38,6 +38,14 @@ async fn clock(_tx: &mut Transaction<'static, Db>) -> StoreResult<Timestamp> {
     Ok(Timestamp::now())
 }
 
+/// Sets key `$5` (a JSON path) of a thread's capability state to the JSON value `$4`, in place.
+const SET_CAPABILITY_KEY: &str = "json_set(COALESCE(capability_state, '{}'), $5, json($4))";
+
+/// The JSON path of a capability key, when the key can be written as one (no quote or backslash).
+fn capability_key_path(key: &str) -> Option<String> {
+    (!key.contains(['"', '\\'])).then(|| format!("$.\"{key}\""))
+}
+
 /// The type a JSON value bound as text is cast to where its text must be kept as written.
 const JSON_TEXT: &str = "TEXT";
 

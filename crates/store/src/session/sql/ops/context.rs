@@ -11,9 +11,9 @@ use trueforge_protocol::{
     SubAgentCompletion,
 };
 
-use super::events::insert_events;
-use super::turns::fence;
-use super::{Db, INSERT_CHUNK, Store, Tx, clock, thread_not_found};
+use super::events::{insert_events, name_duplicate_event};
+use super::turns::{fence, fence_and_advance};
+use super::{Db, INSERT_CHUNK, SET_CAPABILITY_KEY, Store, Tx, capability_key_path, clock, thread_not_found};
 use crate::error::{StoreError, StoreResult, is_unique_violation};
 use crate::session::model::*;
 use crate::session::rules;
@@ -257,34 +257,33 @@ pub(super) async fn append_to_thread_context(
 }
 
 pub(super) async fn commit_thread_step(store: &Store, key: &TurnKey, step: ThreadStep) -> StoreResult<()> {
-    let mut tx = store.write_tx().await?;
-    let now = clock(&mut tx).await?;
-    let last_seq = fence(&mut tx, key, now).await?;
-    let segment_id: Option<i64> = sqlx::query_scalar(
-        "UPDATE turn_thread SET usage = COALESCE($4, usage), completion = COALESCE($5, completion) \
-         WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3 RETURNING segment_id",
-    )
-    .bind(&key.session_id)
-    .bind(&key.turn_id)
-    .bind(&step.thread_id)
-    .bind(step.usage.as_ref().map(Json))
-    .bind(step.completion.as_ref().map(Json))
-    .fetch_optional(&mut *tx)
-    .await?;
-    let segment_id = segment_id.ok_or_else(|| thread_not_found(key, &step.thread_id))?;
-    let events = rules::order_event_batch(&key.turn_id, step.events, last_seq)?;
-    if let Some(last) = events.last() {
+    let events = rules::order_event_batch(&key.turn_id, step.events, 0)?;
+    let written = async {
+        let mut tx = store.write_tx().await?;
+        let now = clock(&mut tx).await?;
+        fence_and_advance(&mut tx, key, now, &events).await?;
+        let segment_id: Option<i64> = sqlx::query_scalar(
+            "UPDATE turn_thread SET usage = COALESCE($4, usage), completion = COALESCE($5, completion) \
+             WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3 RETURNING segment_id",
+        )
+        .bind(&key.session_id)
+        .bind(&key.turn_id)
+        .bind(&step.thread_id)
+        .bind(step.usage.as_ref().map(Json))
+        .bind(step.completion.as_ref().map(Json))
+        .fetch_optional(&mut *tx)
+        .await?;
+        let segment_id = segment_id.ok_or_else(|| thread_not_found(key, &step.thread_id))?;
         insert_events(&mut tx, key, &events, now).await?;
-        sqlx::query("UPDATE turn SET last_seq = $3 WHERE session_id = $1 AND turn_id = $2")
-            .bind(&key.session_id)
-            .bind(&key.turn_id)
-            .bind(rules::seq_to_db(last.seq)?)
-            .execute(&mut *tx)
-            .await?;
+        append_messages(&mut tx, key, segment_id, &step.messages).await?;
+        tx.commit().await?;
+        Ok(())
     }
-    append_messages(&mut tx, key, segment_id, &step.messages).await?;
-    tx.commit().await?;
-    Ok(())
+    .await;
+    match written {
+        Ok(()) => Ok(()),
+        Err(error) => Err(name_duplicate_event(store, key, &events, error).await),
+    }
 }
 
 pub(super) async fn overwrite_thread_context(
@@ -359,6 +358,38 @@ pub(super) async fn patch_sandbox_info(store: &Store, key: &TurnKey, sandbox: Sa
 }
 
 pub(super) async fn patch_thread_capability_state(
+    store: &Store,
+    key: &TurnKey,
+    thread_id: &str,
+    state_key: &str,
+    state: Value,
+) -> StoreResult<()> {
+    let Some(path) = capability_key_path(state_key) else {
+        return rewrite_capability_state(store, key, thread_id, state_key, state).await;
+    };
+    // One statement sets the key in place: the runtime writes a key before every tool step, so a read
+    // and a rewrite of the whole map would cost a round trip each time.
+    let mut tx = store.write_tx().await?;
+    let now = clock(&mut tx).await?;
+    fence(&mut tx, key, now).await?;
+    let updated: Option<String> = sqlx::query_scalar(&format!(
+        "UPDATE turn_thread SET capability_state = {SET_CAPABILITY_KEY} \
+         WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3 RETURNING thread_id"
+    ))
+    .bind(&key.session_id)
+    .bind(&key.turn_id)
+    .bind(thread_id)
+    .bind(Json(&state))
+    .bind(path)
+    .fetch_optional(&mut *tx)
+    .await?;
+    updated.ok_or_else(|| thread_not_found(key, thread_id))?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Reads the whole map, sets the key and writes it back: for keys a JSON path cannot name.
+async fn rewrite_capability_state(
     store: &Store,
     key: &TurnKey,
     thread_id: &str,

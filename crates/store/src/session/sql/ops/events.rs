@@ -5,7 +5,7 @@ use sqlx::types::Json;
 use trueforge_protocol::SessionEvent;
 
 use super::rows::seq_from_db;
-use super::turns::{fence, require_turn};
+use super::turns::{fence_and_advance, require_turn};
 use super::{Db, INSERT_CHUNK, Store, Tx, clock};
 use crate::error::{StoreError, StoreResult, is_unique_violation};
 use crate::session::model::*;
@@ -13,6 +13,11 @@ use crate::session::page::{self, Cursor};
 use crate::session::rules;
 use crate::time::Timestamp;
 
+/// Inserts events. A batch is already ordered and free of duplicate ids, and its seqs are above the turn's
+/// last seq (checked under the turn's write fence), so a unique violation here can only be an id the turn
+/// already stored: it comes back as `EventAlreadyExists` with an empty id, which
+/// [`name_duplicate_event`] fills in once the failed transaction is gone. Not looking the ids up first saves
+/// a round trip on every write.
 pub(super) async fn insert_events(
     tx: &mut Tx,
     key: &TurnKey,
@@ -20,24 +25,6 @@ pub(super) async fn insert_events(
     now: Timestamp,
 ) -> StoreResult<()> {
     for chunk in events.chunks(INSERT_CHUNK) {
-        let mut existing = QueryBuilder::<Db>::new("SELECT event_id FROM turn_event WHERE session_id = ");
-        existing
-            .push_bind(&key.session_id)
-            .push(" AND turn_id = ")
-            .push_bind(&key.turn_id)
-            .push(" AND event_id IN (");
-        let mut ids = existing.separated(", ");
-        for stored in chunk {
-            ids.push_bind(stored.event.id());
-        }
-        existing.push(")");
-        let duplicate: Option<String> = existing.build_query_scalar().fetch_optional(&mut **tx).await?;
-        if let Some(event_id) = duplicate {
-            return Err(StoreError::EventAlreadyExists {
-                turn_id: key.turn_id.clone(),
-                event_id,
-            });
-        }
         let mut insert =
             QueryBuilder::<Db>::new("INSERT INTO turn_event (session_id, turn_id, seq, event_id, event, created_at) ");
         let mut rows = Vec::with_capacity(chunk.len());
@@ -54,10 +41,9 @@ pub(super) async fn insert_events(
         });
         insert.build().execute(&mut **tx).await.map_err(|error| {
             if is_unique_violation(&error) {
-                StoreError::EventSequenceConflict {
+                StoreError::EventAlreadyExists {
                     turn_id: key.turn_id.clone(),
-                    seq: chunk[0].seq,
-                    last_seq: chunk[0].seq,
+                    event_id: String::new(),
                 }
             } else {
                 error.into()
@@ -67,22 +53,63 @@ pub(super) async fn insert_events(
     Ok(())
 }
 
-pub(super) async fn append_events(store: &Store, key: &TurnKey, events: Vec<StoredEvent>) -> StoreResult<()> {
-    let mut tx = store.write_tx().await?;
-    let now = clock(&mut tx).await?;
-    let last_seq = fence(&mut tx, key, now).await?;
-    let events = rules::order_event_batch(&key.turn_id, events, last_seq)?;
-    if let Some(last) = events.last() {
-        insert_events(&mut tx, key, &events, now).await?;
-        sqlx::query("UPDATE turn SET last_seq = $3 WHERE session_id = $1 AND turn_id = $2")
-            .bind(&key.session_id)
-            .bind(&key.turn_id)
-            .bind(rules::seq_to_db(last.seq)?)
-            .execute(&mut *tx)
-            .await?;
+/// Names the stored event id a failed insert clashed with (see [`insert_events`]); other errors pass.
+pub(super) async fn name_duplicate_event(
+    store: &Store,
+    key: &TurnKey,
+    events: &[StoredEvent],
+    error: StoreError,
+) -> StoreError {
+    let StoreError::EventAlreadyExists { event_id, .. } = &error else {
+        return error;
+    };
+    if !event_id.is_empty() {
+        return error;
     }
-    tx.commit().await?;
-    Ok(())
+    let Ok(mut tx) = store.read_tx().await else {
+        return error;
+    };
+    let mut existing = QueryBuilder::<Db>::new("SELECT event_id FROM turn_event WHERE session_id = ");
+    existing
+        .push_bind(&key.session_id)
+        .push(" AND turn_id = ")
+        .push_bind(&key.turn_id)
+        .push(" AND event_id IN (");
+    let mut ids = existing.separated(", ");
+    for stored in events {
+        ids.push_bind(stored.event.id());
+    }
+    existing.push(") LIMIT 1");
+    let found: Option<String> = existing
+        .build_query_scalar()
+        .fetch_optional(&mut *tx)
+        .await
+        .ok()
+        .flatten();
+    match found {
+        Some(event_id) => StoreError::EventAlreadyExists {
+            turn_id: key.turn_id.clone(),
+            event_id,
+        },
+        None => error,
+    }
+}
+
+pub(super) async fn append_events(store: &Store, key: &TurnKey, events: Vec<StoredEvent>) -> StoreResult<()> {
+    let events = rules::order_event_batch(&key.turn_id, events, 0)?;
+    let written = async {
+        let mut tx = store.write_tx().await?;
+        let now = clock(&mut tx).await?;
+        fence_and_advance(&mut tx, key, now, &events).await?;
+        insert_events(&mut tx, key, &events, now).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+    .await;
+    match written {
+        Ok(()) => Ok(()),
+        Err(error) => Err(name_duplicate_event(store, key, &events, error).await),
+    }
 }
 
 pub(super) async fn list_turn_events(

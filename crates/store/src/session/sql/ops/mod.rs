@@ -18,7 +18,9 @@ use trueforge_protocol::{
     AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion, TurnState,
 };
 
-use super::{Db, JSON_TEXT, SEARCH_CONDITION, Store, clock, search_expression};
+use super::{
+    Db, JSON_TEXT, SEARCH_CONDITION, SET_CAPABILITY_KEY, Store, capability_key_path, clock, search_expression,
+};
 use crate::error::{StoreError, StoreResult};
 use crate::session::model::*;
 use crate::session::store::SessionStore;

@@ -55,6 +55,43 @@ pub(super) async fn fence(tx: &mut Tx, key: &TurnKey, now: Timestamp) -> StoreRe
     }
 }
 
+/// The write fence of a batch of events (ordered, seqs from 1 up): the turn must be running and its last
+/// seq below the batch's first; the last seq moves to the batch's last, in one statement. An empty batch is
+/// a plain [`fence`].
+pub(super) async fn fence_and_advance(
+    tx: &mut Tx,
+    key: &TurnKey,
+    now: Timestamp,
+    events: &[StoredEvent],
+) -> StoreResult<()> {
+    let (Some(first), Some(last)) = (events.first(), events.last()) else {
+        return fence(tx, key, now).await.map(|_| ());
+    };
+    let advanced: Option<i64> = sqlx::query_scalar(
+        "UPDATE turn SET updated_at = CASE WHEN updated_at < $4 THEN $4 ELSE updated_at END, last_seq = $6 \
+         WHERE tenant_id = $1 AND session_id = $2 AND turn_id = $3 AND status = 'running' AND last_seq < $5 \
+         RETURNING last_seq",
+    )
+    .bind(&key.tenant_id)
+    .bind(&key.session_id)
+    .bind(&key.turn_id)
+    .bind(now.millis())
+    .bind(rules::seq_to_db(first.seq)?)
+    .bind(rules::seq_to_db(last.seq)?)
+    .fetch_optional(&mut **tx)
+    .await?;
+    if advanced.is_some() {
+        return Ok(());
+    }
+    // Refused: say why (the turn is gone or over, or the batch is not above its last seq).
+    let last_seq = fence(tx, key, now).await?;
+    Err(StoreError::EventSequenceConflict {
+        turn_id: key.turn_id.clone(),
+        seq: first.seq,
+        last_seq,
+    })
+}
+
 async fn load_turn_row(tx: &mut Tx, key: &TurnKey) -> StoreResult<Option<TurnRow>> {
     Ok(sqlx::query_as(&format!(
         "SELECT {TURN_COLUMNS} FROM turn WHERE tenant_id = $1 AND session_id = $2 AND turn_id = $3"
@@ -150,7 +187,15 @@ async fn write_done(
         }],
         now,
     )
-    .await?;
+    .await
+    .map_err(|error| match error {
+        // One event: the clash is its own id.
+        StoreError::EventAlreadyExists { turn_id, .. } => StoreError::EventAlreadyExists {
+            turn_id,
+            event_id: done.event_id.clone(),
+        },
+        other => other,
+    })?;
     Ok(true)
 }
 
