@@ -265,6 +265,21 @@ pub struct ContextToolCall {
 }
 
 impl ContextToolCall {
+    /// A function call with nothing recorded about its tool yet.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            kind: ToolCallKind::Function,
+            function: ToolFunction {
+                name: name.into(),
+                arguments: arguments.into(),
+            },
+            tool_info: None,
+            provider_specific_fields: None,
+            extra: Map::new(),
+        }
+    }
+
     /// The call pauses the turn until the user allows or denies it.
     pub fn is_approval_required(&self) -> bool {
         self.tool_info

@@ -199,24 +199,13 @@ pub fn drop_oldest_tool_outputs(context: &[ContextMessage], tokens_to_free: u64)
 #[cfg(test)]
 mod tests {
     use trueforge_protocol::{
-        ContextToolApproval, ContextToolCall, ContextUserMessage, FileData, ImageUrl, InputAudio, ToolCallKind,
-        ToolFunction,
+        ContextToolApproval, ContextToolCall, ContextUserMessage, FileData, ImageUrl, InputAudio,
     };
 
     use super::*;
 
     fn call(id: &str, name: &str, arguments: &str) -> ContextToolCall {
-        ContextToolCall {
-            id: id.into(),
-            kind: ToolCallKind::Function,
-            function: ToolFunction {
-                name: name.into(),
-                arguments: arguments.into(),
-            },
-            tool_info: None,
-            provider_specific_fields: None,
-            extra: serde_json::Map::new(),
-        }
+        ContextToolCall::new(id, name, arguments)
     }
 
     fn tool_row(context: &[ContextMessage], index: usize) -> &ContextToolMessage {

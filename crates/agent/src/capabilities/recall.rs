@@ -256,8 +256,7 @@ mod tests {
 
     use serde_json::json;
     use trueforge_protocol::{
-        ContextAssistantMessage, ContextToolCall, ContextToolMessage, CurrentContextUsage, SessionAgent, ToolCallKind,
-        ToolFunction,
+        ContextAssistantMessage, ContextToolCall, ContextToolMessage, CurrentContextUsage, SessionAgent,
     };
     use trueforge_store::session::model::{ContextAppend, NewSession, NewThread, NewTurn, TurnKey};
     use trueforge_store::{MemorySessionStore, SessionStore};
@@ -269,17 +268,7 @@ mod tests {
 
     fn tool_call(id: &str, name: &str, arguments: &str) -> ContextMessage {
         ContextMessage::Assistant(ContextAssistantMessage {
-            tool_calls: Some(vec![ContextToolCall {
-                id: id.into(),
-                kind: ToolCallKind::Function,
-                function: ToolFunction {
-                    name: name.into(),
-                    arguments: arguments.into(),
-                },
-                tool_info: None,
-                provider_specific_fields: None,
-                extra: serde_json::Map::new(),
-            }]),
+            tool_calls: Some(vec![ContextToolCall::new(id, name, arguments)]),
             ..ContextAssistantMessage::default()
         })
     }

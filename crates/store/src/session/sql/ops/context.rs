@@ -11,7 +11,7 @@ use trueforge_protocol::{
     SubAgentCompletion,
 };
 
-use super::events::{insert_events, name_duplicate_event};
+use super::events::{insert_events, naming_duplicates};
 use super::turns::{fence, fence_and_advance};
 use super::{Db, INSERT_CHUNK, SET_CAPABILITY_KEY, Store, Tx, capability_key_path, clock, thread_not_found};
 use crate::error::{StoreError, StoreResult, is_unique_violation};
@@ -258,7 +258,7 @@ pub(super) async fn append_to_thread_context(
 
 pub(super) async fn commit_thread_step(store: &Store, key: &TurnKey, step: ThreadStep) -> StoreResult<()> {
     let events = rules::order_event_batch(&key.turn_id, step.events, 0)?;
-    let written = async {
+    naming_duplicates(store, key, &events, async {
         let mut tx = store.write_tx().await?;
         let now = clock(&mut tx).await?;
         fence_and_advance(&mut tx, key, now, &events).await?;
@@ -278,12 +278,8 @@ pub(super) async fn commit_thread_step(store: &Store, key: &TurnKey, step: Threa
         append_messages(&mut tx, key, segment_id, &step.messages).await?;
         tx.commit().await?;
         Ok(())
-    }
-    .await;
-    match written {
-        Ok(()) => Ok(()),
-        Err(error) => Err(name_duplicate_event(store, key, &events, error).await),
-    }
+    })
+    .await
 }
 
 pub(super) async fn overwrite_thread_context(

@@ -16,7 +16,7 @@ use crate::time::Timestamp;
 /// Inserts events. A batch is already ordered and free of duplicate ids, and its seqs are above the turn's
 /// last seq (checked under the turn's write fence), so a unique violation here can only be an id the turn
 /// already stored: it comes back as `EventAlreadyExists` with an empty id, which
-/// [`name_duplicate_event`] fills in once the failed transaction is gone. Not looking the ids up first saves
+/// [`naming_duplicates`] fills in once the failed transaction is gone. Not looking the ids up first saves
 /// a round trip on every write.
 pub(super) async fn insert_events(
     tx: &mut Tx,
@@ -53,13 +53,22 @@ pub(super) async fn insert_events(
     Ok(())
 }
 
-/// Names the stored event id a failed insert clashed with (see [`insert_events`]); other errors pass.
-pub(super) async fn name_duplicate_event(
+/// Runs a write that inserts `events` and, when it fails on an id the turn already stored, names that id
+/// (see [`insert_events`]) once the failed transaction is gone.
+pub(super) async fn naming_duplicates(
     store: &Store,
     key: &TurnKey,
     events: &[StoredEvent],
-    error: StoreError,
-) -> StoreError {
+    write: impl std::future::Future<Output = StoreResult<()>>,
+) -> StoreResult<()> {
+    match write.await {
+        Ok(()) => Ok(()),
+        Err(error) => Err(name_duplicate_event(store, key, events, error).await),
+    }
+}
+
+/// Names the stored event id a failed insert clashed with; other errors pass.
+async fn name_duplicate_event(store: &Store, key: &TurnKey, events: &[StoredEvent], error: StoreError) -> StoreError {
     let StoreError::EventAlreadyExists { event_id, .. } = &error else {
         return error;
     };
@@ -97,19 +106,15 @@ pub(super) async fn name_duplicate_event(
 
 pub(super) async fn append_events(store: &Store, key: &TurnKey, events: Vec<StoredEvent>) -> StoreResult<()> {
     let events = rules::order_event_batch(&key.turn_id, events, 0)?;
-    let written = async {
+    naming_duplicates(store, key, &events, async {
         let mut tx = store.write_tx().await?;
         let now = clock(&mut tx).await?;
         fence_and_advance(&mut tx, key, now, &events).await?;
         insert_events(&mut tx, key, &events, now).await?;
         tx.commit().await?;
         Ok(())
-    }
-    .await;
-    match written {
-        Ok(()) => Ok(()),
-        Err(error) => Err(name_duplicate_event(store, key, &events, error).await),
-    }
+    })
+    .await
 }
 
 pub(super) async fn list_turn_events(
