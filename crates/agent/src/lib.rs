@@ -11,6 +11,7 @@ pub mod model;
 pub mod orchestrator;
 pub mod prompt;
 pub mod runtime;
+pub mod seams;
 pub mod setup;
 pub mod thread;
 pub mod tools;
@@ -25,7 +26,5 @@ pub use error::AgentError;
 pub use ids::{EventIds, now_iso};
 pub use journal::StreamItem;
 pub use model::{Model, ModelResolveError, ModelResolver, ResolvedModel};
-pub use runtime::{
-    AgentDirectory, PreviousTurn, Runtime, RuntimeOptions, StartedTurn, StaticToolSets, StoredAgents, ToolSetResolver,
-    TurnRequest,
-};
+pub use runtime::{PreviousTurn, Runtime, RuntimeOptions, StartedTurn, TurnRequest};
+pub use seams::{AgentDirectory, StaticToolSets, StoredAgents, ToolSetResolver};
