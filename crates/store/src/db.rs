@@ -81,6 +81,11 @@ impl SqliteDb {
         Ok(self.reader.begin().await?)
     }
 
+    /// The writer pool (one connection), for single-statement writes, which are atomic on their own.
+    pub(crate) fn writer(&self) -> &SqlitePool {
+        &self.writer
+    }
+
     /// The reader pool, for single-statement reads.
     pub fn reader(&self) -> &SqlitePool {
         &self.reader

@@ -75,5 +75,15 @@ fn search_expression(terms: &[String]) -> String {
 
 // Deliberate: the shared SQL is compiled once per backend, against that backend's `Db`.
 #[allow(clippy::duplicate_mod)]
+/// Postgres writes a step statement by statement in one transaction: its round trips go to the server
+/// either way.
+async fn commit_thread_step(
+    store: &Store,
+    key: &crate::session::model::TurnKey,
+    step: crate::session::model::ThreadStep,
+) -> StoreResult<()> {
+    ops::commit_thread_step_by_statements(store, key, step).await
+}
+
 #[path = "ops/mod.rs"]
 mod ops;

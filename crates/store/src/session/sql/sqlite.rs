@@ -64,5 +64,55 @@ fn search_expression(terms: &[String]) -> String {
 
 // Deliberate: the shared SQL is compiled once per backend, against that backend's `Db`.
 #[allow(clippy::duplicate_mod)]
+/// Commits a step with one statement (the `step_commit` trigger, migration 3): one round trip to the driver's
+/// worker thread instead of seven. When the trigger refuses the step (nothing is written), the step is replayed
+/// statement by statement, which reports the exact typed error (or succeeds, if the refusal was a race).
+async fn commit_thread_step(
+    store: &Store,
+    key: &crate::session::model::TurnKey,
+    step: crate::session::model::ThreadStep,
+) -> StoreResult<()> {
+    let events = crate::session::rules::order_event_batch(&key.turn_id, step.events.clone(), 0)?;
+    let mut event_rows = Vec::with_capacity(events.len());
+    for stored in &events {
+        event_rows.push(serde_json::json!({
+            "seq": crate::session::rules::seq_to_db(stored.seq)?,
+            "event_id": stored.event.id(),
+            "event": stored.event,
+        }));
+    }
+    let messages: Vec<serde_json::Value> = step
+        .messages
+        .iter()
+        .map(|message| {
+            serde_json::json!({
+                "body": message,
+                "index_text": crate::session::search::index_text(&message.search_text()),
+            })
+        })
+        .collect();
+    let payload = serde_json::json!({
+        "tenant_id": key.tenant_id,
+        "session_id": key.session_id,
+        "turn_id": key.turn_id,
+        "thread_id": step.thread_id,
+        "now": Timestamp::now().millis(),
+        "first_seq": events.first().map(|stored| stored.seq),
+        "last_seq": events.last().map(|stored| stored.seq),
+        "events": event_rows,
+        "messages": messages,
+        "usage": step.usage,
+        "completion": step.completion,
+    });
+    let applied = sqlx::query("INSERT INTO step_commit (payload) VALUES ($1)")
+        .bind(payload.to_string())
+        .execute(store.db.writer())
+        .await;
+    match applied {
+        Ok(_) => Ok(()),
+        Err(_) => ops::commit_thread_step_by_statements(store, key, step).await,
+    }
+}
+
 #[path = "ops/mod.rs"]
 mod ops;

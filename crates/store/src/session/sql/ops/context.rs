@@ -256,7 +256,9 @@ pub(super) async fn append_to_thread_context(
     Ok(())
 }
 
-pub(super) async fn commit_thread_step(store: &Store, key: &TurnKey, step: ThreadStep) -> StoreResult<()> {
+/// A step written statement by statement in one transaction (the Postgres path, and SQLite's fallback that
+/// reports exactly why a step was refused).
+pub(crate) async fn commit_thread_step(store: &Store, key: &TurnKey, step: ThreadStep) -> StoreResult<()> {
     let events = rules::order_event_batch(&key.turn_id, step.events, 0)?;
     naming_duplicates(store, key, &events, async {
         let mut tx = store.write_tx().await?;

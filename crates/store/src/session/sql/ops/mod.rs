@@ -4,6 +4,8 @@
 // The submodules split the statements by concept and reach the backend's items through the imports below.
 
 mod context;
+
+pub(super) use context::commit_thread_step as commit_thread_step_by_statements;
 mod events;
 mod history;
 mod leases;
@@ -147,7 +149,7 @@ impl SessionStore for Store {
     }
 
     async fn commit_thread_step(&self, key: &TurnKey, step: ThreadStep) -> StoreResult<()> {
-        context::commit_thread_step(self, key, step).await
+        super::commit_thread_step(self, key, step).await
     }
 
     async fn overwrite_thread_context(
