@@ -74,7 +74,6 @@ fn search_expression(terms: &[String]) -> String {
 }
 
 // Deliberate: the shared SQL is compiled once per backend, against that backend's `Db`.
-#[allow(clippy::duplicate_mod)]
 /// Postgres writes a step statement by statement in one transaction: its round trips go to the server
 /// either way.
 async fn commit_thread_step(
@@ -85,5 +84,6 @@ async fn commit_thread_step(
     ops::commit_thread_step_by_statements(store, key, step).await
 }
 
+#[allow(clippy::duplicate_mod)]
 #[path = "ops/mod.rs"]
 mod ops;

@@ -63,7 +63,6 @@ fn search_expression(terms: &[String]) -> String {
 }
 
 // Deliberate: the shared SQL is compiled once per backend, against that backend's `Db`.
-#[allow(clippy::duplicate_mod)]
 /// Commits a step with one statement (the `step_commit` trigger, migration 3): one round trip to the driver's
 /// worker thread instead of seven. When the trigger refuses the step (nothing is written), the step is replayed
 /// statement by statement, which reports the exact typed error (or succeeds, if the refusal was a race).
@@ -114,5 +113,6 @@ async fn commit_thread_step(
     }
 }
 
+#[allow(clippy::duplicate_mod)]
 #[path = "ops/mod.rs"]
 mod ops;

@@ -4,14 +4,14 @@
 // The submodules split the statements by concept and reach the backend's items through the imports below.
 
 mod context;
-
-pub(super) use context::commit_thread_step as commit_thread_step_by_statements;
 mod events;
 mod history;
 mod leases;
 mod rows;
 mod sessions;
 mod turns;
+
+pub(super) use context::commit_thread_step as commit_thread_step_by_statements;
 
 use async_trait::async_trait;
 use serde_json::Value;
