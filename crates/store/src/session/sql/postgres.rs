@@ -84,6 +84,16 @@ async fn commit_thread_step(
     ops::commit_thread_step_by_statements(store, key, step).await
 }
 
+async fn patch_thread_capability_state(
+    store: &Store,
+    key: &crate::session::model::TurnKey,
+    thread_id: &str,
+    state_key: &str,
+    state: serde_json::Value,
+) -> StoreResult<()> {
+    ops::patch_capability_state_by_statements(store, key, thread_id, state_key, state).await
+}
+
 #[allow(clippy::duplicate_mod)]
 #[path = "ops/mod.rs"]
 mod ops;

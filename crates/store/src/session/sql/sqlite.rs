@@ -113,6 +113,37 @@ async fn commit_thread_step(
     }
 }
 
+/// Sets one capability key with one statement (the `capability_patch` trigger, migration 4), falling back
+/// to the statement-by-statement path for keys a JSON path cannot name and for refusals (typed errors).
+async fn patch_thread_capability_state(
+    store: &Store,
+    key: &crate::session::model::TurnKey,
+    thread_id: &str,
+    state_key: &str,
+    state: serde_json::Value,
+) -> StoreResult<()> {
+    let Some(path) = capability_key_path(state_key) else {
+        return ops::patch_capability_state_by_statements(store, key, thread_id, state_key, state).await;
+    };
+    let applied = sqlx::query(
+        "INSERT INTO capability_patch (tenant_id, session_id, turn_id, thread_id, path, state, now) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(&key.tenant_id)
+    .bind(&key.session_id)
+    .bind(&key.turn_id)
+    .bind(thread_id)
+    .bind(&path)
+    .bind(state.to_string())
+    .bind(Timestamp::now().millis())
+    .execute(store.db.writer())
+    .await;
+    match applied {
+        Ok(_) => Ok(()),
+        Err(_) => ops::patch_capability_state_by_statements(store, key, thread_id, state_key, state).await,
+    }
+}
+
 #[allow(clippy::duplicate_mod)]
 #[path = "ops/mod.rs"]
 mod ops;

@@ -355,7 +355,7 @@ pub(super) async fn patch_sandbox_info(store: &Store, key: &TurnKey, sandbox: Sa
     Ok(())
 }
 
-pub(super) async fn patch_thread_capability_state(
+pub(crate) async fn patch_thread_capability_state(
     store: &Store,
     key: &TurnKey,
     thread_id: &str,

@@ -12,6 +12,7 @@ mod sessions;
 mod turns;
 
 pub(super) use context::commit_thread_step as commit_thread_step_by_statements;
+pub(super) use context::patch_thread_capability_state as patch_capability_state_by_statements;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -177,7 +178,7 @@ impl SessionStore for Store {
         state_key: &str,
         state: Value,
     ) -> StoreResult<()> {
-        context::patch_thread_capability_state(self, key, thread_id, state_key, state).await
+        super::patch_thread_capability_state(self, key, thread_id, state_key, state).await
     }
 
     async fn thread_history(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Vec<HistoryEntry>> {
