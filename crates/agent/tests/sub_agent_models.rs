@@ -163,3 +163,39 @@ async fn sub_agent_with_an_unknown_model_is_refused_to_the_model() {
         .expect("the call was answered");
     assert!(result.contains("error") && result.contains("fake/huge"), "{result}");
 }
+
+#[tokio::test]
+async fn sub_agent_that_answers_nothing_still_gives_its_parent_a_result() {
+    let model = ScriptedModel::new(|request| {
+        let child = request
+            .instructions
+            .as_deref()
+            .is_some_and(|prompt| prompt.contains(SUB_AGENT_IDENTITY));
+        if child {
+            return text("");
+        }
+        match assistant_count(request) {
+            0 => calls(&[(
+                "call_sub",
+                "create_sub_agent",
+                r#"{"name": "Mute", "input": "Say nothing."}"#,
+            )]),
+            _ => text("Done."),
+        }
+    });
+    let harness = Harness::new(model, spec()).await;
+    let (_, state, key) = harness.turn(vec![user("go")]).await;
+    assert!(matches!(state, TurnState::Done { output: Some(_), .. }), "{state:?}");
+    let result = harness
+        .main_context(&key)
+        .await
+        .iter()
+        .find_map(|row| match row {
+            trueforge_protocol::ContextMessage::Tool(tool) if tool.tool_call_id == "call_sub" => {
+                Some(tool.content.clone())
+            }
+            _ => None,
+        })
+        .expect("the call was answered");
+    assert!(result.contains("without writing an answer"), "{result}");
+}

@@ -388,7 +388,12 @@ fn completion_for(parent_call_id: String, output: &ModelMessageEvent, failure: O
             output: output.clone(),
             send_to_parent: ContextToolMessage {
                 tool_call_id: parent_call_id,
-                content: text,
+                // The parent's call must read as answered, and an empty result reads as a lost one.
+                content: if text.trim().is_empty() {
+                    "The sub-agent finished without writing an answer.".to_owned()
+                } else {
+                    text
+                },
                 full_content: None,
             },
         },
