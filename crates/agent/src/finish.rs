@@ -6,9 +6,8 @@ use trueforge_store::session::model::{PageRequest, SortOrder, TurnDone};
 
 use crate::error::AgentError;
 use crate::ids::now_iso;
-use crate::metrics::{EventCounts, ThreadMetrics};
+use crate::metrics::ThreadMetrics;
 use crate::orchestrator::TurnEnd;
-use crate::runtime::all_turn_events;
 use crate::thread::TurnEnv;
 
 /// Writes the terminal state and streams `turn.done`. When someone else ended the turn first (a new turn
@@ -20,11 +19,7 @@ pub async fn finish_turn(
     end: Result<TurnEnd, AgentError>,
     metrics: &ThreadMetrics,
 ) -> Option<TurnState> {
-    let counts = match all_turn_events(env.journal.store.as_ref(), &env.journal.key).await {
-        Ok(events) => EventCounts::of(events.iter().map(|item| &item.event)),
-        Err(_) => EventCounts::default(),
-    };
-    let metrics = Some(metrics.to_turn_metrics(counts));
+    let metrics = Some(metrics.to_turn_metrics(env.journal.counts()));
     let completed_at = now_iso();
     let state = match end {
         Ok(TurnEnd::Done {

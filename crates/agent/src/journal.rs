@@ -11,6 +11,7 @@ use trueforge_store::session::model::{StoredEvent, ThreadStep, TurnKey};
 
 use crate::error::AgentError;
 use crate::ids::EventIds;
+use crate::metrics::{EventCounts, EventTally};
 
 /// One event of the live stream with its sequence number.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +36,7 @@ pub struct Journal {
     pub ids: Arc<EventIds>,
     last_seq: Mutex<u64>,
     live: mpsc::Sender<StreamItem>,
+    tally: std::sync::Mutex<EventTally>,
 }
 
 impl Journal {
@@ -52,7 +54,25 @@ impl Journal {
             ids,
             last_seq: Mutex::new(last_seq),
             live,
+            tally: std::sync::Mutex::new(EventTally::default()),
         }
+    }
+
+    /// Counts the events stored so far (stored by this journal, or before a crash when seeded on resume).
+    pub fn tally(&self, event: &SessionEvent) {
+        self.with_tally(|tally| tally.add(event));
+    }
+
+    pub fn counts(&self) -> EventCounts {
+        self.with_tally(|tally| tally.counts())
+    }
+
+    fn with_tally<R>(&self, f: impl FnOnce(&mut EventTally) -> R) -> R {
+        let mut tally = match self.tally.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(&mut tally)
     }
 
     pub fn next_id(&self) -> String {
@@ -85,6 +105,9 @@ impl Journal {
             .collect();
         self.store.append_events(&self.key, stored.clone()).await?;
         *last_seq += stored.len() as u64;
+        for item in &stored {
+            self.tally(&item.event);
+        }
         for item in stored {
             self.send(item.seq, item.event.into()).await;
         }
@@ -118,6 +141,9 @@ impl Journal {
         };
         self.store.commit_thread_step(&self.key, step).await?;
         *last_seq += numbered.len() as u64;
+        for (stored, _) in &numbered {
+            self.tally(&stored.event);
+        }
         for (stored, publish) in numbered {
             if publish == Publish::Stream {
                 self.send(stored.seq, stored.event.into()).await;

@@ -67,28 +67,36 @@ pub struct EventCounts {
     pub sub_agents: u64,
 }
 
-impl EventCounts {
-    pub fn of<'a>(events: impl IntoIterator<Item = &'a trueforge_protocol::SessionEvent> + Clone) -> Self {
+/// Tallies a turn's stored events as they are written (seeded from the store on resume), so the counts need
+/// no read of the turn's events at its end.
+#[derive(Debug, Clone, Default)]
+pub struct EventTally {
+    /// Call ids of `tool.response` events.
+    responses: Vec<String>,
+    /// Call ids that started a sub-agent (`thread.created`).
+    delegations: std::collections::HashSet<String>,
+}
+
+impl EventTally {
+    pub fn add(&mut self, event: &trueforge_protocol::SessionEvent) {
         use trueforge_protocol::SessionEvent;
-        let delegations: std::collections::HashSet<&str> = events
-            .clone()
-            .into_iter()
-            .filter_map(|event| match event {
-                SessionEvent::ThreadCreated(created) => Some(created.parent.tool_call_id.as_str()),
-                _ => None,
-            })
-            .collect();
-        let mut counts = Self {
-            sub_agents: delegations.len() as u64,
-            ..Self::default()
-        };
-        for event in events {
-            if let SessionEvent::ToolResponse(response) = event
-                && !delegations.contains(response.tool_call_id.as_str())
-            {
-                counts.tool_calls += 1;
+        match event {
+            SessionEvent::ToolResponse(response) => self.responses.push(response.tool_call_id.clone()),
+            SessionEvent::ThreadCreated(created) => {
+                self.delegations.insert(created.parent.tool_call_id.clone());
             }
+            _ => {}
         }
-        counts
+    }
+
+    pub fn counts(&self) -> EventCounts {
+        EventCounts {
+            tool_calls: self
+                .responses
+                .iter()
+                .filter(|call_id| !self.delegations.contains(*call_id))
+                .count() as u64,
+            sub_agents: self.delegations.len() as u64,
+        }
     }
 }

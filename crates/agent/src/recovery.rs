@@ -21,6 +21,7 @@ pub async fn reconcile_open_calls(env: &TurnEnv, threads: &mut [AgentThread]) ->
     let events = all_turn_events(env.journal.store.as_ref(), &env.journal.key).await?;
     let mut used = ThreadMetrics::default();
     for item in &events {
+        env.journal.tally(&item.event);
         if let SessionEvent::ModelMessage(message) = &item.event {
             if let Some(usage) = &message.usage {
                 used.input_tokens += usage.input_tokens;
