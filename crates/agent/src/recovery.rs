@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 use trueforge_protocol::{ContextMessage, SessionEvent, ToolResponseEvent};
+use trueforge_store::SessionStore;
+use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey};
 
 use crate::admission::unfinished_call_result;
 use crate::context::{approval_decisions, awaits_user, open_calls};
@@ -12,7 +14,6 @@ use crate::error::AgentError;
 use crate::ids::now_iso;
 use crate::journal::Publish;
 use crate::metrics::ThreadMetrics;
-use crate::runtime::all_turn_events;
 use crate::thread::{AgentThread, STARTED_CALLS_KEY, TurnEnv};
 
 /// Settles the in-flight calls and returns what the turn had used before the crash (token counts of its
@@ -77,4 +78,21 @@ pub async fn reconcile_open_calls(env: &TurnEnv, threads: &mut [AgentThread]) ->
         thread.commit(env, closing, rows, usage, None).await?;
     }
     Ok(used)
+}
+
+/// Every event of a turn, oldest first: what the turn used and counted before the crash.
+async fn all_turn_events(
+    store: &dyn SessionStore,
+    key: &TurnKey,
+) -> Result<Vec<trueforge_store::session::model::StoredEvent>, AgentError> {
+    let mut events = Vec::new();
+    let mut page = PageRequest::first(trueforge_store::session::model::MAX_PAGE_LIMIT);
+    loop {
+        let batch = store.list_turn_events(key, SortOrder::Asc, &page).await?;
+        events.extend(batch.data);
+        match batch.next_page_token {
+            Some(token) => page = PageRequest::after(trueforge_store::session::model::MAX_PAGE_LIMIT, token),
+            None => return Ok(events),
+        }
+    }
 }

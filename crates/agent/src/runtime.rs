@@ -12,9 +12,7 @@ use trueforge_protocol::{
     AgentSpec, AgentThreadSnapshot, CancellationReason, MAIN_THREAD_ID, SessionAgent, SessionEvent, ThreadDoneEvent,
     ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnInputItem, TurnState, validate_turn_input,
 };
-use trueforge_store::session::model::{
-    ContextAppend, FreezeTurn, NewThread, NewTurn, PageRequest, SortOrder, TurnDone, TurnKey,
-};
+use trueforge_store::session::model::{ContextAppend, FreezeTurn, NewThread, NewTurn, TurnDone, TurnKey};
 use trueforge_store::{SessionStore, StoreError};
 
 use crate::admission::{Admission, add_session_approvals, admit, session_approvals};
@@ -550,21 +548,4 @@ async fn run_turn(
         timer.abort();
     }
     finish_turn(&env, end, &metrics).await
-}
-
-/// Every event of a turn, oldest first (resume reads them to restore results written before a crash).
-pub(crate) async fn all_turn_events(
-    store: &dyn SessionStore,
-    key: &TurnKey,
-) -> Result<Vec<trueforge_store::session::model::StoredEvent>, AgentError> {
-    let mut events = Vec::new();
-    let mut page = PageRequest::first(trueforge_store::session::model::MAX_PAGE_LIMIT);
-    loop {
-        let batch = store.list_turn_events(key, SortOrder::Asc, &page).await?;
-        events.extend(batch.data);
-        match batch.next_page_token {
-            Some(token) => page = PageRequest::after(trueforge_store::session::model::MAX_PAGE_LIMIT, token),
-            None => return Ok(events),
-        }
-    }
 }
