@@ -55,6 +55,10 @@ pub enum StoreError {
     Corrupt(String),
     #[error("storage backend error: {0}")]
     Backend(String),
+    /// The database gave up on the write because of a concurrent one (deadlock, serialization failure, a
+    /// lock conflict it could not record); nothing was written and the same call may succeed when retried.
+    #[error("the write collided with a concurrent one: {0}")]
+    Transient(String),
 }
 
 impl StoreError {
@@ -98,9 +102,23 @@ impl From<sqlx::Error> for StoreError {
             // Postgres stores no NUL character in text or jsonb; the caller's data is what cannot be stored.
             return Self::InvalidInput(format!("the data cannot be stored: {}", db.message()));
         }
+        if let sqlx::Error::Database(db) = &error {
+            let code = db.code();
+            let transient = matches!(code.as_deref(), Some(SERIALIZATION_FAILURE | DEADLOCK_DETECTED))
+                // Postgres 15 can refuse a row lock it cannot record ("new multixact has more than one
+                // updating member") when several writers and a foreign-key check meet on one row.
+                || (code.as_deref() == Some(INTERNAL_ERROR) && db.message().contains("multixact"));
+            if transient {
+                return Self::Transient(db.message().to_owned());
+            }
+        }
         Self::Backend(error.to_string())
     }
 }
+
+const SERIALIZATION_FAILURE: &str = "40001";
+const DEADLOCK_DETECTED: &str = "40P01";
+const INTERNAL_ERROR: &str = "XX000";
 
 /// Postgres SQLSTATEs for text it cannot represent (a `\u0000` escape in jsonb, a NUL byte in text).
 const UNTRANSLATABLE_CHARACTER: &str = "22P05";

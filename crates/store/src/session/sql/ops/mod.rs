@@ -15,6 +15,9 @@ pub(super) use context::commit_thread_step as commit_thread_step_by_statements;
 pub(super) use context::patch_thread_capability_state as patch_capability_state_by_statements;
 
 use async_trait::async_trait;
+
+/// How many times a write the database refused for a collision with a concurrent one is run again.
+const TRANSIENT_RETRIES: u32 = 3;
 use serde_json::Value;
 use sqlx::Transaction;
 use trueforge_protocol::{
@@ -79,7 +82,15 @@ impl SessionStore for Store {
     }
 
     async fn create_turn(&self, turn: NewTurn) -> StoreResult<TurnSummary> {
-        turns::create_turn(self, turn).await
+        // Turn creation meets every other writer of the session on the session row; a write the database
+        // refused for a collision wrote nothing and is simply run again.
+        let mut attempts_left = TRANSIENT_RETRIES;
+        loop {
+            match turns::create_turn(self, turn.clone()).await {
+                Err(StoreError::Transient(_)) if attempts_left > 0 => attempts_left -= 1,
+                result => return result,
+            }
+        }
     }
 
     async fn get_turn(&self, key: &TurnKey) -> StoreResult<Option<TurnRecord>> {
