@@ -378,16 +378,13 @@ impl Runtime {
     ) -> Result<(), AgentError> {
         let Some(tip) = tip else { return Ok(()) };
         let key = TurnKey::new(&request.tenant_id, &request.session_id, tip);
-        let Some(record) = self.store.get_turn(&key).await? else {
-            return Ok(());
+        // Only the root's capability state is needed: the turn's contexts are not read.
+        let state = match self.store.thread_capability_state(&key, MAIN_THREAD_ID).await {
+            Ok(state) => state,
+            Err(StoreError::TurnNotFound { .. } | StoreError::ThreadNotFound { .. }) => return Ok(()),
+            Err(other) => return Err(other.into()),
         };
-        let approvals = session_approvals(
-            record
-                .snapshot
-                .threads
-                .get(MAIN_THREAD_ID)
-                .and_then(|main| main.capability_state.as_ref()),
-        );
+        let approvals = session_approvals(state.as_ref());
         add_session_approvals(
             admission
                 .capability_states

@@ -172,6 +172,13 @@ impl SessionStore for CrashingStore {
         self.committed();
         Ok(())
     }
+    async fn thread_capability_state(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+    ) -> StoreResult<Option<serde_json::Map<String, Value>>> {
+        self.inner.thread_capability_state(key, thread_id).await
+    }
     async fn patch_mcp_servers(&self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()> {
         self.check()?;
         self.inner.patch_mcp_servers(key, servers).await

@@ -1,7 +1,7 @@
 //! The session store contract. Pure durability: no streaming surface.
 
 use async_trait::async_trait;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use trueforge_protocol::{
     AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion, TurnState,
 };
@@ -130,6 +130,10 @@ pub trait SessionStore: Send + Sync {
         messages: Vec<ContextMessage>,
         usage: CurrentContextUsage,
     ) -> StoreResult<()>;
+
+    /// One thread's capability state, without reading its context: `Ok(None)` when the thread has none,
+    /// `TurnNotFound` / `ThreadNotFound` when either is missing.
+    async fn thread_capability_state(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Option<Map<String, Value>>>;
 
     /// Merges MCP server session info by server id, each id replaced whole.
     async fn patch_mcp_servers(&self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()>;

@@ -261,6 +261,33 @@ pub async fn capability_patch_takes_any_key(store: Store) {
     assert_eq!(state.len(), keys.len(), "each key is its own entry: {state:?}");
 }
 
+pub async fn capability_state_reads_alone(store: Store) {
+    running_turn(&store).await;
+    assert_eq!(
+        store.thread_capability_state(&key("turn-1"), MAIN).await.unwrap(),
+        None,
+        "no state yet"
+    );
+    store
+        .patch_thread_capability_state(&key("turn-1"), MAIN, "plan", json!({"step": 2}))
+        .await
+        .unwrap();
+    let alone = store.thread_capability_state(&key("turn-1"), MAIN).await.unwrap();
+    let snapshot = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads[MAIN]
+        .capability_state
+        .clone();
+    assert_eq!(alone, snapshot);
+    assert_eq!(alone, map(json!({"plan": {"step": 2}})));
+    let ghost = store
+        .thread_capability_state(&key("turn-1"), "ghost")
+        .await
+        .unwrap_err();
+    assert!(matches!(ghost, StoreError::ThreadNotFound { .. }), "{ghost:?}");
+    let foreign = key_in("other-tenant", SESSION, "turn-1");
+    let hidden = store.thread_capability_state(&foreign, MAIN).await.unwrap_err();
+    assert!(matches!(hidden, StoreError::TurnNotFound { .. }), "{hidden:?}");
+}
+
 pub async fn capability_state_is_per_turn(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     let mut first = turn("turn-1", None);
@@ -427,6 +454,7 @@ contract_group!(
     capability_patch_is_last_write_wins_per_key,
     capability_patch_with_null_stores_null,
     capability_patch_takes_any_key,
+    capability_state_reads_alone,
     capability_state_is_per_turn,
     thread_snapshot_is_json_round_trip_total,
     patch_mcp_servers_and_sandbox_info,

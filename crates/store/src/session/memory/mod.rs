@@ -190,6 +190,25 @@ impl SessionStore for MemorySessionStore {
         })
     }
 
+    async fn thread_capability_state(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+    ) -> StoreResult<Option<serde_json::Map<String, Value>>> {
+        let state = self.lock();
+        state.turn(key).ok_or_else(|| crate::StoreError::TurnNotFound {
+            turn_id: key.turn_id.clone(),
+        })?;
+        state
+            .threads
+            .get(&state::thread_key(key, thread_id))
+            .map(|thread| thread.capability_state.clone())
+            .ok_or_else(|| crate::StoreError::ThreadNotFound {
+                turn_id: key.turn_id.clone(),
+                thread_id: thread_id.to_string(),
+            })
+    }
+
     async fn patch_mcp_servers(&self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()> {
         self.write_turn(key, |state| state.patch_mcp_servers(key, servers))
     }

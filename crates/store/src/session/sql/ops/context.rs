@@ -12,7 +12,7 @@ use trueforge_protocol::{
 };
 
 use super::events::{insert_events, naming_duplicates};
-use super::turns::{fence, fence_and_advance};
+use super::turns::{fence, fence_and_advance, require_turn};
 use super::{Db, INSERT_CHUNK, SET_CAPABILITY_KEY, Store, Tx, capability_key_path, clock, thread_not_found};
 use crate::error::{StoreError, StoreResult, is_unique_violation};
 use crate::session::model::*;
@@ -28,6 +28,27 @@ pub(super) async fn thread_segment(tx: &mut Tx, key: &TurnKey, thread_id: &str) 
     .bind(thread_id)
     .fetch_optional(&mut **tx)
     .await?)
+}
+
+pub(super) async fn thread_capability_state(
+    store: &Store,
+    key: &TurnKey,
+    thread_id: &str,
+) -> StoreResult<Option<Map<String, Value>>> {
+    let mut tx = store.read_tx().await?;
+    require_turn(&mut tx, key).await?;
+    type CapabilityRow = (Option<Json<Map<String, Value>>>,);
+    let row: Option<CapabilityRow> = sqlx::query_as(
+        "SELECT capability_state FROM turn_thread WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3",
+    )
+    .bind(&key.session_id)
+    .bind(&key.turn_id)
+    .bind(thread_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    let (state,) = row.ok_or_else(|| thread_not_found(key, thread_id))?;
+    Ok(state.map(|json| json.0))
 }
 
 pub(super) async fn new_segment(

@@ -174,6 +174,14 @@ impl SessionStore for Store {
         context::overwrite_thread_context(self, key, thread_id, messages, usage).await
     }
 
+    async fn thread_capability_state(
+        &self,
+        key: &TurnKey,
+        thread_id: &str,
+    ) -> StoreResult<Option<serde_json::Map<String, Value>>> {
+        context::thread_capability_state(self, key, thread_id).await
+    }
+
     async fn patch_mcp_servers(&self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()> {
         context::patch_mcp_servers(self, key, servers).await
     }
