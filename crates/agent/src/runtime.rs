@@ -158,6 +158,12 @@ impl Runtime {
             .get_session(&request.tenant_id, &request.session_id)
             .await?
             .ok_or(AgentError::SessionNotFound)?;
+        // Everything that can fail without touching the conversation comes first, so a failing request
+        // neither writes nor cancels a running predecessor.
+        let spec = self.spec(&request.tenant_id, &session.agent).await?;
+        let key = TurnKey::new(&request.tenant_id, &request.session_id, &request.turn_id);
+        let cancel = TurnCancel::new();
+        let resources = self.resources(&key, spec, &cancel).await?;
         let previous_id = match &request.previous_turn_id {
             PreviousTurn::Auto => session.last_turn_id.clone(),
             PreviousTurn::None => None,
@@ -208,10 +214,6 @@ impl Runtime {
             self.inherit_session_approvals(&request, session.last_turn_id.as_deref(), &mut admission)
                 .await?;
         }
-        let spec = self.spec(&request.tenant_id, &session.agent).await?;
-        let key = TurnKey::new(&request.tenant_id, &request.session_id, &request.turn_id);
-        let cancel = TurnCancel::new();
-        let resources = self.resources(&key, spec, &cancel).await?;
 
         // The threads as they are once the input is in.
         for (thread_id, rows) in &admission.appends {

@@ -199,3 +199,46 @@ async fn sub_agent_that_answers_nothing_still_gives_its_parent_a_result() {
         .expect("the call was answered");
     assert!(result.contains("without writing an answer"), "{result}");
 }
+
+#[tokio::test]
+async fn cancel_is_not_caused_by_a_next_turn_that_cannot_start() {
+    let model = ScriptedModel::new(|_| support::model::Reply::Hang);
+    let harness = Harness::new(model, spec()).await;
+    let first = harness
+        .runtime
+        .create_turn(harness.request(vec![user("wait")], trueforge_agent::PreviousTurn::Auto))
+        .await
+        .unwrap();
+    let mut broken = spec();
+    broken.model.name = "missing/model".to_owned();
+    harness
+        .store
+        .update_session(
+            support::TENANT,
+            &harness.session_id,
+            trueforge_store::session::model::SessionUpdate {
+                agent_spec: Some(broken),
+                title: None,
+            },
+        )
+        .await
+        .unwrap();
+    let refused = harness
+        .runtime
+        .create_turn(harness.request(vec![user("again")], trueforge_agent::PreviousTurn::Auto))
+        .await;
+    assert!(
+        matches!(refused, Err(trueforge_agent::AgentError::Model(_))),
+        "{:?}",
+        refused.err()
+    );
+    let record = harness.store.get_turn(&first.key).await.unwrap().unwrap();
+    assert_eq!(record.turn.state, TurnState::Running, "the running turn was left alone");
+    assert!(harness.runtime.is_running(&first.key));
+    assert_eq!(harness.turn_count().await, 1, "nothing was written");
+    first
+        .cancel
+        .cancel(trueforge_protocol::CancellationReason::ClientCancelled);
+    let (_, state) = first.collect().await;
+    assert!(matches!(state, Some(TurnState::Cancelled { .. })), "{state:?}");
+}
