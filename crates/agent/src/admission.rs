@@ -117,7 +117,7 @@ fn admit_messages(
                         .map_or(child.thread_id.as_str(), |info| info.name.as_str())
                 ))
             }
-            None => unfinished_call_result(root, &call.id),
+            None => unfinished_call_result(root.capability_state.as_ref(), &call.id),
         };
         admission
             .closed_calls
@@ -258,25 +258,32 @@ fn close_interrupted(thread: &AgentThreadSnapshot) -> Vec<(String, String)> {
     }
     open.iter()
         .filter(|call| !call.is_thread_creation())
-        .map(|call| (call.id.clone(), unfinished_call_result(thread, &call.id)))
+        .map(|call| {
+            (
+                call.id.clone(),
+                unfinished_call_result(thread.capability_state.as_ref(), &call.id),
+            )
+        })
         .collect()
 }
 
 /// What the model reads for a call that never finished: whether it may have started matters.
-pub fn unfinished_call_result(thread: &AgentThreadSnapshot, call_id: &str) -> String {
-    let started = thread
-        .capability_state
-        .as_ref()
-        .and_then(|state| state.get(STARTED_CALLS_KEY))
-        .and_then(Value::as_array)
-        .is_some_and(|ids| ids.iter().any(|id| id.as_str() == Some(call_id)));
-    if started {
+pub fn unfinished_call_result(capability_state: Option<&Map<String, Value>>, call_id: &str) -> String {
+    if was_started(capability_state, call_id) {
         error_json(
             "The tool call was interrupted before it finished; it may have partly taken effect. Check before retrying.",
         )
     } else {
         error_json("The tool call was not executed. Retry it if it is still needed.")
     }
+}
+
+/// Whether the thread's started list (written before its tools run) holds the call.
+pub fn was_started(capability_state: Option<&Map<String, Value>>, call_id: &str) -> bool {
+    capability_state
+        .and_then(|state| state.get(STARTED_CALLS_KEY))
+        .and_then(Value::as_array)
+        .is_some_and(|ids| ids.iter().any(|id| id.as_str() == Some(call_id)))
 }
 
 fn is_blank(content: &UserMessageContent) -> bool {

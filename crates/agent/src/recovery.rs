@@ -3,18 +3,17 @@
 //! without a result that had started (it is in the thread's started list) is closed as interrupted, and a
 //! call that never started runs normally. No call ever runs twice.
 
-use serde_json::Value;
 use trueforge_protocol::{ContextMessage, SessionEvent, ToolResponseEvent};
 use trueforge_store::SessionStore;
 use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey};
 
-use crate::admission::unfinished_call_result;
+use crate::admission::{unfinished_call_result, was_started};
 use crate::context::{approval_decisions, awaits_user, open_calls};
 use crate::error::AgentError;
 use crate::ids::now_iso;
 use crate::journal::Publish;
 use crate::metrics::ThreadMetrics;
-use crate::thread::{AgentThread, STARTED_CALLS_KEY, TurnEnv};
+use crate::thread::{AgentThread, TurnEnv};
 
 /// Settles the in-flight calls and returns what the turn had used before the crash (token counts of its
 /// stored model messages; each thread's model calls so far also count against its iteration limit).
@@ -41,23 +40,12 @@ pub async fn reconcile_open_calls(env: &TurnEnv, threads: &mut [AgentThread]) ->
         if open.iter().any(|call| awaits_user(call, &decisions)) {
             continue;
         }
-        let started: Vec<&str> = thread
-            .capability_state
-            .get(STARTED_CALLS_KEY)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let snapshot = trueforge_protocol::AgentThreadSnapshot {
-            capability_state: Some(thread.capability_state.clone()),
-            ..trueforge_protocol::AgentThreadSnapshot::empty(thread.id.clone())
-        };
         let mut rows = Vec::new();
         let mut closing = Vec::new();
         for call in open {
-            if started.contains(&call.id.as_str()) && !call.is_thread_creation() {
-                let content = unfinished_call_result(&snapshot, &call.id);
+            let state = Some(&thread.capability_state);
+            if was_started(state, &call.id) && !call.is_thread_creation() {
+                let content = unfinished_call_result(state, &call.id);
                 closing.push((
                     SessionEvent::ToolResponse(ToolResponseEvent {
                         id: env.journal.next_id(),
