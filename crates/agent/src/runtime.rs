@@ -12,7 +12,7 @@ use trueforge_protocol::{
     AgentSpec, AgentThreadSnapshot, CancellationReason, MAIN_THREAD_ID, SessionAgent, SessionEvent, ThreadDoneEvent,
     ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnInputItem, TurnState, validate_turn_input,
 };
-use trueforge_store::session::model::{ContextAppend, FreezeTurn, NewThread, NewTurn, TurnDone, TurnKey};
+use trueforge_store::session::model::{ContextAppend, FreezeTurn, LeaseRequest, NewThread, NewTurn, TurnDone, TurnKey};
 use trueforge_store::{SessionStore, StoreError};
 
 use crate::admission::{Admission, add_session_approvals, admit, session_approvals};
@@ -36,6 +36,9 @@ pub struct RuntimeOptions {
     pub tool_timeout: Duration,
     /// How long a turn may run before it is cancelled with `server-execution-timeout`; `None`: no limit.
     pub execution_timeout: Option<Duration>,
+    /// The lease a new turn is created with (owner and time to live), so a sweeper can tell a turn whose
+    /// executor died from one still running; `None`: no lease (the host does not recover turns).
+    pub lease: Option<LeaseRequest>,
 }
 
 impl Default for RuntimeOptions {
@@ -43,6 +46,7 @@ impl Default for RuntimeOptions {
         Self {
             tool_timeout: Duration::from_secs(240),
             execution_timeout: None,
+            lease: None,
         }
     }
 }
@@ -300,7 +304,7 @@ impl Runtime {
                 .map(|(id, thread)| (id.clone(), thread.capability_state.clone()))
                 .collect(),
             title_if_unset: admission.title.clone(),
-            lease: None,
+            lease: self.options.lease.clone(),
         };
         let summary = self.store.create_turn(new_turn).await.map_err(|error| match error {
             StoreError::SessionNotFound { .. } => AgentError::SessionNotFound,

@@ -96,6 +96,12 @@ impl SqliteDb {
         self.reader.close().await;
         self.writer.close().await;
     }
+
+    /// Whether the database answers a query (a readiness probe).
+    pub async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.reader).await?;
+        Ok(())
+    }
 }
 
 /// A Postgres database.

@@ -1,0 +1,278 @@
+//! Building the server (stores, runtime, bus, executor) and serving it with a graceful shutdown.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::header::CONTENT_LENGTH;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use trueforge_agent::{Runtime, RuntimeOptions, StaticToolSets, StoredAgents};
+use trueforge_llm::ClientOptions;
+use trueforge_protocol::{
+    ConfiguredModel, ModelProviderAuth, ModelProviderManifest, WellKnownModelProvider, WellKnownProviderType,
+};
+use trueforge_store::SqliteSessionStore;
+use trueforge_store::crypto::SecretCipher;
+use trueforge_store::db::{MigrateOnOpen, SqliteDb};
+use trueforge_store::session::model::LeaseRequest;
+use trueforge_store::settings::{SettingsStore, SqliteSettingsStore};
+
+use crate::bus::MemoryBus;
+use crate::catalogs::{CatalogLoadError, Catalogs};
+use crate::config::ServerConfig;
+use crate::error::ApiError;
+use crate::executor::{LeaseTiming, TurnExecutor};
+use crate::extract::BodyLimit;
+use crate::models::SettingsModels;
+use crate::state::{AppState, DatabaseProbe, LOCAL_EXECUTOR, LOCAL_TENANT};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot create the data directory {path}: {source}")]
+    DataDir { path: String, source: std::io::Error },
+    #[error("cannot open the database {path}: {source}")]
+    Database {
+        path: String,
+        source: trueforge_store::StoreError,
+    },
+    #[error("cannot load the secret key: {0}")]
+    SecretKey(#[from] trueforge_store::crypto::SecretError),
+    #[error(transparent)]
+    Catalog(#[from] CatalogLoadError),
+    #[error("cannot build the HTTP client for model providers: {0}")]
+    Http(trueforge_llm::LlmError),
+    #[error("cannot configure model providers from the environment: {0}")]
+    Providers(trueforge_store::StoreError),
+}
+
+struct SqliteProbe(SqliteDb);
+
+#[async_trait::async_trait]
+impl DatabaseProbe for SqliteProbe {
+    async fn ready(&self) -> Result<(), String> {
+        self.0.ping().await.map_err(|error| error.to_string())
+    }
+}
+
+/// Opens local mode's SQLite database (creating its directory), migrated.
+pub async fn open_database(path: &Path) -> Result<SqliteDb, StartError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| StartError::DataDir {
+            path: parent.display().to_string(),
+            source,
+        })?;
+    }
+    SqliteDb::open(path, MigrateOnOpen::Yes)
+        .await
+        .map_err(|source| StartError::Database {
+            path: path.display().to_string(),
+            source,
+        })
+}
+
+/// Everything the API needs, on local mode's SQLite database.
+pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
+    std::fs::create_dir_all(&config.data_dir).map_err(|source| StartError::DataDir {
+        path: config.data_dir.display().to_string(),
+        source,
+    })?;
+    let db = open_database(&config.sqlite_path).await?;
+    let cipher = SecretCipher::from_env_or_key_file(&config.data_dir.join("secret.key"))?;
+    let settings: Arc<dyn SettingsStore> = Arc::new(SqliteSettingsStore::open(db.clone(), cipher).await.map_err(
+        |source| StartError::Database {
+            path: config.sqlite_path.display().to_string(),
+            source,
+        },
+    )?);
+    let sessions = Arc::new(SqliteSessionStore::new(db.clone()));
+    let catalogs = Arc::new(Catalogs::load(&config.catalogs)?);
+    configure_providers_from_env(&config, settings.as_ref(), &catalogs)
+        .await
+        .map_err(StartError::Providers)?;
+    let models = Arc::new(
+        SettingsModels::new(
+            settings.clone(),
+            Arc::new(catalogs.model_catalog().clone()),
+            ClientOptions::default(),
+        )
+        .map_err(StartError::Http)?,
+    );
+    let lease = LeaseTiming::default();
+    let owner = format!("{LOCAL_EXECUTOR}:{}", ulid::Ulid::new().to_string().to_lowercase());
+    let runtime = Arc::new(Runtime::new(
+        sessions.clone(),
+        models.clone(),
+        Arc::new(StoredAgents(settings.clone())),
+        Arc::new(StaticToolSets::new()),
+        RuntimeOptions {
+            execution_timeout: Some(config.execution_timeout),
+            lease: Some(LeaseRequest {
+                owner: owner.clone(),
+                ttl_ms: i64::try_from(lease.ttl.as_millis()).unwrap_or(i64::MAX),
+            }),
+            ..RuntimeOptions::default()
+        },
+    ));
+    let bus = Arc::new(MemoryBus::new());
+    let executor = Arc::new(TurnExecutor::new(
+        runtime.clone(),
+        bus.clone(),
+        owner,
+        config.stream_ttl,
+        config.stream_ttl_after_end,
+    ));
+    Ok(AppState {
+        config: Arc::new(config),
+        sessions,
+        settings,
+        runtime,
+        executor,
+        bus,
+        catalogs,
+        models,
+        executor_id: LOCAL_EXECUTOR.to_owned(),
+        database: Arc::new(SqliteProbe(db)),
+    })
+}
+
+/// On first start with a provider's API key in the environment, configures that provider with the
+/// catalog's models. An existing provider of that type is left as it is (the settings API owns it).
+async fn configure_providers_from_env(
+    config: &ServerConfig,
+    settings: &dyn SettingsStore,
+    catalogs: &Catalogs,
+) -> Result<(), trueforge_store::StoreError> {
+    let keys = [
+        (WellKnownProviderType::OpenAi, config.provider_keys.openai.as_ref()),
+        (
+            WellKnownProviderType::Anthropic,
+            config.provider_keys.anthropic.as_ref(),
+        ),
+        (
+            WellKnownProviderType::GoogleGemini,
+            config.provider_keys.gemini.as_ref(),
+        ),
+    ];
+    for (provider_type, key) in keys {
+        let Some(key) = key else { continue };
+        let name = provider_type.as_str();
+        if settings.get_model_provider(LOCAL_TENANT, name).await?.is_some() {
+            continue;
+        }
+        let models: Vec<ConfiguredModel> = catalogs
+            .model_catalog()
+            .providers
+            .iter()
+            .filter(|provider| provider.provider_type == name)
+            .flat_map(|provider| &provider.models)
+            .map(|model| ConfiguredModel {
+                model_id: model.model_id.clone(),
+                name: model.name.clone(),
+                properties: model.properties.clone(),
+            })
+            .collect();
+        if models.is_empty() {
+            tracing::warn!(provider = name, "no catalog models for this provider; not configured");
+            continue;
+        }
+        let manifest = ModelProviderManifest::WellKnown {
+            provider: provider_type,
+            config: WellKnownModelProvider {
+                auth: ModelProviderAuth { api_key: key.clone() },
+                models,
+                base_url: provider_type.default_base_url().to_owned(),
+            },
+        };
+        settings.create_model_provider(LOCAL_TENANT, manifest).await?;
+        tracing::info!(provider = name, "configured a model provider from the environment");
+    }
+    Ok(())
+}
+
+/// Answers 413 before reading a body whose declared length is over the limit, and hands the limit to
+/// the body extractors for bodies without a declared length.
+async fn body_limit(mut request: Request, next: Next) -> Response {
+    let limit = request
+        .extensions()
+        .get::<BodyLimit>()
+        .copied()
+        .unwrap_or(BodyLimit(usize::MAX));
+    let declared = request
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit.0 as u64) {
+        return limit.exceeded().into_response();
+    }
+    request.extensions_mut().insert(limit);
+    next.run(request).await
+}
+
+async fn not_found(request: Request) -> Response {
+    ApiError::not_found(format!(
+        "Route not found: {} {}",
+        request.method(),
+        request.uri().path()
+    ))
+    .into_response()
+}
+
+/// The HTTP app over a state.
+pub fn router(state: AppState) -> Router {
+    let limit = BodyLimit(state.config.body_limit);
+    crate::routes::api()
+        .fallback(not_found)
+        .method_not_allowed_fallback(not_found)
+        .with_state(state)
+        .layer(middleware::from_fn(body_limit))
+        .layer(axum::Extension(limit))
+}
+
+/// Serves the app on `listener` until `shutdown` resolves, then ends running turns (`turn.done` with
+/// `abandoned`) within the graceful timeout. Renews leases and resumes orphaned turns meanwhile.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let executor = state.executor.clone();
+    let grace = state.config.graceful_timeout;
+    let leases = tokio::spawn({
+        let executor = executor.clone();
+        async move {
+            let timing = LeaseTiming::default();
+            let mut tick = tokio::time::interval(timing.renew_every);
+            loop {
+                tick.tick().await;
+                executor.maintain_leases(timing).await;
+            }
+        }
+    });
+    let (stopping, stopped) = tokio::sync::watch::channel(false);
+    let app = router(state);
+    let server = axum::serve(listener, app).with_graceful_shutdown({
+        let executor = executor.clone();
+        async move {
+            shutdown.await;
+            let _ = stopping.send(true);
+            // Ending the turns first ends their SSE streams, so open connections can close.
+            executor.shutdown(grace).await;
+        }
+    });
+    let mut stopped_watch = stopped.clone();
+    let result = tokio::select! {
+        result = server => result,
+        () = async move {
+            let _ = stopped_watch.wait_for(|stopped| *stopped).await;
+            // Subscribers of finished turns and idle keep-alive connections get a bounded time to close.
+            tokio::time::sleep(grace + Duration::from_secs(1)).await;
+        } => Ok(()),
+    };
+    drop(stopped);
+    leases.abort();
+    result
+}

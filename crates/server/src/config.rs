@@ -1,0 +1,251 @@
+//! Server configuration from the environment, with the reference's variable names where they exist. Every
+//! value is checked at start-up; a bad one stops the server with a message naming the variable.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::catalogs::CatalogPaths;
+
+pub const DEFAULT_PORT: u16 = 8790;
+pub const DEFAULT_BODY_LIMIT: usize = 30 * 1024 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid configuration: {variable}={value:?}: {reason}")]
+pub struct ConfigError {
+    pub variable: String,
+    pub value: String,
+    pub reason: String,
+}
+
+/// Everything the server reads from its environment.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub host: IpAddr,
+    pub port: u16,
+    /// Where local mode keeps its database and secret key (`TRUEFORGE_DATA_DIR`, else the platform's data
+    /// directory).
+    pub data_dir: PathBuf,
+    /// The SQLite file (`SQLITE_PATH`, else `<data_dir>/db/db.sqlite`).
+    pub sqlite_path: PathBuf,
+    pub body_limit: usize,
+    pub execution_timeout: Duration,
+    /// How long a turn's live stream is kept from its start, and after its end.
+    pub stream_ttl: Duration,
+    pub stream_ttl_after_end: Duration,
+    pub subscribe_timeout: Duration,
+    pub graceful_timeout: Duration,
+    /// Seconds between `: ping` comments on idle SSE streams.
+    pub heartbeat: Duration,
+    pub log_level: String,
+    pub catalogs: CatalogPaths,
+    /// Provider API keys found in the environment, configured as providers on first start.
+    pub provider_keys: ProviderKeys,
+}
+
+/// API keys of well-known providers given by the environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderKeys {
+    pub openai: Option<String>,
+    pub anthropic: Option<String>,
+    pub gemini: Option<String>,
+}
+
+/// Reads variables from a map, so tests need not touch the process environment.
+struct Vars<'a>(&'a HashMap<String, String>);
+
+impl Vars<'_> {
+    /// A set, non-blank value.
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .get(name)
+            .map(|value| value.trim())
+            .filter(|value| !value.is_empty())
+    }
+
+    fn error(&self, name: &str, reason: impl Into<String>) -> ConfigError {
+        ConfigError {
+            variable: name.to_owned(),
+            value: self.0.get(name).cloned().unwrap_or_default(),
+            reason: reason.into(),
+        }
+    }
+
+    fn positive(&self, name: &str, default: u64) -> Result<u64, ConfigError> {
+        match self.get(name) {
+            None => Ok(default),
+            Some(text) => match text.parse::<u64>() {
+                Ok(value) if value >= 1 => Ok(value),
+                _ => Err(self.error(name, "expected a whole number of at least 1")),
+            },
+        }
+    }
+
+    fn boolean(&self, name: &str, default: bool) -> Result<bool, ConfigError> {
+        match self.get(name).map(str::to_ascii_lowercase).as_deref() {
+            None => Ok(default),
+            Some("true") => Ok(true),
+            Some("false") => Ok(false),
+            Some(_) => Err(self.error(name, "expected true or false")),
+        }
+    }
+
+    fn path(&self, name: &str) -> Option<PathBuf> {
+        self.get(name).map(PathBuf::from)
+    }
+}
+
+impl ServerConfig {
+    /// The configuration from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_vars(&std::env::vars().collect())
+    }
+
+    pub fn from_vars(map: &HashMap<String, String>) -> Result<Self, ConfigError> {
+        let vars = Vars(map);
+        if !vars.boolean("STANDALONE", true)? {
+            return Err(vars.error(
+                "STANDALONE",
+                "hosted mode (Postgres, Redis, OIDC) is not available yet; unset it or set it to true",
+            ));
+        }
+        let port = match vars.get("PORT") {
+            None => DEFAULT_PORT,
+            Some(text) => text
+                .parse::<u16>()
+                .ok()
+                .filter(|port| *port >= 1)
+                .ok_or_else(|| vars.error("PORT", "expected a port number from 1 to 65535"))?,
+        };
+        let host = match vars.get("HOST") {
+            None => IpAddr::from([127, 0, 0, 1]),
+            Some("localhost") => IpAddr::from([127, 0, 0, 1]),
+            Some(text) => text
+                .parse::<IpAddr>()
+                .map_err(|_| vars.error("HOST", "expected an IP address such as 127.0.0.1 or 0.0.0.0"))?,
+        };
+        let data_dir = match vars.path("TRUEFORGE_DATA_DIR") {
+            Some(dir) => dir,
+            None => platform_data_dir(map).ok_or_else(|| {
+                vars.error(
+                    "TRUEFORGE_DATA_DIR",
+                    "no home directory to put the data in; set TRUEFORGE_DATA_DIR",
+                )
+            })?,
+        };
+        let sqlite_path = vars
+            .path("SQLITE_PATH")
+            .unwrap_or_else(|| data_dir.join("db").join("db.sqlite"));
+        let body_limit = vars.positive("MAX_REQUEST_BODY_BYTES", DEFAULT_BODY_LIMIT as u64)?;
+        let execution_seconds = vars.positive("SERVER_EXECUTION_TIMEOUT_SECONDS", 600)?;
+        let stream_ttl = vars.positive("TURN_STREAM_TTL_SECONDS", execution_seconds + 300)?;
+        let log_level = vars.get("LOG_LEVEL").unwrap_or("info").to_ascii_lowercase();
+        if !["error", "warn", "info", "debug", "trace"].contains(&log_level.as_str()) {
+            return Err(vars.error("LOG_LEVEL", "expected one of error, warn, info, debug, trace"));
+        }
+        let key = |name: &str| vars.get(name).map(str::to_owned);
+        Ok(Self {
+            host,
+            port,
+            data_dir,
+            sqlite_path,
+            body_limit: usize::try_from(body_limit).unwrap_or(usize::MAX),
+            execution_timeout: Duration::from_secs(execution_seconds),
+            stream_ttl: Duration::from_secs(stream_ttl),
+            stream_ttl_after_end: Duration::from_secs(vars.positive("TURN_STREAM_POST_COMPLETION_TTL_SECONDS", 300)?),
+            subscribe_timeout: Duration::from_millis(vars.positive("TURN_SUBSCRIBE_TIMEOUT_MS", 600_000)?),
+            graceful_timeout: Duration::from_secs(vars.positive("GRACEFUL_TIMEOUT_SECONDS", 30)?),
+            heartbeat: Duration::from_secs(vars.positive("TRUEFORGE_SSE_HEARTBEAT_SECONDS", 15)?),
+            log_level,
+            catalogs: CatalogPaths {
+                models: vars.path("MODEL_CATALOG_PATH"),
+                mcp_servers: vars.path("MCP_CATALOG_PATH"),
+                skills: vars.path("SKILL_CATALOG_PATH"),
+                sandbox_providers: vars.path("SANDBOX_CATALOG_PATH"),
+            },
+            provider_keys: ProviderKeys {
+                openai: key("OPENAI_API_KEY"),
+                anthropic: key("ANTHROPIC_API_KEY"),
+                gemini: key("GEMINI_API_KEY"),
+            },
+        })
+    }
+
+    /// A configuration for tests and embedding: a data directory, defaults for everything else.
+    pub fn for_data_dir(data_dir: impl Into<PathBuf>) -> Result<Self, ConfigError> {
+        let data_dir: PathBuf = data_dir.into();
+        let vars = HashMap::from([("TRUEFORGE_DATA_DIR".to_owned(), data_dir.to_string_lossy().into_owned())]);
+        Self::from_vars(&vars)
+    }
+}
+
+/// `$XDG_DATA_HOME/trueforge`, else `~/.local/share/trueforge` (Linux); `~/Library/Application
+/// Support/trueforge` (macOS).
+fn platform_data_dir(vars: &HashMap<String, String>) -> Option<PathBuf> {
+    let home = vars.get("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
+    if cfg!(target_os = "macos") {
+        return home.map(|home| home.join("Library/Application Support/trueforge"));
+    }
+    if let Some(xdg) = vars.get("XDG_DATA_HOME").filter(|dir| !dir.is_empty()) {
+        return Some(PathBuf::from(xdg).join("trueforge"));
+    }
+    home.map(|home| home.join(".local/share/trueforge"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn defaults_follow_the_reference() {
+        let config = ServerConfig::from_vars(&vars(&[("HOME", "/home/me")])).unwrap();
+        assert_eq!(config.port, 8790);
+        assert_eq!(config.host, IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(config.data_dir, PathBuf::from("/home/me/.local/share/trueforge"));
+        assert_eq!(
+            config.sqlite_path,
+            PathBuf::from("/home/me/.local/share/trueforge/db/db.sqlite")
+        );
+        assert_eq!(config.body_limit, 31_457_280);
+        assert_eq!(config.stream_ttl, Duration::from_secs(900));
+        assert_eq!(config.heartbeat, Duration::from_secs(15));
+    }
+
+    #[test]
+    fn data_dir_and_keys_come_from_the_environment() {
+        let config = ServerConfig::from_vars(&vars(&[
+            ("TRUEFORGE_DATA_DIR", "/srv/tf"),
+            ("OPENAI_API_KEY", "sk-1"),
+            ("GEMINI_API_KEY", " "),
+            ("PORT", "9000"),
+        ]))
+        .unwrap();
+        assert_eq!(config.sqlite_path, PathBuf::from("/srv/tf/db/db.sqlite"));
+        assert_eq!(config.provider_keys.openai.as_deref(), Some("sk-1"));
+        assert_eq!(config.provider_keys.gemini, None);
+        assert_eq!(config.port, 9000);
+    }
+
+    #[test]
+    fn a_bad_value_names_its_variable() {
+        for (name, value) in [
+            ("PORT", "0"),
+            ("PORT", "70000"),
+            ("HOST", "my host"),
+            ("MAX_REQUEST_BODY_BYTES", "-5"),
+            ("SERVER_EXECUTION_TIMEOUT_SECONDS", "ten"),
+            ("STANDALONE", "yes"),
+            ("STANDALONE", "false"),
+            ("LOG_LEVEL", "loud"),
+        ] {
+            let error = ServerConfig::from_vars(&vars(&[("HOME", "/h"), (name, value)])).unwrap_err();
+            assert_eq!(error.variable, name, "{error}");
+            assert!(error.to_string().contains(name), "{error}");
+        }
+    }
+}

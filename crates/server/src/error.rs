@@ -1,0 +1,96 @@
+//! The one place errors become HTTP answers: `{"error":{"message":…}}` with the reference's statuses.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use trueforge_agent::AgentError;
+use trueforge_store::StoreError;
+
+/// An error answer: status and the message clients see.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{status}: {message}")]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, message)
+    }
+
+    pub fn unprocessable(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+    }
+
+    pub fn precondition_failed(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::PRECONDITION_FAILED, message)
+    }
+
+    /// An unexpected failure: logged with its cause, answered without it (the cause may hold internals).
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(%cause, "internal error");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal server error")
+    }
+
+    pub fn session_not_found(session_id: &str) -> Self {
+        Self::not_found(format!("Session not found: {session_id}"))
+    }
+
+    pub fn turn_not_found(turn_id: &str) -> Self {
+        Self::not_found(format!("Turn not found: {turn_id}"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, axum::Json(json!({"error": {"message": self.message}}))).into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::SessionNotFound { session_id } => Self::session_not_found(&session_id),
+            StoreError::TurnNotFound { turn_id } | StoreError::PreviousTurnNotFound { turn_id } => {
+                Self::turn_not_found(&turn_id)
+            }
+            StoreError::InvalidPageToken => Self::bad_request("Invalid page token"),
+            StoreError::MissingStoredSecret(message) => Self::bad_request(message),
+            StoreError::InvalidInput(message) => Self::unprocessable(message),
+            other => Self::internal(other),
+        }
+    }
+}
+
+impl From<AgentError> for ApiError {
+    fn from(error: AgentError) -> Self {
+        match error {
+            AgentError::InvalidInput(message) | AgentError::InvalidSpec(message) => Self::unprocessable(message),
+            AgentError::SessionNotFound => Self::not_found("Session not found"),
+            AgentError::TurnNotFound(turn_id) => Self::turn_not_found(&turn_id),
+            AgentError::AgentNotFound(agent_id) => Self::unprocessable(format!("Agent not found: {agent_id}")),
+            AgentError::Model(error) => Self::unprocessable(error.message),
+            AgentError::Tool(error) => Self::unprocessable(error.to_string()),
+            AgentError::Store(error) => error.into(),
+            other @ (AgentError::TurnNotRunning(_) | AgentError::Internal(_)) => Self::internal(other),
+        }
+    }
+}

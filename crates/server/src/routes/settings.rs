@@ -1,0 +1,335 @@
+//! `/api/v1/settings/*` (admins): model providers, MCP servers, skills, the sandbox provider. Secrets are
+//! redacted in every answer; a redacted value sent back keeps the stored secret.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use trueforge_protocol::{
+    McpServerAuth, McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest,
+};
+use trueforge_store::StoreError;
+use trueforge_store::redaction::{MissingSecret, redacted, restore_redacted_secrets};
+use trueforge_store::settings::{McpServerRecord, ModelProviderRecord};
+
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::state::{AppState, Caller};
+use crate::wire::Data;
+
+/// Settings are for admins only (local mode: the local admin).
+fn require_admin(caller: &Caller) -> ApiResult<()> {
+    if caller.is_admin {
+        Ok(())
+    } else {
+        Err(ApiError::new(StatusCode::FORBIDDEN, "Admin access required"))
+    }
+}
+
+fn name_conflict(kind: &str) -> impl Fn(StoreError) -> ApiError + '_ {
+    move |error| match error {
+        StoreError::NameConflict { name, .. } => ApiError::conflict(format!("{kind} name already exists: {name}")),
+        other => other.into(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestBody<M> {
+    manifest: M,
+}
+
+// ---- model providers ----
+
+#[derive(Serialize)]
+struct ConfiguredModelProvider {
+    name: String,
+    manifest: ModelProviderManifest,
+}
+
+impl From<ModelProviderRecord> for ConfiguredModelProvider {
+    fn from(record: ModelProviderRecord) -> Self {
+        Self {
+            name: record.name,
+            manifest: redacted(&record.manifest),
+        }
+    }
+}
+
+fn check_provider(manifest: &ModelProviderManifest) -> ApiResult<()> {
+    manifest
+        .validate()
+        .map_err(|error| ApiError::bad_request(error.to_string()))
+}
+
+pub async fn list_model_providers(State(state): State<AppState>) -> ApiResult<Response> {
+    let caller = state.caller();
+    require_admin(&caller)?;
+    let records = state.settings.list_model_providers(&caller.tenant).await?;
+    Ok(Data::ok(
+        records
+            .into_iter()
+            .map(ConfiguredModelProvider::from)
+            .collect::<Vec<_>>(),
+    )
+    .into_response())
+}
+
+pub async fn create_model_provider(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<ManifestBody<ModelProviderManifest>>,
+) -> ApiResult<Response> {
+    let caller = state.caller();
+    require_admin(&caller)?;
+    let mut manifest = body.manifest;
+    check_provider(&manifest)?;
+    restore_redacted_secrets(&mut manifest, None, MissingSecret::ApiKey)?;
+    let record = state
+        .settings
+        .create_model_provider(&caller.tenant, manifest)
+        .await
+        .map_err(name_conflict("Model provider"))?;
+    Ok(Data::created(ConfiguredModelProvider::from(record)).into_response())
+}
+
+pub async fn put_model_provider(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<ManifestBody<ModelProviderManifest>>,
+) -> ApiResult<Response> {
+    let caller = state.caller();
+    require_admin(&caller)?;
+    let manifest = body.manifest;
+    check_provider(&manifest)?;
+    let name = manifest.name().to_owned();
+    let record = state
+        .settings
+        .upsert_model_provider_with(
+            &caller.tenant,
+            &name,
+            Box::new(move |stored| {
+                let mut manifest = manifest;
+                restore_redacted_secrets(&mut manifest, stored, MissingSecret::ApiKey)?;
+                Ok(manifest)
+            }),
+        )
+        .await?;
+    Ok(Data::ok(ConfiguredModelProvider::from(record)).into_response())
+}
+
+// ---- MCP servers ----
+
+#[derive(Serialize)]
+pub struct ConfiguredMcpServer {
+    name: String,
+    manifest: McpServerManifest,
+    auth_status: AuthStatus,
+}
+
+#[derive(Serialize)]
+pub struct AuthStatus {
+    status: &'static str,
+}
+
+/// The caller's authorisation state for a server: OAuth servers need the caller's own token.
+pub async fn auth_status(state: &AppState, caller: &Caller, record: &McpServerRecord) -> ApiResult<AuthStatus> {
+    let status = match &record.manifest.auth {
+        None => "not_required",
+        Some(McpServerAuth::Header { .. }) => "authenticated",
+        Some(McpServerAuth::Dcr {}) => {
+            let token = state
+                .settings
+                .get_oauth_token(&caller.tenant, &record.id, &caller.user)
+                .await?;
+            if token.is_some() {
+                "authenticated"
+            } else {
+                "auth_required"
+            }
+        }
+    };
+    Ok(AuthStatus { status })
+}
+
+pub async fn configured_mcp_server(
+    state: &AppState,
+    caller: &Caller,
+    record: McpServerRecord,
+) -> ApiResult<ConfiguredMcpServer> {
+    let auth_status = auth_status(state, caller, &record).await?;
+    Ok(ConfiguredMcpServer {
+        name: record.name,
+        manifest: redacted(&record.manifest),
+        auth_status,
+    })
+}
+
+fn check_mcp_server(manifest: &McpServerManifest) -> ApiResult<()> {
+    manifest
+        .validate()
+        .map_err(|error| ApiError::bad_request(error.to_string()))?;
+    if matches!(manifest.auth, Some(McpServerAuth::Dcr {})) {
+        // Registration needs the OAuth client of the MCP issue; storing a server nobody can authorise
+        // would only fail later.
+        return Err(ApiError::unprocessable(
+            "MCP servers with OAuth (auth.type \"dcr\") are not supported by this server yet",
+        ));
+    }
+    Ok(())
+}
+
+pub async fn list_mcp_servers(State(state): State<AppState>) -> ApiResult<Response> {
+    let caller = state.caller();
+    require_admin(&caller)?;
+    let mut servers = Vec::new();
+    for record in state.settings.list_mcp_servers(&caller.tenant, None).await? {
+        servers.push(configured_mcp_server(&state, &caller, record).await?);
+    }
+    Ok(Data::ok(servers).into_response())
+}
+
+pub async fn get_mcp_server(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
+    let caller = state.caller();
+    require_admin(&caller)?;
+    let record = state
+        .settings
+        .get_mcp_server(&caller.tenant, &name)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("MCP server not found: {name}")))?;
+    Ok(Data::ok(configured_mcp_server(&state, &caller, record).await?).into_response())
+}
+
+pub async fn create_mcp_server(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<ManifestBody<McpServerManifest>>,
+) -> ApiResult<Response> {
+    let caller = state.caller();
+    require_admin(&caller)?;
+    let mut manifest = body.manifest;
+    check_mcp_server(&manifest)?;
+    restore_redacted_secrets(&mut manifest, None, MissingSecret::HeaderSecret)?;
+    let record = state
+        .settings
+        .create_mcp_server(&caller.tenant, manifest)
+        .await
+        .map_err(name_conflict("MCP server"))?;
+    Ok(Data::created(configured_mcp_server(&state, &caller, record).await?).into_response())
+}
+
+pub async fn put_mcp_server(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<ManifestBody<McpServerManifest>>,
+) -> ApiResult<Response> {
+    let caller = state.caller();
+    require_admin(&caller)?;
+    let manifest = body.manifest;
+    check_mcp_server(&manifest)?;
+    let name = manifest.name().to_owned();
+    let record = state
+        .settings
+        .upsert_mcp_server_with(
+            &caller.tenant,
+            &name,
+            Box::new(move |stored| {
+                let mut manifest = manifest;
+                restore_redacted_secrets(&mut manifest, stored, MissingSecret::HeaderSecret)?;
+                Ok(manifest)
+            }),
+        )
+        .await?;
+    Ok(Data::ok(configured_mcp_server(&state, &caller, record).await?).into_response())
+}
+
+// ---- skills ----
+
+#[derive(Serialize)]
+struct ConfiguredSkill {
+    name: String,
+    manifest: SkillManifest,
+}
+
+fn check_skill(manifest: &SkillManifest) -> ApiResult<()> {
+    manifest
+        .validate()
+        .map_err(|error| ApiError::bad_request(error.to_string()))
+}
+
+pub async fn list_skills(State(state): State<AppState>) -> ApiResult<Response> {
+    let caller = state.caller();
+    require_admin(&caller)?;
+    let skills = state.settings.list_skills(&caller.tenant, None).await?;
+    let skills: Vec<ConfiguredSkill> = skills
+        .into_iter()
+        .map(|record| ConfiguredSkill {
+            name: record.name,
+            manifest: record.manifest,
+        })
+        .collect();
+    Ok(Data::ok(skills).into_response())
+}
+
+pub async fn create_skill(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<ManifestBody<SkillManifest>>,
+) -> ApiResult<Response> {
+    let caller = state.caller();
+    require_admin(&caller)?;
+    check_skill(&body.manifest)?;
+    let record = state
+        .settings
+        .create_skill(&caller.tenant, body.manifest)
+        .await
+        .map_err(name_conflict("Skill"))?;
+    Ok(Data::created(ConfiguredSkill {
+        name: record.name,
+        manifest: record.manifest,
+    })
+    .into_response())
+}
+
+pub async fn put_skill(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<ManifestBody<SkillManifest>>,
+) -> ApiResult<Response> {
+    let caller = state.caller();
+    require_admin(&caller)?;
+    check_skill(&body.manifest)?;
+    let record = state.settings.upsert_skill(&caller.tenant, body.manifest).await?;
+    Ok(Data::ok(ConfiguredSkill {
+        name: record.name,
+        manifest: record.manifest,
+    })
+    .into_response())
+}
+
+// ---- sandbox provider ----
+
+pub async fn get_sandbox_provider(State(state): State<AppState>) -> ApiResult<Response> {
+    let caller = state.caller();
+    require_admin(&caller)?;
+    let record = state
+        .settings
+        .get_sandbox_provider(&caller.tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("No sandbox provider configured"))?;
+    Ok(Data::ok(serde_json::json!({
+        "manifest": redacted(&record.manifest),
+        "status": record.status.status,
+        "status_reason": record.status.status_reason,
+    }))
+    .into_response())
+}
+
+pub async fn put_sandbox_provider(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<ManifestBody<SandboxProviderManifest>>,
+) -> ApiResult<Response> {
+    require_admin(&state.caller())?;
+    body.manifest
+        .validate()
+        .map_err(|error| ApiError::bad_request(error.to_string()))?;
+    // Remote sandboxes (Daytona) arrive with the sandbox issue; accepting the row now would report a
+    // provider that can never build.
+    Err(ApiError::unprocessable(
+        "Remote sandbox providers (daytona) are not supported by this server yet",
+    ))
+}

@@ -1,0 +1,273 @@
+//! `/api/v1/sessions/{id}/turns…`: create and run a turn (SSE or JSON), list, get, its events, subscribe,
+//! and sandbox file downloads.
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use trueforge_agent::{PreviousTurn, TurnRequest};
+use trueforge_protocol::{SessionEvent, TurnInputItem};
+use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey, TurnRecord};
+
+use super::sessions::{EVENT_PAGE_MAX, SESSION_PAGE_MAX, owned_session, page_limit};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, QueryParams};
+use crate::sse;
+use crate::state::{AppState, Caller};
+use crate::wire::{Data, PageOf, Turn};
+
+#[derive(Deserialize)]
+pub struct CreateTurnRequest {
+    #[serde(default)]
+    input: Vec<TurnInputItem>,
+    #[serde(default)]
+    previous_turn_id: Option<String>,
+    #[serde(default)]
+    stream: Option<bool>,
+}
+
+/// The reference's schema rule: a user message never travels with approvals or tool responses.
+fn check_input_kinds(input: &[TurnInputItem]) -> ApiResult<()> {
+    let messages = input
+        .iter()
+        .filter(|item| matches!(item, TurnInputItem::UserMessage(_)))
+        .count();
+    if messages > 0 && messages < input.len() {
+        return Err(ApiError::bad_request(
+            "input cannot mix user.message with user.tool_approval or user.tool_response items",
+        ));
+    }
+    Ok(())
+}
+
+fn previous_turn(value: Option<String>) -> ApiResult<PreviousTurn> {
+    match value.as_deref() {
+        None | Some("auto") => Ok(PreviousTurn::Auto),
+        Some("none") => Ok(PreviousTurn::None),
+        Some("") => Err(ApiError::bad_request("previous_turn_id must not be empty")),
+        Some(_) => Ok(PreviousTurn::Id(value.unwrap_or_default())),
+    }
+}
+
+pub async fn create(
+    State(state): State<AppState>,
+    Path(session_id): Path<String>,
+    JsonBody(body): JsonBody<CreateTurnRequest>,
+) -> ApiResult<Response> {
+    let caller = state.caller();
+    let session = state
+        .sessions
+        .get_session(&caller.tenant, &session_id)
+        .await?
+        .ok_or_else(|| ApiError::session_not_found(&session_id))?;
+    if session.created_by != caller.user {
+        return Err(ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "Only the session creator can create turns",
+        ));
+    }
+    check_input_kinds(&body.input)?;
+    let previous_turn_id = previous_turn(body.previous_turn_id)?;
+    let turn_id = format!("{}.{}", ulid::Ulid::new().to_string().to_lowercase(), state.executor_id);
+    let started = state
+        .runtime
+        .create_turn(TurnRequest {
+            tenant_id: caller.tenant.clone(),
+            session_id: session_id.clone(),
+            turn_id,
+            input: body.input,
+            previous_turn_id,
+            custom: None,
+        })
+        .await?;
+    let key = started.key.clone();
+    // Everything that can fail has failed by now: from here the turn runs whatever the client does.
+    let first = state.executor.run(started).await.map_err(ApiError::internal)?;
+    if body.stream.unwrap_or(true) {
+        return Ok(sse::response(state.event_source(), key, 0));
+    }
+    // Answer once `turn.created` is on the bus, so that an immediate subscribe finds the stream.
+    let _ = first.await;
+    let record = turn_record(&state, &key).await?;
+    Ok(Data::ok(Turn::from(record.turn)).into_response())
+}
+
+async fn turn_record(state: &AppState, key: &TurnKey) -> ApiResult<TurnRecord> {
+    state
+        .sessions
+        .get_turn(key)
+        .await?
+        .ok_or_else(|| ApiError::turn_not_found(&key.turn_id))
+}
+
+/// The turn of an owned session (404 for either).
+async fn owned_turn(state: &AppState, caller: &Caller, session_id: &str, turn_id: &str) -> ApiResult<TurnRecord> {
+    owned_session(state, caller, session_id).await?;
+    turn_record(state, &TurnKey::new(&caller.tenant, session_id, turn_id)).await
+}
+
+#[derive(Deserialize)]
+pub struct ListTurnsQuery {
+    limit: Option<u32>,
+    page_token: Option<String>,
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    Path(session_id): Path<String>,
+    QueryParams(query): QueryParams<ListTurnsQuery>,
+) -> ApiResult<Response> {
+    let caller = state.caller();
+    owned_session(&state, &caller, &session_id).await?;
+    let limit = page_limit(query.limit, SESSION_PAGE_MAX)?;
+    let page = state
+        .sessions
+        .list_turns(
+            &caller.tenant,
+            &session_id,
+            &PageRequest {
+                limit,
+                page_token: query.page_token,
+            },
+        )
+        .await?;
+    Ok(PageOf {
+        data: page.data.into_iter().map(Turn::from).collect(),
+        limit: page.limit,
+        next_page_token: page.next_page_token,
+    }
+    .into_response())
+}
+
+pub async fn get(
+    State(state): State<AppState>,
+    Path((session_id, turn_id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let record = owned_turn(&state, &state.caller(), &session_id, &turn_id).await?;
+    Ok(Data::ok(Turn::from(record.turn)).into_response())
+}
+
+#[derive(Deserialize)]
+pub struct TurnEventsQuery {
+    limit: Option<u32>,
+    page_token: Option<String>,
+    order: Option<String>,
+}
+
+pub async fn events(
+    State(state): State<AppState>,
+    Path((session_id, turn_id)): Path<(String, String)>,
+    QueryParams(query): QueryParams<TurnEventsQuery>,
+) -> ApiResult<Response> {
+    let caller = state.caller();
+    owned_turn(&state, &caller, &session_id, &turn_id).await?;
+    let limit = page_limit(query.limit, EVENT_PAGE_MAX)?;
+    let order = match query.order.as_deref() {
+        None | Some("asc") => SortOrder::Asc,
+        Some("desc") => SortOrder::Desc,
+        Some(_) => return Err(ApiError::bad_request("order must be asc or desc")),
+    };
+    let page = state
+        .sessions
+        .list_turn_events(
+            &TurnKey::new(&caller.tenant, &session_id, &turn_id),
+            order,
+            &PageRequest {
+                limit,
+                page_token: query.page_token,
+            },
+        )
+        .await?;
+    let data: Vec<SessionEvent> = page.data.into_iter().map(|stored| stored.event).collect();
+    Ok(PageOf {
+        data,
+        limit: page.limit,
+        next_page_token: page.next_page_token,
+    }
+    .into_response())
+}
+
+#[derive(Deserialize)]
+pub struct SubscribeQuery {
+    after_sequence_number: Option<String>,
+}
+
+fn parse_cursor(value: &str, message: &str) -> ApiResult<u64> {
+    value.trim().parse::<u64>().map_err(|_| ApiError::bad_request(message))
+}
+
+pub async fn subscribe(
+    State(state): State<AppState>,
+    Path((session_id, turn_id)): Path<(String, String)>,
+    headers: HeaderMap,
+    QueryParams(query): QueryParams<SubscribeQuery>,
+) -> ApiResult<Response> {
+    // The header wins over the query (clients resend it on reconnect); both are checked before lookups.
+    let header = headers
+        .get("last-event-id")
+        .map(|value| {
+            value
+                .to_str()
+                .map_err(|_| ApiError::bad_request("Invalid Last-Event-Id header"))
+                .and_then(|text| parse_cursor(text, "Invalid Last-Event-Id header"))
+        })
+        .transpose()?;
+    let from_query = match query.after_sequence_number.as_deref() {
+        None | Some("") => None,
+        Some(text) => Some(parse_cursor(
+            text,
+            "after_sequence_number must be a non-negative integer",
+        )?),
+    };
+    let after = header.or(from_query).unwrap_or(0);
+    let caller = state.caller();
+    owned_turn(&state, &caller, &session_id, &turn_id).await?;
+    Ok(sse::response(
+        state.event_source(),
+        TurnKey::new(&caller.tenant, &session_id, &turn_id),
+        after,
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct DownloadQuery {
+    path: String,
+}
+
+/// Checks a sandbox path as the reference does: absolute, no NUL, at most 4095 bytes, segments at most 255
+/// bytes, no `.`/`..` traversal.
+fn check_sandbox_path(path: &str) -> Result<(), &'static str> {
+    if !path.starts_with('/') {
+        return Err("must be absolute");
+    }
+    if path.contains('\0') {
+        return Err("must not contain NUL");
+    }
+    if path.len() > 4095 {
+        return Err("is too long");
+    }
+    for segment in path.split('/') {
+        if segment.len() > 255 {
+            return Err("has a segment that is too long");
+        }
+        if segment == ".." || segment == "." {
+            return Err("must not contain traversal");
+        }
+    }
+    Ok(())
+}
+
+pub async fn download_sandbox_file(
+    State(state): State<AppState>,
+    Path((session_id, turn_id)): Path<(String, String)>,
+    QueryParams(query): QueryParams<DownloadQuery>,
+) -> ApiResult<Response> {
+    check_sandbox_path(&query.path)
+        .map_err(|reason| ApiError::bad_request(format!("Path {reason}: {}", query.path)))?;
+    let record = owned_turn(&state, &state.caller(), &session_id, &turn_id).await?;
+    if record.snapshot.sandbox_info.is_none() {
+        return Err(ApiError::precondition_failed(format!("Turn has no sandbox: {turn_id}")));
+    }
+    // Sandboxes are not built yet, so no turn can have one; a stored one from elsewhere has no provider.
+    Err(ApiError::precondition_failed("No sandbox provider configured"))
+}

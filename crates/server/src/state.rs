@@ -1,0 +1,78 @@
+//! What every request handler shares.
+
+use std::sync::Arc;
+
+use trueforge_agent::Runtime;
+use trueforge_store::SessionStore;
+use trueforge_store::settings::SettingsStore;
+
+use crate::bus::EventBus;
+use crate::catalogs::Catalogs;
+use crate::config::ServerConfig;
+use crate::executor::TurnExecutor;
+use crate::models::SettingsModels;
+use crate::sse::EventSource;
+
+/// The tenant of local mode (the reference is single-tenant with this constant).
+pub const LOCAL_TENANT: &str = "default";
+/// The one user of local mode (the reference's local admin).
+pub const LOCAL_USER: &str = "trueforge-default";
+/// The executor suffix of turn ids in local mode.
+pub const LOCAL_EXECUTOR: &str = "local";
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Who is calling. Local mode has one admin; hosted mode (OIDC) will fill this from the token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub tenant: String,
+    pub user: String,
+    pub is_admin: bool,
+}
+
+impl Caller {
+    pub fn local() -> Self {
+        Self {
+            tenant: LOCAL_TENANT.to_owned(),
+            user: LOCAL_USER.to_owned(),
+            is_admin: true,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct AppState {
+    pub config: Arc<ServerConfig>,
+    pub sessions: Arc<dyn SessionStore>,
+    pub settings: Arc<dyn SettingsStore>,
+    pub runtime: Arc<Runtime>,
+    pub executor: Arc<TurnExecutor>,
+    pub bus: Arc<dyn EventBus>,
+    pub catalogs: Arc<Catalogs>,
+    pub models: Arc<SettingsModels>,
+    /// Suffix of the turn ids this process mints.
+    pub executor_id: String,
+    /// Whether the database answered at start-up and answers now (`/healthz`).
+    pub database: Arc<dyn DatabaseProbe>,
+}
+
+impl AppState {
+    pub fn event_source(&self) -> EventSource {
+        EventSource {
+            bus: self.bus.clone(),
+            store: self.sessions.clone(),
+            heartbeat: self.config.heartbeat,
+            max_life: self.config.subscribe_timeout,
+        }
+    }
+
+    /// The caller of a request. Local mode: always the local admin.
+    pub fn caller(&self) -> Caller {
+        Caller::local()
+    }
+}
+
+/// A cheap readiness check of the database.
+#[async_trait::async_trait]
+pub trait DatabaseProbe: Send + Sync {
+    async fn ready(&self) -> Result<(), String>;
+}

@@ -1,0 +1,164 @@
+//! A server on 127.0.0.1:0 over a temp data dir, a fake model server configured as a custom provider, and
+//! small HTTP helpers (reqwest over the real socket; SSE frames read from the raw body).
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use trueforge_server::ServerConfig;
+use trueforge_testkit::fake_llm::{Api, FakeLlm};
+
+pub const MODEL: &str = "fake/fake-model";
+
+pub struct TestServer {
+    pub base: String,
+    pub http: reqwest::Client,
+    pub fake: FakeLlm,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    pub dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(adjust: impl FnOnce(&mut ServerConfig)) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = ServerConfig::for_data_dir(dir.path()).unwrap();
+        config.graceful_timeout = Duration::from_secs(5);
+        adjust(&mut config);
+        let state = trueforge_server::local_state(config).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (shutdown, signal) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(trueforge_server::serve(listener, state, async move {
+            let _ = signal.await;
+        }));
+        let fake = FakeLlm::start().await;
+        let server = Self {
+            base,
+            http: reqwest::Client::new(),
+            fake,
+            shutdown: Some(shutdown),
+            task: Some(task),
+            dir,
+        };
+        server.configure_fake_provider().await;
+        server
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn configure_fake_provider(&self) {
+        let (status, body) = self
+            .send(
+                reqwest::Method::POST,
+                "/api/v1/settings/model-providers",
+                Some(json!({"manifest": {
+                    "type": "custom",
+                    "name": "fake",
+                    "base_url": self.fake.base_url(Api::Chat),
+                    "auth": {"api_key": "fake-key-123456"},
+                    "models": [{"model_id": "fake-model", "name": "fake-model", "properties": {"context_length": 100000}}],
+                }})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+
+    /// Sends a JSON request; returns the status and the parsed body (`Value::Null` when empty).
+    pub async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = self.http.request(method, self.url(path));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        let value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        (status, value)
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        self.send(reqwest::Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.send(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    /// A session with an inline spec on the fake model; returns its id.
+    pub async fn session(&self) -> String {
+        let (status, body) = self
+            .post(
+                "/api/v1/sessions",
+                json!({"agent": {"spec": {"model": {"name": MODEL}}}}),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        body["data"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Streams a turn to its end: the SSE frames as (id, event JSON).
+    pub async fn stream_turn(&self, session_id: &str, body: Value) -> Vec<(u64, Value)> {
+        let response = self
+            .http
+            .post(self.url(&format!("/api/v1/sessions/{session_id}/turns")))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        assert_eq!(
+            response.headers()["content-type"].to_str().unwrap(),
+            "text/event-stream"
+        );
+        parse_frames(&response.text().await.unwrap())
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(task) = self.task.take() {
+            tokio::time::timeout(Duration::from_secs(20), task)
+                .await
+                .expect("the server stops within its graceful timeout")
+                .unwrap()
+                .unwrap();
+        }
+    }
+}
+
+/// Parses SSE bytes written as `data: <json>\nid: <n>\n\n` (comments skipped). Panics on any other shape,
+/// so a framing change fails the tests.
+pub fn parse_frames(text: &str) -> Vec<(u64, Value)> {
+    let mut frames = Vec::new();
+    for block in text.split("\n\n").filter(|block| !block.is_empty()) {
+        if block.starts_with(':') {
+            continue;
+        }
+        let mut lines = block.lines();
+        let data = lines.next().unwrap().strip_prefix("data: ").expect("a data line first");
+        let id = lines.next().unwrap().strip_prefix("id: ").expect("an id line second");
+        assert!(lines.next().is_none(), "a frame has exactly two lines: {block:?}");
+        frames.push((id.parse().unwrap(), serde_json::from_str(data).unwrap()));
+    }
+    frames
+}
+
+pub fn types(frames: &[(u64, Value)]) -> Vec<String> {
+    frames
+        .iter()
+        .map(|(_, event)| event["type"].as_str().unwrap().to_owned())
+        .collect()
+}
