@@ -1,6 +1,8 @@
 //! The `trueforge` command: `serve` (the default) runs the HTTP API locally on SQLite; `migrate` brings
 //! the database up to date and exits.
 
+mod doctor;
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +25,8 @@ enum Command {
     },
     /// Applies pending database migrations and exits.
     Migrate,
+    /// Checks the configuration, the database, the model providers and the sandbox prerequisites.
+    Doctor,
 }
 
 fn main() -> ExitCode {
@@ -38,6 +42,7 @@ fn main() -> ExitCode {
         match cli.command.unwrap_or(Command::Serve { port: None }) {
             Command::Serve { port } => serve(port).await,
             Command::Migrate => migrate().await,
+            Command::Doctor => doctor::run().await,
         }
     });
     match result {

@@ -1,0 +1,157 @@
+//! `trueforge doctor`: checks what local mode needs and says what is wrong, without changing anything.
+
+use std::time::Duration;
+
+use trueforge_server::ServerConfig;
+use trueforge_store::crypto::SecretCipher;
+use trueforge_store::db::{MigrateOnOpen, SqliteDb};
+use trueforge_store::settings::{ModelProviderStore, SqliteSettingsStore};
+
+/// One check's outcome.
+enum Outcome {
+    Ok(String),
+    Warn(String),
+    Fail(String),
+}
+
+fn report(name: &str, outcome: &Outcome) {
+    let (mark, text) = match outcome {
+        Outcome::Ok(text) => ("ok  ", text),
+        Outcome::Warn(text) => ("warn", text),
+        Outcome::Fail(text) => ("FAIL", text),
+    };
+    println!("[{mark}] {name}: {text}");
+}
+
+/// Runs every check; `Err` when any failed (the exit status says so).
+pub async fn run() -> Result<(), String> {
+    let mut failed = 0;
+    let mut check = |name: &str, outcome: Outcome| {
+        if matches!(outcome, Outcome::Fail(_)) {
+            failed += 1;
+        }
+        report(name, &outcome);
+    };
+    let config = match ServerConfig::from_env() {
+        Ok(config) => {
+            check(
+                "configuration",
+                Outcome::Ok("environment variables are valid".to_owned()),
+            );
+            config
+        }
+        Err(error) => {
+            check("configuration", Outcome::Fail(error.to_string()));
+            return Err("1 check failed".to_owned());
+        }
+    };
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .map_err(|error| format!("cannot build an HTTP client: {error}"))?;
+
+    let server_url = format!("http://{}:{}/healthz", config.host, config.port);
+    check(
+        "server",
+        match http.get(&server_url).send().await {
+            Ok(response) if response.status().is_success() => Outcome::Ok(format!("{server_url} answers")),
+            Ok(response) => Outcome::Warn(format!("{server_url} answered {}", response.status())),
+            Err(_) => Outcome::Warn(format!(
+                "nothing answers at {server_url} (start it with `trueforge serve`)"
+            )),
+        },
+    );
+
+    if !config.sqlite_path.exists() {
+        check(
+            "database",
+            Outcome::Warn(format!(
+                "{} does not exist yet; `trueforge serve` or `trueforge migrate` creates it",
+                config.sqlite_path.display()
+            )),
+        );
+    } else {
+        match SqliteDb::open(&config.sqlite_path, MigrateOnOpen::No).await {
+            Err(error) => check(
+                "database",
+                Outcome::Fail(format!("{}: {error}", config.sqlite_path.display())),
+            ),
+            Ok(db) => {
+                check(
+                    "database",
+                    Outcome::Ok(format!("{} opens", config.sqlite_path.display())),
+                );
+                for (name, outcome) in providers(&config, db, &http).await {
+                    check(&name, outcome);
+                }
+            }
+        }
+    }
+
+    check("sandbox", sandbox_prerequisites());
+    if failed == 0 {
+        Ok(())
+    } else {
+        Err(format!("{failed} check(s) failed"))
+    }
+}
+
+/// Each configured model provider: can its endpoint be reached at all (any HTTP answer counts).
+async fn providers(config: &ServerConfig, db: SqliteDb, http: &reqwest::Client) -> Vec<(String, Outcome)> {
+    let key_file = config.data_dir.join("secret.key");
+    if !key_file.exists() && std::env::var_os("TRUEFORGE_SECRET_KEY").is_none() {
+        return vec![(
+            "model providers".to_owned(),
+            Outcome::Warn("no secret key yet, so no provider is configured".to_owned()),
+        )];
+    }
+    let cipher = match SecretCipher::from_env_or_key_file(&key_file) {
+        Ok(cipher) => cipher,
+        Err(error) => return vec![("secret key".to_owned(), Outcome::Fail(error.to_string()))],
+    };
+    let settings = match SqliteSettingsStore::open(db, cipher).await {
+        Ok(settings) => settings,
+        Err(error) => return vec![("settings".to_owned(), Outcome::Fail(error.to_string()))],
+    };
+    let records = match settings
+        .list_model_providers(trueforge_server::state::LOCAL_TENANT)
+        .await
+    {
+        Ok(records) => records,
+        Err(error) => return vec![("model providers".to_owned(), Outcome::Fail(error.to_string()))],
+    };
+    if records.is_empty() {
+        return vec![(
+            "model providers".to_owned(),
+            Outcome::Warn(
+                "none configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY, or PUT \
+                 /api/v1/settings/model-providers"
+                    .to_owned(),
+            ),
+        )];
+    }
+    let mut outcomes = Vec::new();
+    for record in records {
+        let base_url = record.manifest.base_url().to_owned();
+        let outcome = match http.get(&base_url).send().await {
+            Ok(response) => Outcome::Ok(format!("{base_url} reachable (HTTP {})", response.status().as_u16())),
+            Err(error) => Outcome::Fail(format!("{base_url} unreachable: {error}")),
+        };
+        outcomes.push((format!("provider {}", record.name), outcome));
+    }
+    outcomes
+}
+
+/// The local sandbox (arriving with the sandbox issue) runs commands under bubblewrap.
+fn sandbox_prerequisites() -> Outcome {
+    match std::process::Command::new("bwrap").arg("--version").output() {
+        Ok(output) if output.status.success() => Outcome::Ok(format!(
+            "{} found (the local sandbox is not built yet)",
+            String::from_utf8_lossy(&output.stdout).trim()
+        )),
+        _ => Outcome::Warn(
+            "bubblewrap (bwrap) not found; the local sandbox will need it (Debian: apt-get install bubblewrap)"
+                .to_owned(),
+        ),
+    }
+}
