@@ -1,6 +1,11 @@
-//! The turn's journal: every event gets the next per-turn sequence number, is written to the store when it
-//! is durable, and only then goes to the live stream. Streamed-only events (the message placeholder and
-//! its deltas) take a number too, so a subscriber's cursor covers everything it saw.
+//! The turn's journal: every event gets a per-turn sequence number, is written to the store when it is
+//! durable, and only then goes to the live stream. Streamed-only events (the message placeholder and its
+//! deltas) take a number too, so a subscriber's cursor covers everything it saw.
+//!
+//! The live stream's numbers are dense (1, 2, 3, … as the reference's): a stored-only event (the complete
+//! `model.message`) takes no new number but the number of the last streamed-only item before it (its last
+//! delta). Replaying the store after a cursor then gives the complete message exactly to a reader that did
+//! not see all of its deltas.
 
 use std::sync::Arc;
 
@@ -27,6 +32,31 @@ pub enum Publish {
     Quiet,
 }
 
+/// The last number given out, and whether it went to a streamed-only item (which a stored-only event
+/// may then share).
+#[derive(Debug, Clone, Copy)]
+struct Numbers {
+    last: u64,
+    last_unstored: bool,
+}
+
+impl Numbers {
+    /// The number of the next stored event.
+    fn stored(&mut self, publish: Publish) -> u64 {
+        if !(publish == Publish::Quiet && self.last_unstored) {
+            self.last += 1;
+        }
+        self.last_unstored = false;
+        self.last
+    }
+
+    fn streamed_only(&mut self) -> u64 {
+        self.last += 1;
+        self.last_unstored = true;
+        self.last
+    }
+}
+
 /// How many stream items may wait for a slow consumer before the turn waits for it.
 pub const STREAM_BUFFER: usize = 4096;
 
@@ -34,7 +64,7 @@ pub struct Journal {
     pub key: TurnKey,
     pub store: Arc<dyn SessionStore>,
     pub ids: Arc<EventIds>,
-    last_seq: Mutex<u64>,
+    numbers: Mutex<Numbers>,
     live: mpsc::Sender<StreamItem>,
     tally: std::sync::Mutex<EventTally>,
 }
@@ -52,7 +82,10 @@ impl Journal {
             key,
             store,
             ids,
-            last_seq: Mutex::new(last_seq),
+            numbers: Mutex::new(Numbers {
+                last: last_seq,
+                last_unstored: false,
+            }),
             live,
             tally: std::sync::Mutex::new(EventTally::default()),
         }
@@ -81,9 +114,9 @@ impl Journal {
 
     /// Streams an event that is never stored.
     pub async fn stream(&self, event: impl Into<TurnStreamingEvent>) {
-        let mut last_seq = self.last_seq.lock().await;
-        *last_seq += 1;
-        self.send(*last_seq, event.into()).await;
+        let mut numbers = self.numbers.lock().await;
+        let seq = numbers.streamed_only();
+        self.send(seq, event.into()).await;
     }
 
     /// Stores an event, then streams it.
@@ -96,15 +129,17 @@ impl Journal {
         if events.is_empty() {
             return Ok(());
         }
-        let mut last_seq = self.last_seq.lock().await;
-        let first = *last_seq + 1;
+        let mut numbers = self.numbers.lock().await;
+        let mut next = *numbers;
         let stored: Vec<StoredEvent> = events
             .into_iter()
-            .zip(first..)
-            .map(|(event, seq)| StoredEvent { seq, event })
+            .map(|event| StoredEvent {
+                seq: next.stored(Publish::Stream),
+                event,
+            })
             .collect();
         self.store.append_events(&self.key, stored.clone()).await?;
-        *last_seq += stored.len() as u64;
+        *numbers = next;
         for item in &stored {
             self.tally(&item.event);
         }
@@ -116,7 +151,7 @@ impl Journal {
 
     /// Commits a thread step: its events and its context rows in one store transaction, then streams the
     /// events marked [`Publish::Stream`]. A quiet event (the complete `model.message`, whose content
-    /// subscribers already received as deltas) takes a number too, so a replay from the store can order it.
+    /// subscribers already received as deltas) shares the number of its last delta (see the module docs).
     pub async fn commit(
         &self,
         thread_id: &str,
@@ -125,12 +160,14 @@ impl Journal {
         usage: Option<CurrentContextUsage>,
         completion: Option<SubAgentCompletion>,
     ) -> Result<(), AgentError> {
-        let mut last_seq = self.last_seq.lock().await;
-        let first = *last_seq + 1;
+        let mut numbers = self.numbers.lock().await;
+        let mut next = *numbers;
         let numbered: Vec<(StoredEvent, Publish)> = events
             .into_iter()
-            .zip(first..)
-            .map(|((event, publish), seq)| (StoredEvent { seq, event }, publish))
+            .map(|(event, publish)| {
+                let seq = next.stored(publish);
+                (StoredEvent { seq, event }, publish)
+            })
             .collect();
         let step = ThreadStep {
             thread_id: thread_id.to_owned(),
@@ -140,7 +177,7 @@ impl Journal {
             completion,
         };
         self.store.commit_thread_step(&self.key, step).await?;
-        *last_seq += numbered.len() as u64;
+        *numbers = next;
         for (stored, _) in &numbered {
             self.tally(&stored.event);
         }
@@ -154,13 +191,14 @@ impl Journal {
 
     /// The number the next event would get.
     pub async fn next_seq(&self) -> u64 {
-        *self.last_seq.lock().await + 1
+        self.numbers.lock().await.last + 1
     }
 
     /// Streams an event the store already wrote with `seq` (the terminal `turn.done`).
     pub async fn stream_stored(&self, seq: u64, event: SessionEvent) {
-        let mut last_seq = self.last_seq.lock().await;
-        *last_seq = (*last_seq).max(seq);
+        let mut numbers = self.numbers.lock().await;
+        numbers.last = numbers.last.max(seq);
+        numbers.last_unstored = false;
         self.send(seq, event.into()).await;
     }
 

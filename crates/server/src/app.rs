@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::Request;
-use axum::http::header::CONTENT_LENGTH;
+use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
 use trueforge_agent::{Runtime, RuntimeOptions, StaticToolSets, StoredAgents};
 use trueforge_llm::ClientOptions;
 use trueforge_protocol::{
@@ -208,6 +209,19 @@ async fn body_limit(mut request: Request, next: Next) -> Response {
     if declared.is_some_and(|length| length > limit.0 as u64) {
         return limit.exceeded().into_response();
     }
+    // A body without a declared length (chunked) is read here, up to the limit, so the limit holds on
+    // every route, also those that never read their body.
+    if declared.is_none() && request.headers().contains_key(TRANSFER_ENCODING) {
+        let (parts, body) = request.into_parts();
+        let bytes = match axum::body::to_bytes(body, limit.0).await {
+            Ok(bytes) => bytes,
+            Err(error) if crate::extract::is_length_limit(&error) => return limit.exceeded().into_response(),
+            Err(error) => {
+                return ApiError::bad_request(format!("Could not read the request body: {error}")).into_response();
+            }
+        };
+        request = Request::from_parts(parts, axum::body::Body::from(bytes));
+    }
     request.extensions_mut().insert(limit);
     next.run(request).await
 }
@@ -254,6 +268,13 @@ pub async fn serve(
     });
     let (stopping, stopped) = tokio::sync::watch::channel(false);
     let app = router(state);
+    // SSE frames are small writes; without TCP_NODELAY, Nagle holds each one until the previous is
+    // acknowledged, and a delayed ACK adds ~40 ms per frame.
+    let listener = listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "could not set TCP_NODELAY");
+        }
+    });
     let server = axum::serve(listener, app).with_graceful_shutdown({
         let executor = executor.clone();
         async move {

@@ -55,6 +55,10 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 pub fn parse_json<T: DeserializeOwned>(text: &[u8]) -> Result<T, ApiError> {
     let value: serde_json::Value =
         serde_json::from_slice(text).map_err(|_| ApiError::bad_request("Malformed JSON in request body"))?;
+    // Every body of the API is an object (serde would also read a struct from an array).
+    if !value.is_object() {
+        return Err(ApiError::bad_request("Invalid request body: expected a JSON object"));
+    }
     serde_json::from_value(value).map_err(|error| ApiError::bad_request(format!("Invalid request body: {error}")))
 }
 
@@ -69,7 +73,7 @@ async fn read_body(body: Body, limit: BodyLimit) -> Result<bytes::Bytes, ApiErro
     })
 }
 
-fn is_length_limit(error: &axum::Error) -> bool {
+pub(crate) fn is_length_limit(error: &axum::Error) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(current) = source {
         if current.to_string().contains("length limit") {

@@ -147,6 +147,7 @@ impl EventBus for MemoryBus {
             key: key.clone(),
             stream,
             changes,
+            after,
             next,
             done: false,
         };
@@ -168,7 +169,10 @@ struct Cursor {
     key: StreamKey,
     stream: Arc<Stream>,
     changes: watch::Receiver<u64>,
-    /// Index of the next event to hand out.
+    /// The subscriber's cursor: events up to it are skipped, also those appended after subscribing (a
+    /// cursor past the end waits for the events after it).
+    after: u64,
+    /// Index of the next event to look at.
     next: usize,
     done: bool,
 }
@@ -220,8 +224,11 @@ impl Cursor {
         if state.expires_at <= Instant::now() {
             return Step::Gone;
         }
-        if let Some(event) = state.events.get(self.next) {
-            return Step::Event(event.clone());
+        while let Some(event) = state.events.get(self.next) {
+            if event.seq > self.after {
+                return Step::Event(event.clone());
+            }
+            self.next += 1;
         }
         if state.ended {
             return Step::End;

@@ -65,9 +65,22 @@ pub async fn me(State(state): State<AppState>) -> Response {
         .into_response()
 }
 
-/// Login, callback: local mode has no identity provider, so both go home (as the reference without OIDC).
+/// Login: local mode has no identity provider, so it goes home (as the reference without OIDC).
 pub async fn to_home() -> Response {
     (StatusCode::FOUND, [(header::LOCATION, "/")]).into_response()
+}
+
+#[derive(serde::Deserialize)]
+pub struct CallbackQuery {
+    state: Option<String>,
+}
+
+/// The login callback: `state` is required by the schema (400 without it); then home, as `login`.
+pub async fn callback(crate::extract::QueryParams(query): crate::extract::QueryParams<CallbackQuery>) -> Response {
+    if query.state.as_deref().is_none_or(str::is_empty) {
+        return crate::error::ApiError::bad_request("state is required").into_response();
+    }
+    to_home().await
 }
 
 pub async fn logout() -> Response {

@@ -40,7 +40,7 @@ pub async fn check_spec(state: &AppState, tenant: &str, spec: &AgentSpec) -> Api
 pub fn api() -> Router<AppState> {
     Router::new()
         .route("/api/v1/auth/login", get(meta::to_home))
-        .route("/api/v1/auth/callback", get(meta::to_home))
+        .route("/api/v1/auth/callback", get(meta::callback))
         .route("/api/v1/auth/logout", post(meta::logout))
         .route("/api/v1/auth/me", get(meta::me))
         .route("/api/v1/capabilities", get(meta::capabilities))

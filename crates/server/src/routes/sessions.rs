@@ -27,8 +27,17 @@ pub fn page_limit(limit: Option<u32>, max: u32) -> ApiResult<u32> {
     }
 }
 
+/// The spec's rule for a `session_id` path parameter: 1 to 64 characters (400 otherwise).
+pub fn check_session_id(session_id: &str) -> ApiResult<()> {
+    if session_id.is_empty() || session_id.len() > 64 {
+        return Err(ApiError::bad_request("session_id must be 1 to 64 characters"));
+    }
+    Ok(())
+}
+
 /// The session, when it exists and belongs to the caller (404, 403 otherwise).
 pub async fn owned_session(state: &AppState, caller: &Caller, session_id: &str) -> ApiResult<SessionRecord> {
+    check_session_id(session_id)?;
     let session = state
         .sessions
         .get_session(&caller.tenant, session_id)

@@ -55,6 +55,11 @@ pub async fn create(
     JsonBody(body): JsonBody<CreateTurnRequest>,
 ) -> ApiResult<Response> {
     let caller = state.caller();
+    super::sessions::check_session_id(&session_id)?;
+    check_input_kinds(&body.input)?;
+    // The input's value rules are the schema's (400); whether it fits the conversation is the runtime's
+    // (422).
+    trueforge_protocol::validate_turn_input(&body.input).map_err(|error| ApiError::bad_request(error.to_string()))?;
     let session = state
         .sessions
         .get_session(&caller.tenant, &session_id)
@@ -66,7 +71,6 @@ pub async fn create(
             "Only the session creator can create turns",
         ));
     }
-    check_input_kinds(&body.input)?;
     let previous_turn_id = previous_turn(body.previous_turn_id)?;
     let turn_id = format!("{}.{}", ulid::Ulid::new().to_string().to_lowercase(), state.executor_id);
     let started = state

@@ -187,6 +187,10 @@ impl FakeLlm {
                 let _ = stopped.await;
             };
             // Serving only ends on shutdown or on a listener failure, which leaves nothing to report to.
+            // Stream chunks are small writes: without TCP_NODELAY a delayed ACK stalls each one ~40 ms.
+            let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
+                let _ = stream.set_nodelay(true);
+            });
             let _ = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
         });
         Ok(Self {
