@@ -1,5 +1,7 @@
 //! What the server saw: every request, and what became of its answer.
 
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
@@ -61,6 +63,16 @@ pub(crate) struct State {
 struct Inner {
     script: Script,
     requests: Vec<RecordedRequest>,
+    /// How many requests had each (path, body), by a hash of both: counting by scanning the log made every
+    /// request cost O(log length), which a long load test turned quadratic.
+    seen: HashMap<u64, usize>,
+}
+
+fn request_key(path: &str, body: &Value) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    path.hash(&mut hasher);
+    body.to_string().hash(&mut hasher);
+    hasher.finish()
 }
 
 impl State {
@@ -86,11 +98,9 @@ impl State {
     /// body.
     pub fn record(&self, request: RecordedRequest) -> (usize, usize) {
         let mut inner = self.lock();
-        let attempt = inner
-            .requests
-            .iter()
-            .filter(|earlier| earlier.path == request.path && earlier.body == request.body)
-            .count();
+        let seen = inner.seen.entry(request_key(&request.path, &request.body)).or_insert(0);
+        let attempt = *seen;
+        *seen += 1;
         inner.requests.push(request);
         (inner.requests.len(), attempt)
     }

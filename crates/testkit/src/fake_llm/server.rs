@@ -77,11 +77,15 @@ async fn handle(Extract(state): Extract<Arc<State>>, request: Request) -> Respon
         .unwrap_or_else(|| rules::answer(api, &body, attempt));
     match answer {
         ScriptedResponse::Error(error) => {
-            tokio::time::sleep(Duration::from_millis(error.delay_ms)).await;
+            if error.delay_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(error.delay_ms)).await;
+            }
             error_response(&mut guard, api, &error)
         }
         ScriptedResponse::Stream(stream) => {
-            tokio::time::sleep(Duration::from_millis(stream.first_byte_delay_ms)).await;
+            if stream.first_byte_delay_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(stream.first_byte_delay_ms)).await;
+            }
             let plan = Plan::new(&stream, seq, model, bytes.len());
             let frames = encode::stream(api, &plan, &body);
             stream_response(guard, api, &stream, frames)
@@ -216,7 +220,8 @@ struct Sender {
 impl Sender {
     async fn next(mut self) -> Option<(Result<Bytes, std::io::Error>, Self)> {
         if let Some(frame) = self.frames.pop_front() {
-            if self.sent_any {
+            // A zero sleep still waits for the timer's next millisecond tick: skip it.
+            if self.sent_any && !self.delay.is_zero() {
                 tokio::time::sleep(self.delay).await;
             }
             self.sent_any = true;
