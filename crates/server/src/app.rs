@@ -101,7 +101,7 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
         )
         .map_err(StartError::Http)?,
     );
-    let lease = LeaseTiming::default();
+    let lease = LeaseTiming::for_ttl(config.lease_ttl);
     let owner = format!("{LOCAL_EXECUTOR}:{}", ulid::Ulid::new().to_string().to_lowercase());
     let runtime = Arc::new(Runtime::new(
         sessions.clone(),
@@ -255,10 +255,11 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let executor = state.executor.clone();
     let grace = state.config.graceful_timeout;
+    let lease_ttl = state.config.lease_ttl;
     let leases = tokio::spawn({
         let executor = executor.clone();
         async move {
-            let timing = LeaseTiming::default();
+            let timing = LeaseTiming::for_ttl(lease_ttl);
             let mut tick = tokio::time::interval(timing.renew_every);
             loop {
                 tick.tick().await;

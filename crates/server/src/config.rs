@@ -38,6 +38,9 @@ pub struct ServerConfig {
     pub graceful_timeout: Duration,
     /// Seconds between `: ping` comments on idle SSE streams.
     pub heartbeat: Duration,
+    /// How long a running turn's lease lasts without renewal; a turn whose lease ran out (its process died)
+    /// is resumed by a server that finds it. Renewed every third of it.
+    pub lease_ttl: Duration,
     pub log_level: String,
     pub catalogs: CatalogPaths,
     /// Provider API keys found in the environment, configured as providers on first start.
@@ -157,6 +160,7 @@ impl ServerConfig {
             subscribe_timeout: Duration::from_millis(vars.positive("TURN_SUBSCRIBE_TIMEOUT_MS", 600_000)?),
             graceful_timeout: Duration::from_secs(vars.positive("GRACEFUL_TIMEOUT_SECONDS", 30)?),
             heartbeat: Duration::from_secs(vars.positive("TRUEFORGE_SSE_HEARTBEAT_SECONDS", 15)?),
+            lease_ttl: Duration::from_secs(vars.positive("TRUEFORGE_LEASE_TTL_SECONDS", 30)?),
             log_level,
             catalogs: CatalogPaths {
                 models: vars.path("MODEL_CATALOG_PATH"),

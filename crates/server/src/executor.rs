@@ -23,11 +23,12 @@ pub struct LeaseTiming {
     pub renew_every: Duration,
 }
 
-impl Default for LeaseTiming {
-    fn default() -> Self {
+impl LeaseTiming {
+    /// Renewal every third of the lease, so two renewals can fail before it runs out.
+    pub fn for_ttl(ttl: Duration) -> Self {
         Self {
-            ttl: Duration::from_secs(30),
-            renew_every: Duration::from_secs(10),
+            ttl,
+            renew_every: (ttl / 3).max(Duration::from_millis(100)),
         }
     }
 }

@@ -1,0 +1,140 @@
+//! A server process killed in the middle of a turn: the next process on the same data directory resumes the
+//! turn once its lease has run out, and the turn ends `done` with one `turn.created` and one `turn.done`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use trueforge_testkit::fake_llm::{Api, FakeLlm};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn spawn_server(dir: &std::path::Path, port: u16) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_trueforge"))
+        .arg("serve")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("TRUEFORGE_DATA_DIR", dir)
+        .env("PORT", port.to_string())
+        .env("TRUEFORGE_LEASE_TTL_SECONDS", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+async fn wait_healthy(http: &reqwest::Client, base: &str) {
+    let started = Instant::now();
+    while http.get(format!("{base}/healthz")).send().await.is_err() {
+        assert!(started.elapsed() < Duration::from_secs(20), "the server did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn send(http: &reqwest::Client, method: reqwest::Method, url: String, body: Value) -> Value {
+    let response = http.request(method, url).json(&body).send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    assert!(status.is_success(), "{status}: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_a_turn_left_running_by_a_killed_server() {
+    let fake = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::new();
+
+    let first_port = free_port();
+    let mut first = spawn_server(dir.path(), first_port);
+    let base = format!("http://127.0.0.1:{first_port}");
+    wait_healthy(&http, &base).await;
+    send(
+        &http,
+        reqwest::Method::POST,
+        format!("{base}/api/v1/settings/model-providers"),
+        json!({"manifest": {"type": "custom", "name": "fake", "base_url": fake.base_url(Api::Chat),
+            "auth": {"api_key": "fake-key-123456"},
+            "models": [{"model_id": "fake-model", "name": "fake-model", "properties": {}}]}}),
+    )
+    .await;
+    let session = send(
+        &http,
+        reqwest::Method::POST,
+        format!("{base}/api/v1/sessions"),
+        json!({"agent": {"spec": {"model": {"name": "fake/fake-model"}}}}),
+    )
+    .await;
+    let session_id = session["data"]["id"].as_str().unwrap().to_owned();
+    let turn = send(
+        &http,
+        reqwest::Method::POST,
+        format!("{base}/api/v1/sessions/{session_id}/turns"),
+        json!({"input": [{"type": "user.message", "content": "slow #delay=500"}], "stream": false}),
+    )
+    .await;
+    let turn_id = turn["data"]["id"].as_str().unwrap().to_owned();
+    // The model call is under way when the process dies.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    let second_port = free_port();
+    let mut second = spawn_server(dir.path(), second_port);
+    let base = format!("http://127.0.0.1:{second_port}");
+    wait_healthy(&http, &base).await;
+    let started = Instant::now();
+    let state = loop {
+        let turn = send(
+            &http,
+            reqwest::Method::GET,
+            format!("{base}/api/v1/sessions/{session_id}/turns/{turn_id}"),
+            Value::Null,
+        )
+        .await;
+        let state = turn["data"]["state"].clone();
+        if state["status"] != "running" {
+            break state;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "the turn was not resumed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(state["status"], "done", "{state}");
+    assert_eq!(state["output"]["content"], "This is a fake answer.", "{state}");
+
+    let events = send(
+        &http,
+        reqwest::Method::GET,
+        format!("{base}/api/v1/sessions/{session_id}/turns/{turn_id}/events"),
+        Value::Null,
+    )
+    .await;
+    let kinds: Vec<&str> = events["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|event| event["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|kind| **kind == "turn.created").count(),
+        1,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|kind| **kind == "turn.done").count(),
+        1,
+        "{kinds:?}"
+    );
+    // The model was asked twice: by the killed process and by the one that resumed.
+    assert_eq!(fake.requests().len(), 2);
+    second.kill().unwrap();
+    second.wait().unwrap();
+}
