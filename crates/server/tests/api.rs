@@ -238,3 +238,42 @@ async fn fifty_concurrent_streamed_turns_all_finish() {
     assert_eq!(finished, 50);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn resume_after_the_live_stream_is_gone_reads_the_store() {
+    let server = TestServer::start_with(|config| {
+        config.stream_ttl_after_end = std::time::Duration::from_millis(200);
+    })
+    .await;
+    let session_id = server.session().await;
+    let frames = server
+        .stream_turn(&session_id, json!({"input": user("gone #chunks=4")}))
+        .await;
+    let turn_id = frames[0].1["turn_id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let text = server
+        .http
+        .get(server.url(&format!(
+            "/api/v1/sessions/{session_id}/turns/{turn_id}/subscribe?after_sequence_number=1"
+        )))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let replay = parse_frames(&text);
+    // No deltas any more: the stored events after the cursor, the complete message included, then turn.done.
+    assert_eq!(types(&replay), ["model.message", "turn.done"]);
+    assert_eq!(replay[0].1["content"], "This is a fake answer.");
+    // The stored message has the number of its last delta, so the ids stay those of the live stream.
+    let last_delta = frames
+        .iter()
+        .rev()
+        .find(|(_, event)| event["type"] == "model.message.delta")
+        .unwrap()
+        .0;
+    assert_eq!(replay[0].0, last_delta);
+    assert_eq!(replay[1].0, frames.last().unwrap().0);
+    server.stop().await;
+}
