@@ -1,7 +1,10 @@
 //! The `trueforge` command: `serve` (the default) runs the HTTP API locally on SQLite; `migrate` brings
-//! the database up to date and exits.
+//! the database up to date; `doctor` checks the setup; `chat` and `run` talk to a running server.
 
+mod chat;
 mod doctor;
+mod run;
+mod terminal;
 
 use std::process::ExitCode;
 
@@ -27,6 +30,50 @@ enum Command {
     Migrate,
     /// Checks the configuration, the database, the model providers and the sandbox prerequisites.
     Doctor,
+    /// Chats with an agent in the terminal, over the API of a running server.
+    Chat {
+        /// Continue this session instead of starting one.
+        #[arg(long)]
+        session: Option<String>,
+        #[command(flatten)]
+        agent: AgentArgs,
+        /// The server (default: TRUEFORGE_URL, else http://127.0.0.1:8790).
+        #[arg(long)]
+        server: Option<String>,
+    },
+    /// Runs one prompt in a new session and prints the answer (or every event as JSON lines).
+    Run {
+        prompt: String,
+        #[command(flatten)]
+        agent: AgentArgs,
+        /// Print every event as one JSON line instead of the answer.
+        #[arg(long)]
+        json: bool,
+        /// The server (default: TRUEFORGE_URL, else http://127.0.0.1:8790).
+        #[arg(long)]
+        server: Option<String>,
+    },
+}
+
+#[derive(clap::Args)]
+#[group(multiple = false)]
+struct AgentArgs {
+    /// A saved agent, by name.
+    #[arg(long)]
+    agent: Option<String>,
+    /// A model, as PROVIDER/MODEL (an inline agent with the default configuration).
+    #[arg(long)]
+    model: Option<String>,
+}
+
+impl AgentArgs {
+    fn choice(self) -> Option<run::AgentChoice> {
+        match (self.agent, self.model) {
+            (Some(name), _) => Some(run::AgentChoice::Named(name)),
+            (None, Some(model)) => Some(run::AgentChoice::Model(model)),
+            (None, None) => None,
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -40,13 +87,39 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command.unwrap_or(Command::Serve { port: None }) {
-            Command::Serve { port } => serve(port).await,
-            Command::Migrate => migrate().await,
-            Command::Doctor => doctor::run().await,
+            Command::Serve { port } => serve(port).await.map(|()| ExitCode::SUCCESS),
+            Command::Migrate => migrate().await.map(|()| ExitCode::SUCCESS),
+            Command::Doctor => doctor::run().await.map(|()| ExitCode::SUCCESS),
+            Command::Chat { session, agent, server } => chat::chat(chat::ChatArgs {
+                session,
+                agent: agent.choice(),
+                server,
+            })
+            .await
+            .map(|()| ExitCode::SUCCESS),
+            Command::Run {
+                prompt,
+                agent,
+                json,
+                server,
+            } => match agent.choice() {
+                Some(agent) => {
+                    run::run(run::RunArgs {
+                        prompt,
+                        agent,
+                        json,
+                        server,
+                    })
+                    .await
+                }
+                None => Err("say which agent runs the prompt: --agent NAME or --model PROVIDER/MODEL".to_owned()),
+            },
         }
     });
+    // The stdin reader of `chat` may still block on a read; do not wait for it.
+    runtime.shutdown_background();
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(message) => {
             eprintln!("trueforge: {message}");
             ExitCode::FAILURE

@@ -1,0 +1,201 @@
+//! `trueforge run` and `trueforge chat` as processes against a server (in this test's process) whose
+//! model is the fake model server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use trueforge_testkit::fake_llm::{Api, FakeLlm};
+
+struct Server {
+    url: String,
+    _fake: FakeLlm,
+    _dir: tempfile::TempDir,
+}
+
+async fn server() -> Server {
+    let fake = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = trueforge_server::ServerConfig::for_data_dir(dir.path()).unwrap();
+    let state = trueforge_server::local_state(config).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(trueforge_server::serve(listener, state, std::future::pending()));
+    let response = reqwest::Client::new()
+        .post(format!("{url}/api/v1/settings/model-providers"))
+        .json(
+            &json!({"manifest": {"type": "custom", "name": "fake", "base_url": fake.base_url(Api::Chat),
+            "auth": {"api_key": "fake-key-123456"},
+            "models": [{"model_id": "fake-model", "name": "fake-model", "properties": {}}]}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 201);
+    Server {
+        url,
+        _fake: fake,
+        _dir: dir,
+    }
+}
+
+fn trueforge(url: &str) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_trueforge"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("TRUEFORGE_URL", url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_prints_the_answer() {
+    let server = server().await;
+    let output = trueforge(&server.url)
+        .args(["run", "hello #chunks=3", "--model", "fake/fake-model"])
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "This is a fake answer.\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_json_prints_every_event_as_a_line() {
+    let server = server().await;
+    let output = trueforge(&server.url)
+        .args(["run", "hello", "--model", "fake/fake-model", "--json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let events: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(events.first().unwrap()["type"], "turn.created");
+    assert_eq!(events.last().unwrap()["type"], "turn.done");
+    assert!(events.iter().any(|event| event["type"] == "model.message.delta"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_with_an_unknown_model_fails_with_the_servers_message() {
+    let server = server().await;
+    let output = trueforge(&server.url)
+        .args(["run", "hello", "--model", "nope/none"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("provider not configured"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_without_a_server_says_how_to_start_one() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let output = trueforge(&format!("http://127.0.0.1:{port}"))
+        .args(["run", "hello", "--model", "fake/fake-model"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("trueforge serve"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_that_pauses_for_a_question_exits_3() {
+    let server = server().await;
+    let output = trueforge(&server.url)
+        .args([
+            "run",
+            r#"ask #steps=1 #tool=ask_user_question #args={"question":"Which?","options":["red","blue"]}"#,
+            "--model",
+            "fake/fake-model",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_streams_answers_and_asks_questions_inline() {
+    let server = server().await;
+    let mut child = trueforge(&server.url)
+        .args(["chat", "--model", "fake/fake-model"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // A plain exchange, then a question the agent asks: answered with option 2.
+    stdin.write_all(b"hello there\n").await.unwrap();
+    stdin
+        .write_all(
+            br#"pick #steps=1 #tool=ask_user_question #args={"question":"Which?","options":["red","blue"]}
+2
+"#,
+        )
+        .await
+        .unwrap();
+    stdin.write_all(b"\n").await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("chat leaves at the empty line")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("This is a fake answer."), "{stdout}");
+    assert!(stderr.contains("? Which?") && stderr.contains("2. blue"), "{stderr}");
+    assert!(stderr.contains("→ ask_user_question"), "{stderr}");
+    // After the answer the fake model finishes its one tool round.
+    assert!(stdout.contains("Done after 1 tool results."), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_ctrl_c_cancels_the_running_turn_and_keeps_the_conversation() {
+    let server = server().await;
+    let mut child = trueforge(&server.url)
+        .args(["chat", "--model", "fake/fake-model"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"slow #delay=20000\n").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let pid = child.id().unwrap().to_string();
+    let status = tokio::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .await
+        .unwrap();
+    assert!(status.success());
+    // The conversation goes on after the cancel.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stdin.write_all(b"hello again\n\n").await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("chat leaves at the empty line")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("[cancelled]"), "{stderr}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("This is a fake answer."));
+}
