@@ -277,3 +277,36 @@ async fn resume_after_the_live_stream_is_gone_reads_the_store() {
     assert_eq!(replay[1].0, frames.last().unwrap().0);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_client_disconnect_does_not_cancel_the_turn() {
+    let server = TestServer::start().await;
+    let session_id = server.session().await;
+    let mut response = server
+        .http
+        .post(server.url(&format!("/api/v1/sessions/{session_id}/turns")))
+        .json(&json!({"input": user("slow #delay=150")}))
+        .send()
+        .await
+        .unwrap();
+    // Read the first frame (turn.created), then hang up.
+    let first = response.chunk().await.unwrap().unwrap();
+    let frames = parse_frames(std::str::from_utf8(&first).unwrap());
+    let turn_id = frames[0].1["turn_id"].as_str().unwrap().to_owned();
+    drop(response);
+    let path = format!("/api/v1/sessions/{session_id}/turns/{turn_id}");
+    let started = std::time::Instant::now();
+    loop {
+        let (_, turn) = server.get(&path).await;
+        if turn["data"]["state"]["status"] != "running" {
+            assert_eq!(turn["data"]["state"]["status"], "done");
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the turn never ended"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    server.stop().await;
+}

@@ -18,13 +18,17 @@ fn free_port() -> u16 {
 }
 
 fn spawn_server(dir: &std::path::Path, port: u16) -> Child {
+    spawn_server_with_lease(dir, port, 1)
+}
+
+fn spawn_server_with_lease(dir: &std::path::Path, port: u16, lease_seconds: u32) -> Child {
     Command::new(env!("CARGO_BIN_EXE_trueforge"))
         .arg("serve")
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("TRUEFORGE_DATA_DIR", dir)
         .env("PORT", port.to_string())
-        .env("TRUEFORGE_LEASE_TTL_SECONDS", "1")
+        .env("TRUEFORGE_LEASE_TTL_SECONDS", lease_seconds.to_string())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -135,6 +139,77 @@ async fn resume_a_turn_left_running_by_a_killed_server() {
     );
     // The model was asked twice: by the killed process and by the one that resumed.
     assert_eq!(fake.requests().len(), 2);
+    second.kill().unwrap();
+    second.wait().unwrap();
+}
+
+/// The turn's owner is gone and its lease still holds: a cancel on another process freezes the turn in the
+/// store, and a subscriber there (reading the store, as no live stream exists on that process) gets
+/// `turn.done`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_of_a_turn_whose_owner_is_gone_reaches_subscribers() {
+    let fake = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::new();
+    let first_port = free_port();
+    let mut first = spawn_server_with_lease(dir.path(), first_port, 120);
+    let base = format!("http://127.0.0.1:{first_port}");
+    wait_healthy(&http, &base).await;
+    send(
+        &http,
+        reqwest::Method::POST,
+        format!("{base}/api/v1/settings/model-providers"),
+        json!({"manifest": {"type": "custom", "name": "fake", "base_url": fake.base_url(Api::Chat),
+            "auth": {"api_key": "fake-key-123456"},
+            "models": [{"model_id": "fake-model", "name": "fake-model", "properties": {}}]}}),
+    )
+    .await;
+    let session = send(
+        &http,
+        reqwest::Method::POST,
+        format!("{base}/api/v1/sessions"),
+        json!({"agent": {"spec": {"model": {"name": "fake/fake-model"}}}}),
+    )
+    .await;
+    let session_id = session["data"]["id"].as_str().unwrap().to_owned();
+    let turn = send(
+        &http,
+        reqwest::Method::POST,
+        format!("{base}/api/v1/sessions/{session_id}/turns"),
+        json!({"input": [{"type": "user.message", "content": "slow #delay=20000"}], "stream": false}),
+    )
+    .await;
+    let turn_id = turn["data"]["id"].as_str().unwrap().to_owned();
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    let second_port = free_port();
+    let mut second = spawn_server_with_lease(dir.path(), second_port, 120);
+    let base = format!("http://127.0.0.1:{second_port}");
+    wait_healthy(&http, &base).await;
+    let subscriber = {
+        let http = http.clone();
+        let url = format!("{base}/api/v1/sessions/{session_id}/turns/{turn_id}/subscribe");
+        tokio::spawn(async move { http.get(url).send().await.unwrap().text().await.unwrap() })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancelled = send(
+        &http,
+        reqwest::Method::POST,
+        format!("{base}/api/v1/sessions/{session_id}/cancel"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(cancelled, json!({}));
+    let text = tokio::time::timeout(Duration::from_secs(10), subscriber)
+        .await
+        .expect("the subscriber gets turn.done")
+        .unwrap();
+    let last = text.trim_end().rsplit("data: ").next().unwrap();
+    let done: Value = serde_json::from_str(last.lines().next().unwrap()).unwrap();
+    assert_eq!(done["type"], "turn.done", "{text}");
+    assert_eq!(done["state"]["status"], "cancelled");
+    assert_eq!(done["state"]["reason"], "client-cancelled");
     second.kill().unwrap();
     second.wait().unwrap();
 }
