@@ -194,6 +194,17 @@ impl Journal {
         self.numbers.lock().await.last + 1
     }
 
+    /// Counts and streams events the store already wrote (a new turn's first events, stored with the turn).
+    pub async fn announce_stored(&self, stored: Vec<StoredEvent>) {
+        let mut numbers = self.numbers.lock().await;
+        for item in stored {
+            self.tally(&item.event);
+            numbers.last = numbers.last.max(item.seq);
+            numbers.last_unstored = false;
+            self.send(item.seq, item.event.into()).await;
+        }
+    }
+
     /// Streams an event the store already wrote with `seq` (the terminal `turn.done`).
     pub async fn stream_stored(&self, seq: u64, event: SessionEvent) {
         let mut numbers = self.numbers.lock().await;

@@ -12,7 +12,9 @@ use trueforge_protocol::{
     AgentSpec, AgentThreadSnapshot, CancellationReason, MAIN_THREAD_ID, SessionAgent, SessionEvent, ThreadDoneEvent,
     ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnInputItem, TurnState, validate_turn_input,
 };
-use trueforge_store::session::model::{ContextAppend, FreezeTurn, LeaseRequest, NewThread, NewTurn, TurnDone, TurnKey};
+use trueforge_store::session::model::{
+    ContextAppend, FreezeTurn, LeaseRequest, NewThread, NewTurn, StoredEvent, TurnDone, TurnKey,
+};
 use trueforge_store::{SessionStore, StoreError};
 
 use crate::admission::{Admission, add_session_approvals, admit, session_approvals};
@@ -273,6 +275,23 @@ impl Runtime {
             .collect();
         let built = self.build_threads(&resources, &running).await?;
 
+        // The turn's first events are stored with the turn itself, so a turn never exists without its
+        // `turn.created` (nor without the closing of what its input stopped).
+        let created = TurnCreatedEvent {
+            id: self.ids.next(),
+            created_at: now_iso(),
+            thread_id: None,
+            turn_id: request.turn_id.clone(),
+            previous_turn_id: previous_id.clone(),
+            input: (!request.input.is_empty()).then(|| request.input.clone()),
+            state: TurnState::Running,
+        };
+        let first_events: Vec<StoredEvent> = std::iter::once(SessionEvent::TurnCreated(created))
+            .chain(closing_events)
+            .zip(1..)
+            .map(|(event, seq)| StoredEvent { seq, event })
+            .collect();
+        let first_seq_count = first_events.len() as u64;
         let new_turn = NewTurn {
             tenant_id: request.tenant_id.clone(),
             session_id: request.session_id.clone(),
@@ -305,8 +324,9 @@ impl Runtime {
                 .collect(),
             title_if_unset: admission.title.clone(),
             lease: self.options.lease.clone(),
+            events: first_events.clone(),
         };
-        let summary = self.store.create_turn(new_turn).await.map_err(|error| match error {
+        self.store.create_turn(new_turn).await.map_err(|error| match error {
             StoreError::SessionNotFound { .. } => AgentError::SessionNotFound,
             StoreError::PreviousTurnNotFound { turn_id } => AgentError::TurnNotFound(turn_id),
             other => AgentError::Store(other),
@@ -314,15 +334,6 @@ impl Runtime {
         if !admission.stopped_threads.is_empty() {
             self.store.remove_threads(&key, &admission.stopped_threads).await?;
         }
-        let created = TurnCreatedEvent {
-            id: self.ids.next(),
-            created_at: summary.created_at.to_iso(),
-            thread_id: None,
-            turn_id: request.turn_id.clone(),
-            previous_turn_id: previous_id,
-            input: (!request.input.is_empty()).then(|| request.input.clone()),
-            state: TurnState::Running,
-        };
         let approvals = session_approvals(
             threads
                 .get(MAIN_THREAD_ID)
@@ -330,12 +341,12 @@ impl Runtime {
         );
         Ok(self.start(
             key,
-            0,
+            first_seq_count,
             cancel,
             resources,
             built,
             approvals,
-            Start::Fresh(Box::new(created), closing_events),
+            Start::Fresh(first_events),
         ))
     }
 
@@ -512,8 +523,9 @@ fn with_root(mut threads: BTreeMap<String, AgentThreadSnapshot>) -> BTreeMap<Str
 }
 
 enum Start {
-    /// A new turn: its `turn.created`, then the `thread.done` of sub-agents its input stopped.
-    Fresh(Box<TurnCreatedEvent>, Vec<SessionEvent>),
+    /// A new turn, with the events stored along with it (`turn.created`, then the closing of calls and
+    /// sub-agents its input stopped), still to be streamed.
+    Fresh(Vec<StoredEvent>),
     Resume,
 }
 
@@ -532,11 +544,10 @@ async fn run_turn(
         })
     });
     let prepared = match start {
-        Start::Fresh(created, mut stopped) => {
-            stopped.insert(0, SessionEvent::TurnCreated(*created));
-            env.journal.persist_all(stopped).await
+        Start::Fresh(stored) => {
+            env.journal.announce_stored(stored).await;
+            Ok(ThreadMetrics::default())
         }
-        .map(|()| ThreadMetrics::default()),
         Start::Resume => reconcile_open_calls(&env, &mut threads).await,
     };
     let (end, metrics) = match prepared {

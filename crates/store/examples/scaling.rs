@@ -57,6 +57,7 @@ fn new_turn(session: &str, turn_id: &str, previous: Option<&str>, messages: Vec<
         capability_states: vec![("main".into(), None)],
         title_if_unset: None,
         lease: None,
+        events: Vec::new(),
     }
 }
 

@@ -325,6 +325,7 @@ mod tests {
                 capability_states: vec![(THREAD.into(), None)],
                 title_if_unset: None,
                 lease: None,
+                events: Vec::new(),
             })
             .await
             .unwrap();

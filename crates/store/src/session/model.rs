@@ -197,6 +197,9 @@ pub struct NewTurn {
     /// Sets the session title when it has none.
     pub title_if_unset: Option<String>,
     pub lease: Option<LeaseRequest>,
+    /// The turn's first events (its `turn.created`, …), stored in the same transaction as the turn, so a
+    /// turn never exists without them. Their seqs start at 1.
+    pub events: Vec<StoredEvent>,
 }
 
 /// Addresses one turn of one session of one tenant.

@@ -74,6 +74,7 @@ pub fn turn_in(tenant: &str, session: &str, turn_id: &str, previous: Option<&str
         capability_states: vec![(MAIN.into(), None)],
         title_if_unset: None,
         lease: None,
+        events: Vec::new(),
     }
 }
 

@@ -418,7 +418,54 @@ pub async fn create_turn_carries_mcp_and_sandbox_checkpoint(store: Store) {
     assert_eq!(root_snapshot.mcp_servers, None);
 }
 
+pub async fn create_turn_stores_its_first_events_with_it(store: Store) {
+    seed_session(&store, TENANT, SESSION).await;
+    let mut new_turn = turn("turn-1", None);
+    new_turn.events = vec![
+        stored(1, turn_created("ev-1", "turn-1")),
+        stored(2, model_message("ev-2", "closing")),
+    ];
+    let created = store.create_turn(new_turn).await.unwrap();
+    assert_eq!(created.last_seq, 2);
+    let events = store.list_turn_events_after(&key("turn-1"), 0, 10).await.unwrap();
+    assert_eq!(
+        events
+            .iter()
+            .map(|event| (event.seq, event.event.id().to_owned()))
+            .collect::<Vec<_>>(),
+        [(1, "ev-1".to_owned()), (2, "ev-2".to_owned())]
+    );
+    // The next event continues after them.
+    let error = store
+        .append_events(&key("turn-1"), vec![stored(2, model_message("ev-3", "again"))])
+        .await
+        .unwrap_err();
+    assert!(matches!(error, StoreError::EventSequenceConflict { .. }), "{error:?}");
+}
+
+pub async fn create_turn_with_bad_first_events_writes_nothing(store: Store) {
+    seed_session(&store, TENANT, SESSION).await;
+    for events in [
+        vec![stored(0, turn_created("ev-1", "turn-1"))],
+        vec![
+            stored(1, turn_created("ev-1", "turn-1")),
+            stored(2, model_message("ev-1", "same id")),
+        ],
+    ] {
+        let mut new_turn = turn("turn-1", None);
+        new_turn.events = events;
+        assert!(store.create_turn(new_turn).await.is_err());
+        assert!(store.get_turn(&key("turn-1")).await.unwrap().is_none());
+        assert_eq!(
+            store.get_session(TENANT, SESSION).await.unwrap().unwrap().last_turn_id,
+            None
+        );
+    }
+}
+
 contract_group!(
+    create_turn_stores_its_first_events_with_it,
+    create_turn_with_bad_first_events_writes_nothing,
     create_turn_links_tip_and_bumps_activity,
     create_turn_sets_title_once,
     create_turn_forks_from_any_turn_and_advances_tip,

@@ -293,6 +293,7 @@ mod tests {
             capability_states: vec![("main".into(), None)],
             title_if_unset: None,
             lease: None,
+            events: Vec::new(),
         }
     }
 

@@ -132,6 +132,10 @@ impl State {
         };
         let inherited_ids: BTreeSet<String> = inherited.iter().map(|(id, _)| id.clone()).collect();
         rules::check_thread_delta(&turn, &inherited_ids)?;
+        let events = rules::order_event_batch(&turn.turn_id, turn.events.clone(), 0)?;
+        for stored in &events {
+            rules::seq_to_db(stored.seq)?;
+        }
 
         let key = TurnKey::new(&turn.tenant_id, &turn.session_id, &turn.turn_id);
         let capability: BTreeMap<String, Option<Map<String, Value>>> = turn.capability_states.into_iter().collect();
@@ -179,7 +183,7 @@ impl State {
             input: turn.input,
             custom: turn.custom,
             lease,
-            last_seq: 0,
+            last_seq: events.last().map_or(0, |stored| stored.seq),
             created_at: now,
             updated_at: now,
         };
@@ -191,6 +195,10 @@ impl State {
             sandbox_info: previous.as_ref().and_then(|row| row.sandbox_info.clone()),
         };
         self.turns.insert((turn.session_id.clone(), turn.turn_id.clone()), row);
+        for stored in events {
+            self.events
+                .insert((turn.session_id.clone(), turn.turn_id.clone(), stored.seq), stored);
+        }
         if let Some(session) = self.sessions.get_mut(&turn.session_id) {
             session.last_turn_id = Some(turn.turn_id);
             session.updated_at = now.max(session.updated_at.plus_millis(1));

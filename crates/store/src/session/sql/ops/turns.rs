@@ -224,6 +224,8 @@ pub(super) async fn create_turn(store: &Store, turn: NewTurn) -> StoreResult<Tur
     if let Some(lease) = &turn.lease {
         rules::check_ttl(lease.ttl_ms)?;
     }
+    let events = rules::order_event_batch(&turn.turn_id, turn.events.clone(), 0)?;
+    let last_seq = rules::seq_to_db(events.last().map_or(0, |stored| stored.seq))?;
     let mut tx = store.write_tx().await?;
     let now = clock(&mut tx).await?;
     // Updating the session row first serialises turn creation per session (Postgres row lock).
@@ -289,7 +291,7 @@ pub(super) async fn create_turn(store: &Store, turn: NewTurn) -> StoreResult<Tur
          SELECT $1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, \
                 (SELECT mcp_servers FROM turn WHERE session_id = $1 AND turn_id = $5), \
                 (SELECT sandbox_info FROM turn WHERE session_id = $1 AND turn_id = $5), \
-                0, $10, $11, $12, $12 \
+                $13, $10, $11, $12, $12 \
          RETURNING {TURN_COLUMNS}"
     ))
     .bind(&turn.session_id)
@@ -304,6 +306,7 @@ pub(super) async fn create_turn(store: &Store, turn: NewTurn) -> StoreResult<Tur
     .bind(lease.as_ref().map(|(owner, _)| owner.clone()))
     .bind(lease.as_ref().map(|(_, expires)| *expires))
     .bind(now.millis())
+    .bind(last_seq)
     .fetch_one(&mut *tx)
     .await
     .map_err(|error| {
@@ -365,6 +368,8 @@ pub(super) async fn create_turn(store: &Store, turn: NewTurn) -> StoreResult<Tur
             append_messages(&mut tx, &key, *segment_id, &append.messages).await?;
         }
     }
+    // A new turn has no events yet, so ids can only clash within the batch, which was checked above.
+    super::events::insert_events(&mut tx, &key, &events, now).await?;
     tx.commit().await?;
     Ok(row.into())
 }
