@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Number, Value};
+use utoipa::ToSchema;
 
 use crate::rules::{self, Checked};
 use crate::tagged::tagged_struct;
@@ -9,19 +10,26 @@ use crate::{McpServerRef, ProtocolError, ResponseFormat, RuntimeConfig};
 
 /// Schema `AgentSpec`. Optional lists stay `Option` so that an absent list and an empty one
 /// round-trip as written; `config` is always present because its defaults are materialised.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(description = "The complete definition of an agent: model, instructions, tools and runtime switches.")]
 pub struct AgentSpec {
     pub model: ModelRef,
+    /// System instructions of the agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub instructions: Option<String>,
     /// Seed user messages, sent before the conversation on every model call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub messages: Option<Vec<InitialUserMessage>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub mcp_servers: Option<Vec<McpServerRef>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub response_format: Option<ResponseFormat>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub skills: Option<Vec<SkillRef>>,
     #[serde(default)]
     pub config: RuntimeConfig,
@@ -64,11 +72,14 @@ impl AgentSpec {
 }
 
 /// Schema `Model`: which model to call and how.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = Model)]
 pub struct ModelRef {
     /// Fully qualified `provider/model`.
+    #[schema(min_length = 1)]
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub params: Option<ModelParams>,
 }
 
@@ -86,43 +97,50 @@ impl ModelRef {
 /// Schema `ModelParams`: the documented knobs plus any provider-specific key, forwarded verbatim.
 /// Numbers stay `serde_json::Number` so `max_tokens: 1000` is sent on as `1000`, never `1000.0`
 /// (providers reject a float where they expect an integer).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(description = "Model call parameters: the common ones, plus any provider-specific key, passed on as given.")]
 pub struct ModelParams {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "crate::nullable::non_null"
     )]
+    #[schema(value_type = f64)]
     pub max_tokens: Option<Number>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "crate::nullable::non_null"
     )]
+    #[schema(value_type = f64)]
     pub temperature: Option<Number>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "crate::nullable::non_null"
     )]
+    #[schema(value_type = f64)]
     pub top_p: Option<Number>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "crate::nullable::non_null"
     )]
+    #[schema(value_type = f64)]
     pub top_k: Option<Number>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "crate::nullable::non_null"
     )]
+    #[schema(nullable = false)]
     pub parallel_tool_calls: Option<bool>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "crate::nullable::non_null"
     )]
+    #[schema(nullable = false)]
     pub reasoning_effort: Option<String>,
     /// Every other key, in and out unchanged.
     #[serde(flatten)]
@@ -130,9 +148,10 @@ pub struct ModelParams {
 }
 
 /// Schema `InitialUserMessage`: `{"type": "user.message", "content": "..."}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
 pub struct InitialUserMessage {
+    #[schema(min_length = 1)]
     pub content: String,
 }
 
@@ -140,10 +159,12 @@ tagged_struct!(InitialUserMessage, type = "user.message");
 
 /// Schema `Skill`: a configured skill by name. Closed object; the name is trimmed on input as the
 /// reference does, so `" pdf "` and `"pdf"` denote the same skill.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = Skill)]
 pub struct SkillRef {
     #[serde(deserialize_with = "trimmed")]
+    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]+$")]
     pub name: String,
 }
 

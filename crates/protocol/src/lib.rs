@@ -10,6 +10,7 @@
 //! Everything is re-exported at the crate root; the modules only group the definitions.
 
 mod nullable;
+pub mod openapi;
 mod rules;
 mod tagged;
 

@@ -3,13 +3,15 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::ProtocolError;
 use crate::rules;
 
 /// Schema `MCPServerManifest` (closed object).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = MCPServerManifest)]
 pub struct McpServerManifest {
     #[serde(rename = "type")]
     pub kind: McpServerType,
@@ -19,11 +21,13 @@ pub struct McpServerManifest {
     pub description: String,
     /// Absent when the server needs no credentials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub auth: Option<McpServerAuth>,
 }
 
 /// Schema `MCPServerType`: only remote servers (HTTP transports) are supported.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[schema(as = MCPServerType)]
 pub enum McpServerType {
     #[default]
     #[serde(rename = "remote")]
@@ -32,8 +36,9 @@ pub enum McpServerType {
 
 /// Schema `MCPServerManifestAuth`, discriminated by `type`; both variants are closed objects. `Debug`
 /// prints header names, never their values.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", deny_unknown_fields)]
+#[schema(as = MCPServerManifestAuth)]
 pub enum McpServerAuth {
     /// Static request headers; every value is a secret.
     #[serde(rename = "header")]

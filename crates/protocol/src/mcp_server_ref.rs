@@ -1,6 +1,7 @@
 //! `MCPServer`: how an agent spec attaches a configured MCP server and which of its tools it uses.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::ProtocolError;
 use crate::rules::{self, Checked};
@@ -24,7 +25,8 @@ fn default_require_approval_for_tools() -> Vec<String> {
 
 /// Schema `MCPServer`. Selectors stay strings (a tag such as `@all` or a literal tool name) because
 /// the contract accepts any non-empty literal; interpreting them is the MCP crate's job.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = MCPServer)]
 pub struct McpServerRef {
     /// Name of a configured MCP server (settings row).
     pub name: String,

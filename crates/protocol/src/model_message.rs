@@ -3,12 +3,13 @@
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 use crate::tagged::tagged_struct;
 
 /// Schema `ModelMessageEvent`: a complete assistant message. Persisted, never streamed whole
 /// (clients see a content-less placeholder with the same `id`, then deltas).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
 pub struct ModelMessageEvent {
     pub id: String,
@@ -19,16 +20,20 @@ pub struct ModelMessageEvent {
     #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable::optional")]
     pub content: Option<Option<AssistantContent>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable::optional")]
     pub refusal: Option<Option<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub reasoning_content: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub tool_calls: Option<Vec<ToolCall>>,
     #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable::optional")]
     pub finish_reason: Option<Option<FinishReason>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub usage: Option<ModelMessageUsage>,
 }
 
@@ -61,7 +66,7 @@ impl ModelMessageEvent {
 }
 
 /// Assistant content: a string or text / refusal parts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum AssistantContent {
     Text(String),
@@ -97,7 +102,7 @@ impl AssistantContent {
 }
 
 /// Schemas `ChatCompletionContentPartText` | `ChatCompletionContentPartRefusal`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type")]
 pub enum AssistantContentPart {
     #[serde(rename = "text")]
@@ -107,7 +112,7 @@ pub enum AssistantContentPart {
 }
 
 /// Schema `FinishReason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
     Stop,
@@ -118,7 +123,7 @@ pub enum FinishReason {
 }
 
 /// The `type` of a tool call; the contract knows only function calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 pub enum ToolCallKind {
     #[default]
     #[serde(rename = "function")]
@@ -126,14 +131,14 @@ pub enum ToolCallKind {
 }
 
 /// `function` of a complete tool call: the tool name and its JSON-encoded arguments.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ToolFunction {
     pub name: String,
     pub arguments: String,
 }
 
 /// Schema `ToolCall`: a tool call as clients see it, with the tool's origin.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ToolCall {
     pub id: String,
     #[serde(rename = "type")]
@@ -141,12 +146,13 @@ pub struct ToolCall {
     pub function: ToolFunction,
     /// Opaque provider data that must be replayed (e.g. Gemini thought signatures).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub provider_specific_fields: Option<Map<String, Value>>,
     pub tool_info: ToolInfo,
 }
 
 /// Schema `ToolInfo`: where a tool comes from, discriminated by `type`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type")]
 pub enum ToolInfo {
     /// A tool built into the harness (sandbox, sub-agents, questions, ...).
@@ -162,19 +168,21 @@ pub enum ToolInfo {
 }
 
 /// Schema `ModelMessageUsage`: token counts of one model call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ModelMessageUsage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub cache_read_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub cache_write_tokens: Option<u64>,
     pub input_tokens_breakdown: InputTokensBreakdown,
 }
 
 /// Where the input tokens of a call went (estimates except `messages`, which is the remainder).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct InputTokensBreakdown {
     pub harness: u64,
     pub skills: u64,
@@ -185,51 +193,63 @@ pub struct InputTokensBreakdown {
 
 /// Schema `ModelMessageDeltaEvent`: one streamed increment of a `model.message` (same `id`).
 /// Streamed only, never persisted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
 pub struct ModelMessageDeltaEvent {
     pub id: String,
     pub thread_id: String,
     /// Only on the first delta of a message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub created_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable::optional")]
     pub content: Option<Option<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable::optional")]
     pub refusal: Option<Option<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub reasoning_content: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub tool_calls: Option<Vec<DeltaToolCall>>,
     #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::nullable::optional")]
     pub finish_reason: Option<Option<FinishReason>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub usage: Option<ModelMessageUsage>,
 }
 
 tagged_struct!(ModelMessageDeltaEvent, type = "model.message.delta");
 
 /// Schema `ExtendedChunkDeltaToolCall`: a fragment of a tool call, merged by `index`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = ExtendedChunkDeltaToolCall)]
 pub struct DeltaToolCall {
     pub index: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub id: Option<String>,
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub kind: Option<ToolCallKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub function: Option<DeltaToolFunction>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub tool_info: Option<ToolInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub provider_specific_fields: Option<Map<String, Value>>,
 }
 
 /// `function` of a tool-call fragment: name and arguments arrive in pieces.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct DeltaToolFunction {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub arguments: Option<String>,
 }

@@ -3,6 +3,7 @@
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::ProtocolError;
 use crate::rules::{self, Checked};
@@ -127,7 +128,7 @@ pub struct CustomModelProvider {
 }
 
 /// Schema `ModelProviderAuth` (closed object). `Debug` never prints the key.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelProviderAuth {
     pub api_key: String,
@@ -143,7 +144,7 @@ impl std::fmt::Debug for ModelProviderAuth {
 }
 
 /// Schema `ConfiguredModel` (closed object): a model offered by a provider.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConfiguredModel {
     /// The identifier sent to the provider.
@@ -155,21 +156,24 @@ pub struct ConfiguredModel {
 }
 
 /// Schema `ModelProperties` (closed object).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelProperties {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub context_length: Option<u64>,
     /// Becomes the default `max_tokens` of calls to this model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub max_output_tokens: Option<u64>,
     /// The reasoning efforts an agent may ask of this model; absent means not configurable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub reasoning_efforts: Option<Vec<ReasoningEffort>>,
 }
 
 /// Schema `ReasoningEffort`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ReasoningEffort {
     None,

@@ -1,18 +1,19 @@
 //! Events that pause a turn until the client acts: approvals, client-side tool results, OAuth.
 
 use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::ToSchema;
 
 use crate::tagged::{dispatch_tag, tagged_struct, unknown_tag};
 
 /// Schema `ToolCallRef`: a pending tool call and the `model.message` that requested it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ToolCallRef {
     pub id: String,
     pub source_event_id: String,
 }
 
 /// Schema `ToolApprovalRequiredEvent`: calls that wait for `user.tool_approval`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
 pub struct ToolApprovalRequiredEvent {
     pub id: String,
@@ -24,7 +25,7 @@ pub struct ToolApprovalRequiredEvent {
 tagged_struct!(ToolApprovalRequiredEvent, type = "tool.approval_required");
 
 /// Schema `ToolResponseRequiredEvent`: client-side calls that wait for `user.tool_response`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
 pub struct ToolResponseRequiredEvent {
     pub id: String,
@@ -37,12 +38,14 @@ tagged_struct!(ToolResponseRequiredEvent, type = "tool.response_required");
 
 /// Schema `MCPAuthRequiredEvent`: servers the user must authorize (OAuth) before their tools run.
 /// Run-level, so `thread_id` is `null`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
+#[schema(as = MCPAuthRequiredEvent)]
 pub struct McpAuthRequiredEvent {
     pub id: String,
     pub created_at: String,
     #[serde(deserialize_with = "crate::nullable::required")]
+    #[schema(required = true)]
     pub thread_id: Option<String>,
     pub mcp_servers: Vec<McpServerAuthInfo>,
 }
@@ -50,7 +53,8 @@ pub struct McpAuthRequiredEvent {
 tagged_struct!(McpAuthRequiredEvent, type = "mcp.auth_required");
 
 /// Schema `MCPServerAuthInfo`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = MCPServerAuthInfo)]
 pub struct McpServerAuthInfo {
     pub id: String,
     pub name: String,
@@ -59,7 +63,7 @@ pub struct McpServerAuthInfo {
 }
 
 /// Schema `ActionRequiredEvent`: what a `done` turn may be waiting on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum ActionRequiredEvent {
     ToolApprovalRequired(ToolApprovalRequiredEvent),

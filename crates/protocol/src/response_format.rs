@@ -5,9 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 /// Schema `ResponseFormat`, discriminated by `type`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type")]
 pub enum ResponseFormat {
     /// Free text (the default when no format is given).
@@ -32,12 +33,15 @@ pub enum ResponseFormat {
 }
 
 /// The `json_schema` payload of [`ResponseFormat::JsonSchema`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(description = "The schema structured output must match, with its name.")]
 pub struct JsonSchemaFormat {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub schema: Option<Map<String, Value>>,
     /// Absent, `null` or a boolean: the contract allows all three and they reach providers
     /// differently, so the distinction is kept.

@@ -5,6 +5,7 @@
 //! that: a missing block or field becomes its documented default and is written out again.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::ProtocolError;
 use crate::rules::Checked;
@@ -25,11 +26,12 @@ const fn default_iteration_limit() -> u32 {
 }
 
 /// Schema `RuntimeConfig`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct RuntimeConfig {
-    /// 1..=1024, checked by [`RuntimeConfig::validate`]; an integer type so fractions and negative
-    /// numbers already fail to parse.
+    /// Model calls allowed per thread and turn, 1 to 1024 (the range is checked by `validate`; fractions
+    /// and negative numbers already fail to parse).
     #[serde(default = "default_iteration_limit")]
+    #[schema(minimum = 1, maximum = 1024)]
     pub iteration_limit: u32,
     #[serde(default)]
     pub sandbox: SandboxConfig,
@@ -77,7 +79,7 @@ impl RuntimeConfig {
 
 /// Schema `SandboxConfig`. When the block is given, `enabled` is required (no field default);
 /// only an absent block defaults to disabled.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SandboxConfig {
     pub enabled: bool,
     #[serde(default = "enabled")]
@@ -94,7 +96,7 @@ impl Default for SandboxConfig {
 }
 
 /// Schema `DynamicSubAgentsConfig`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct DynamicSubAgentsConfig {
     #[serde(default = "enabled")]
     pub enabled: bool,
@@ -107,7 +109,7 @@ impl Default for DynamicSubAgentsConfig {
 }
 
 /// Schema `ContextManagementConfig`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ContextManagementConfig {
     #[serde(default)]
     pub compaction: CompactionConfig,
@@ -116,13 +118,14 @@ pub struct ContextManagementConfig {
 }
 
 /// Schema `CompactionConfig`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct CompactionConfig {
     #[serde(default = "enabled")]
     pub enabled: bool,
-    /// Absent means [`DEFAULT_COMPACTION_THRESHOLD_TOKENS`]; the reference keeps it absent rather
-    /// than writing the default, so this does too.
+    /// Context size, in tokens, at which compaction starts; 50 000 when absent. The reference keeps it
+    /// absent rather than writing the default, and so does this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, minimum = 1)]
     pub compaction_threshold_tokens: Option<u64>,
 }
 
@@ -144,7 +147,7 @@ impl CompactionConfig {
 }
 
 /// Schema `LargeToolResponseConfig`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct LargeToolResponseConfig {
     #[serde(default = "enabled")]
     pub enabled: bool,
@@ -157,7 +160,8 @@ impl Default for LargeToolResponseConfig {
 }
 
 /// Schema `GenerativeUIConfig`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = GenerativeUIConfig)]
 pub struct GenerativeUiConfig {
     #[serde(default = "enabled")]
     pub enabled: bool,
@@ -170,7 +174,7 @@ impl Default for GenerativeUiConfig {
 }
 
 /// Schema `AskUserQuestionsConfig`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AskUserQuestionsConfig {
     #[serde(default = "enabled")]
     pub enabled: bool,

@@ -1,6 +1,7 @@
 //! `SandboxProviderManifest`: the tenant's remote sandbox provider (settings), with its API key.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::ProtocolError;
 use crate::rules;
@@ -15,7 +16,7 @@ pub enum SandboxProviderManifest {
 }
 
 /// The Daytona manifest body (closed object). Intervals of 0 disable the automatic action.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DaytonaSandboxProvider {
     pub auth: SandboxProviderAuth,
@@ -27,8 +28,9 @@ pub struct DaytonaSandboxProvider {
 }
 
 /// Schema `DaytonaSandboxProviderAuth` (closed object). `Debug` never prints the key.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = DaytonaSandboxProviderAuth)]
 pub struct SandboxProviderAuth {
     pub api_key: String,
 }
@@ -72,7 +74,7 @@ impl SandboxProviderManifest {
 }
 
 /// Schema `SandboxBuildStatus`: where the image build of a sandbox provider stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxBuildStatus {
     Pending,

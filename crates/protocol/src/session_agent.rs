@@ -1,12 +1,13 @@
 //! `SessionAgent`: which agent a session runs, as stored on the session.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::rules;
 use crate::{AgentSpec, ProtocolError};
 
 /// Schema `SessionAgent`, discriminated by `type`; both variants are closed objects.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", deny_unknown_fields)]
 #[expect(
     clippy::large_enum_variant,
@@ -19,6 +20,7 @@ pub enum SessionAgent {
     Reference {
         id: String,
         #[serde(deserialize_with = "crate::nullable::required")]
+        #[schema(required = true)]
         name: Option<String>,
     },
     /// A spec owned by the session itself.

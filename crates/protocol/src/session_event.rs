@@ -4,6 +4,7 @@
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 use crate::tagged::dispatch_tag;
 use crate::{
@@ -174,8 +175,9 @@ impl From<ActionRequiredEvent> for SessionEvent {
 
 /// A custom event registered by a capability: its own `type`, the common `id` and `created_at`,
 /// and any other fields, which are stored and streamed exactly as given.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct PassthroughEvent {
+    /// Any type but those of the contract's own events (and the stream-only delta).
     #[serde(rename = "type")]
     pub event_type: String,
     pub id: String,

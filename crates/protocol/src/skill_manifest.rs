@@ -1,12 +1,13 @@
 //! `SkillManifest`: a configured skill (settings), fetched from a public git repository.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::ProtocolError;
 use crate::rules;
 
 /// Schema `SkillManifest` (closed object).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SkillManifest {
     #[serde(rename = "type")]
@@ -16,6 +17,7 @@ pub struct SkillManifest {
     pub url: String,
     /// Directory of the skill within the repository; absent for the repository root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub path: Option<String>,
     /// Branch, tag or commit.
     #[serde(rename = "ref")]
@@ -24,7 +26,7 @@ pub struct SkillManifest {
 }
 
 /// Schema `SkillType`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 pub enum SkillType {
     #[default]
     #[serde(rename = "git")]

@@ -143,6 +143,11 @@ macro_rules! tagged_struct {
             pub const TAG: &'static str = $tag;
         }
 
+        impl $crate::openapi::SelfTagged for $ty {
+            const KEY: &'static str = $crate::tagged::TagKey::$key.as_str();
+            const TAG: &'static str = $tag;
+        }
+
         impl $crate::tagged::TaggedBody for $ty {
             fn serialize_body<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 $ty::serialize(self, serializer)

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 use crate::tagged::tagged_struct;
 use crate::{ContextMessage, ContextToolMessage, ModelMessageEvent};
@@ -63,14 +64,14 @@ impl CurrentContextUsage {
 }
 
 /// Schema `AgentParent`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 pub struct AgentParent {
     pub thread_id: String,
     pub tool_call_id: String,
 }
 
 /// Schema `AgentInfo`: a dynamic sub-agent, `{"type": "dynamic", "name", "input", "model"?}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
 pub struct AgentInfo {
     /// Display name, also the thread title.
@@ -79,6 +80,7 @@ pub struct AgentInfo {
     pub input: String,
     /// Model override (`provider/model`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub model: Option<String>,
 }
 

@@ -1,12 +1,13 @@
 //! `thread.created` and `thread.done`: the life of a sub-agent thread within a turn.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::tagged::tagged_struct;
 use crate::{AgentInfo, AgentParent, ModelMessageEvent};
 
 /// Schema `ThreadCreatedEvent`: a sub-agent was spawned by a tool call of its parent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
 pub struct ThreadCreatedEvent {
     pub id: String,
@@ -21,7 +22,7 @@ pub struct ThreadCreatedEvent {
 tagged_struct!(ThreadCreatedEvent, type = "thread.created");
 
 /// Schema `ThreadDoneEvent`: a sub-agent thread finished (the root thread ends with `turn.done`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
 pub struct ThreadDoneEvent {
     pub id: String,
@@ -29,6 +30,7 @@ pub struct ThreadDoneEvent {
     pub thread_id: String,
     pub title: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub parent: Option<AgentParent>,
     pub state: ThreadState,
 }
@@ -36,7 +38,7 @@ pub struct ThreadDoneEvent {
 tagged_struct!(ThreadDoneEvent, type = "thread.done");
 
 /// Schema `ThreadState`, discriminated by `status`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "status")]
 pub enum ThreadState {
     #[serde(rename = "done")]
@@ -45,6 +47,7 @@ pub enum ThreadState {
     Error {
         error: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(nullable = false)]
         output: Option<ModelMessageEvent>,
     },
 }

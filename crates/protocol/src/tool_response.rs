@@ -1,11 +1,12 @@
 //! `tool.response`: the result of one tool call.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::tagged::tagged_struct;
 
 /// Schema `ToolResponseEvent`. `content` is what the model sees (after large-response handling).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
 pub struct ToolResponseEvent {
     pub id: String,

@@ -2,27 +2,32 @@
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::ToSchema;
 
 use crate::tagged::tagged_struct;
 use crate::{TurnInputItem, TurnState};
 
 /// Schema `TurnCreatedEvent`. Run-level, so `thread_id` is `null`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
 pub struct TurnCreatedEvent {
     pub id: String,
     pub created_at: String,
     #[serde(deserialize_with = "crate::nullable::required")]
+    #[schema(required = true)]
     pub thread_id: Option<String>,
     pub turn_id: String,
     /// `null` for the root turn of a conversation.
     #[serde(deserialize_with = "crate::nullable::required")]
+    #[schema(required = true)]
     pub previous_turn_id: Option<String>,
     /// Omitted when the turn had no input (e.g. an empty continuation turn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub input: Option<Vec<TurnInputItem>>,
     /// Always [`TurnState::Running`]; anything else is rejected on input.
     #[serde(deserialize_with = "running_state")]
+    #[schema(schema_with = crate::openapi::running_state_schema)]
     pub state: TurnState,
 }
 
@@ -30,15 +35,17 @@ tagged_struct!(TurnCreatedEvent, type = "turn.created");
 
 /// Schema `TurnDoneEvent`. Run-level, so `thread_id` is `null`; written in the same transaction
 /// as the terminal state it carries.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
 pub struct TurnDoneEvent {
     pub id: String,
     pub created_at: String,
     #[serde(deserialize_with = "crate::nullable::required")]
+    #[schema(required = true)]
     pub thread_id: Option<String>,
     /// A terminal state (done, cancelled or error); `running` is rejected on input.
     #[serde(deserialize_with = "terminal_state")]
+    #[schema(schema_with = crate::openapi::terminal_state_schema)]
     pub state: TurnState,
 }
 

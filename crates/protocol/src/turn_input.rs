@@ -3,13 +3,14 @@
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::ProtocolError;
 use crate::rules::{self, Checked};
 use crate::tagged::{dispatch_tag, tagged_struct, unknown_tag};
 
 /// Schema `TurnInputItem`, discriminated by `type`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum TurnInputItem {
     UserMessage(UserMessage),
@@ -80,7 +81,7 @@ pub fn validate_turn_input(items: &[TurnInputItem]) -> Checked {
 }
 
 /// Schema `UserMessage`: `{"type": "user.message", "content": ...}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
 pub struct UserMessage {
     pub content: UserMessageContent,
@@ -89,7 +90,7 @@ pub struct UserMessage {
 tagged_struct!(UserMessage, type = "user.message");
 
 /// A plain string, or text and file parts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum UserMessageContent {
     Text(String),
@@ -128,8 +129,9 @@ impl UserMessageContent {
 }
 
 /// Schema `UserMessageContentItem` (`TextContent` | `FileContent`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type")]
+#[schema(as = UserMessageContentItem)]
 pub enum UserContentPart {
     #[serde(rename = "text")]
     Text { text: String },
@@ -139,8 +141,9 @@ pub enum UserContentPart {
 }
 
 /// Schema `UserToolApprovalEvent`: the user's decision on a call that paused for approval.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
+#[schema(as = UserToolApprovalEvent)]
 pub struct UserToolApproval {
     pub thread_id: String,
     pub tool_call_id: String,
@@ -150,8 +153,9 @@ pub struct UserToolApproval {
 tagged_struct!(UserToolApproval, type = "user.tool_approval");
 
 /// Schema `UserToolResponseEvent`: the client's result for a client-side tool call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
+#[schema(as = UserToolResponseEvent)]
 pub struct UserToolResponse {
     pub thread_id: String,
     pub tool_call_id: String,
@@ -161,19 +165,21 @@ pub struct UserToolResponse {
 tagged_struct!(UserToolResponse, type = "user.tool_response");
 
 /// Schema `ApprovalDecision`, discriminated by `status`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "status")]
 pub enum ApprovalDecision {
     /// `scope` is our addition: `session` also allows later calls of the same tool in this session.
     #[serde(rename = "allow")]
     Allow {
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(nullable = false)]
         scope: Option<ApprovalScope>,
     },
     /// `reason` is shown to the agent.
     #[serde(rename = "deny")]
     Deny {
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(nullable = false)]
         reason: Option<String>,
     },
 }
@@ -197,7 +203,7 @@ impl ApprovalDecision {
 }
 
 /// How far an allow decision reaches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalScope {
     /// This call only (the reference's behaviour, and the default).

@@ -1,12 +1,13 @@
 //! `TurnState`: where a turn is in its life, and what it produced once it ended.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::{ActionRequiredEvent, ModelMessageEvent};
 
 /// Schema `TurnState`, discriminated by `status`. A turn is `running` until exactly one terminal
 /// state is written; terminal states never change afterwards.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "status")]
 #[expect(
     clippy::large_enum_variant,
@@ -20,10 +21,12 @@ pub enum TurnState {
     Done {
         /// The root agent's final message; `null` when the turn paused before producing one.
         #[serde(deserialize_with = "crate::nullable::required")]
+        #[schema(required = true)]
         output: Option<ModelMessageEvent>,
         required_actions: Vec<ActionRequiredEvent>,
         completed_at: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(nullable = false)]
         metrics: Option<TurnMetrics>,
     },
     #[serde(rename = "cancelled")]
@@ -31,6 +34,7 @@ pub enum TurnState {
         reason: CancellationReason,
         completed_at: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(nullable = false)]
         metrics: Option<TurnMetrics>,
     },
     #[serde(rename = "error")]
@@ -38,6 +42,7 @@ pub enum TurnState {
         message: String,
         completed_at: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(nullable = false)]
         metrics: Option<TurnMetrics>,
     },
 }
@@ -80,8 +85,9 @@ impl TurnState {
 }
 
 /// Schema `TurnStateCancelledReason`: who or what stopped the turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "kebab-case")]
+#[schema(as = TurnStateCancelledReason)]
 pub enum CancellationReason {
     /// The turn ran past the server's execution limit.
     ServerExecutionTimeout,
@@ -106,29 +112,39 @@ impl CancellationReason {
 }
 
 /// Schema `TurnMetrics`: billable totals of a turn, every field optional.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct TurnMetrics {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub total_input_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub total_output_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub total_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub total_cache_read_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub total_cache_write_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub total_reasoning_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub total_cost_in_usd: Option<f64>,
     /// Our addition: tool calls executed (all threads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub total_tool_calls: Option<u64>,
     /// Our addition: sub-agents spawned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub total_sub_agents: Option<u64>,
     /// Our addition: context compactions (summaries or the fallback).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub total_summarizations: Option<u64>,
 }

@@ -124,7 +124,7 @@ impl Catalogs {
 
 /// Schema `CatalogModelProvider`: a well-known provider's presets, or the `custom` entry that tells the
 /// UI which reasoning efforts a custom provider may declare.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum CatalogModelProvider {
     WellKnown(CatalogWellKnownModelProvider),
@@ -133,11 +133,12 @@ pub enum CatalogModelProvider {
 
 /// Schema `CatalogWellKnownModelProvider`. Models are `ConfiguredModel`s so that the UI can copy them
 /// into a provider manifest unchanged.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct CatalogWellKnownModelProvider {
     #[serde(rename = "type")]
     pub provider: WellKnownProviderType,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, format = "uri")]
     pub logo: Option<String>,
     pub models: Vec<ConfiguredModel>,
 }
@@ -158,18 +159,23 @@ impl Serialize for CatalogCustomModelProvider {
 }
 
 /// Schema `CatalogMCPServer`: an `MCPServerManifest` plus a logo for the UI.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = CatalogMCPServer)]
 pub struct CatalogMcpServer {
     #[serde(rename = "type")]
     pub kind: McpServerType,
+    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, format = "uri")]
     pub logo: Option<String>,
+    #[schema(format = "uri")]
     pub url: String,
-    /// Trimmed at load.
+    /// What the server is for, shown to the model (surrounding whitespace removed at load).
     pub description: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub auth: Option<McpServerAuth>,
 }
 
@@ -190,7 +196,7 @@ impl CatalogMcpServer {
 pub type CatalogSkill = SkillManifest;
 
 /// Schema `CatalogSandboxProvider`: the Daytona manifest without its API key, which the user supplies.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CatalogSandboxProvider {
     #[serde(rename = "type")]
@@ -203,7 +209,8 @@ pub struct CatalogSandboxProvider {
 
 /// The sandbox provider types with presets. A plain enum field rather than a tagged enum so that
 /// parse errors keep the entry's position (serde buffers tagged enums and loses it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(description = "A sandbox provider type with presets.")]
 pub enum CatalogSandboxProviderType {
     #[serde(rename = "daytona")]
     Daytona,

@@ -14,7 +14,7 @@ use trueforge_protocol::{CancellationReason, SessionEvent, TurnStreamingEvent};
 use trueforge_store::SessionStore;
 use trueforge_store::session::model::{FreezeTurn, StoredEvent, TurnDone, TurnKey};
 
-use crate::bus::{BusError, BusEvent, EventBus, StreamKey};
+use crate::bus::{BusEvent, EventBus, StreamKey};
 
 /// How long a lease lasts, and how often the executor renews its turns' leases and looks for orphans.
 #[derive(Debug, Clone, Copy)]
@@ -85,10 +85,14 @@ impl TurnExecutor {
     }
 
     /// Opens the turn's stream and drains its events onto it in the background. The receiver resolves
-    /// once the first event (`turn.created`) is on the bus, or the turn ended without one.
-    pub async fn run(self: &Arc<Self>, started: StartedTurn) -> Result<oneshot::Receiver<()>, BusError> {
+    /// once the first event (`turn.created`) is on the bus, or the turn ended without one. The turn is
+    /// drained even when the bus fails (its events are stored; readers fall back to the store), so it
+    /// never stalls on a full channel.
+    pub async fn run(self: &Arc<Self>, started: StartedTurn) -> oneshot::Receiver<()> {
         let key = started.key.clone();
-        self.bus.open(&stream_key(&key), self.stream_ttl).await?;
+        if let Err(error) = self.bus.open(&stream_key(&key), self.stream_ttl).await {
+            tracing::warn!(turn = %key.turn_id, %error, "could not open the turn's live stream");
+        }
         let (first_sender, first) = oneshot::channel();
         let (ended_sender, ended) = watch::channel(false);
         lock(&self.drains).insert(key.clone(), ended);
@@ -98,7 +102,7 @@ impl TurnExecutor {
             lock(&executor.drains).remove(&key);
             let _ = ended_sender.send(true);
         });
-        Ok(first)
+        first
     }
 
     async fn drain(&self, mut started: StartedTurn, first: oneshot::Sender<()>) {
@@ -247,9 +251,7 @@ impl TurnExecutor {
             tracing::info!(turn = %key.turn_id, previous_owner = %lease.owner, "resuming a turn whose executor is gone");
             match self.runtime.resume_turn(&key).await {
                 Ok(started) => {
-                    if let Err(error) = self.run(started).await {
-                        tracing::error!(turn = %key.turn_id, %error, "could not stream a resumed turn");
-                    }
+                    self.run(started).await;
                 }
                 Err(error) => {
                     tracing::error!(turn = %key.turn_id, %error, "could not resume a turn; ending it");

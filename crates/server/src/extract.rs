@@ -64,7 +64,7 @@ pub fn parse_json<T: DeserializeOwned>(text: &[u8]) -> Result<T, ApiError> {
 
 async fn read_body(body: Body, limit: BodyLimit) -> Result<bytes::Bytes, ApiError> {
     axum::body::to_bytes(body, limit.0).await.map_err(|error| {
-        // `to_bytes` reports the limit through its error's source chain.
+        // `to_bytes` reports the limit as a `LengthLimitError` in its error's source chain.
         if is_length_limit(&error) {
             limit.exceeded()
         } else {
@@ -76,7 +76,7 @@ async fn read_body(body: Body, limit: BodyLimit) -> Result<bytes::Bytes, ApiErro
 pub(crate) fn is_length_limit(error: &axum::Error) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(current) = source {
-        if current.to_string().contains("length limit") {
+        if current.is::<http_body_util::LengthLimitError>() {
             return true;
         }
         source = current.source();

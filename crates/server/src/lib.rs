@@ -9,6 +9,7 @@ pub mod error;
 pub mod executor;
 pub mod extract;
 pub mod models;
+pub mod openapi;
 mod routes;
 pub mod spec_check;
 pub mod sse;

@@ -194,7 +194,7 @@ impl ModelResolver for SettingsModels {
 }
 
 /// Schema `AvailableModel`: one configured model of a provider, as `GET /models` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct AvailableModel {
     /// `provider/model`, the name agents use.
     pub name: String,
@@ -204,8 +204,9 @@ pub struct AvailableModel {
 }
 
 /// Schema `AvailableModelProvider`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct AvailableModelProvider {
+    #[schema(min_length = 1)]
     pub name: String,
 }
 

@@ -41,10 +41,15 @@ struct PageBody<'a, T> {
     pagination: Pagination<'a>,
 }
 
-#[derive(Serialize)]
-struct Pagination<'a> {
+/// Where a page ends: the token of the next page, absent on the last one.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = TokenPagination)]
+pub(crate) struct Pagination<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     next_page_token: Option<&'a str>,
+    /// The page size in effect.
+    #[schema(minimum = 1)]
     limit: u32,
 }
 
@@ -66,10 +71,12 @@ pub fn empty_object() -> Response {
     Json(Value::Object(serde_json::Map::new())).into_response()
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// A conversation with an agent, owned by the user who created it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Session {
     pub id: String,
     pub agent: SessionAgent,
+    #[schema(required = true)]
     pub title: Option<String>,
     pub created_by: String,
     pub created_at: String,
@@ -89,10 +96,13 @@ impl From<SessionRecord> for Session {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One exchange of a session: its input and where it stands.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Turn {
     pub id: String,
     pub session_id: String,
+    /// The turn this one continues; `null` for the first turn of a conversation.
+    #[schema(required = true)]
     pub previous_turn_id: Option<String>,
     pub input: Vec<TurnInputItem>,
     pub state: TurnState,

@@ -310,3 +310,55 @@ async fn a_client_disconnect_does_not_cancel_the_turn() {
     }
     server.stop().await;
 }
+
+#[tokio::test]
+async fn an_idle_stream_carries_ping_comments() {
+    let server = TestServer::start_with(|config| config.heartbeat = std::time::Duration::from_millis(200)).await;
+    let session_id = server.session().await;
+    let text = server
+        .http
+        .post(server.url(&format!("/api/v1/sessions/{session_id}/turns")))
+        .json(&json!({"input": user("slow #delay=400")}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("\n: ping\n\n") || text.starts_with(": ping\n\n"),
+        "{text}"
+    );
+    // The pings are comments: the frames parse as before and end with turn.done.
+    assert_eq!(
+        types(&parse_frames(&text)).last().map(String::as_str),
+        Some("turn.done")
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_provider_key_in_the_environment_configures_that_provider() {
+    let server = TestServer::start_with(|config| {
+        config.provider_keys.anthropic = Some("sk-ant-test-1234567890".to_owned());
+    })
+    .await;
+    let (status, models) = server.get("/api/v1/models").await;
+    assert_eq!(status, 200);
+    let names: Vec<&str> = models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|model| model["name"].as_str().unwrap())
+        .collect();
+    assert!(names.iter().any(|name| name.starts_with("anthropic/")), "{names:?}");
+    let (_, providers) = server.get("/api/v1/settings/model-providers").await;
+    let anthropic = providers["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|provider| provider["name"] == "anthropic")
+        .unwrap();
+    assert_eq!(anthropic["manifest"]["auth"]["api_key"], "sk--***REDACTED***-890");
+    server.stop().await;
+}

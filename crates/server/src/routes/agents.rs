@@ -10,12 +10,17 @@ use trueforge_store::settings::AgentRecord;
 use super::check_spec;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::openapi::{DeleteAgentResponse, GetAgentResponse, ListAgentsResponse, RequestErrorResponse, TAG_AGENTS};
 use crate::state::AppState;
 use crate::wire::{Data, empty_object};
 
-#[derive(Serialize)]
-struct Agent {
+/// A saved agent: its spec under a name unique in the tenant.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Agent)]
+pub(crate) struct Agent {
+    #[schema(min_length = 1)]
     id: String,
+    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
     name: String,
     manifest: AgentSpec,
 }
@@ -47,18 +52,46 @@ fn check_agent_id(agent_id: &str) -> ApiResult<()> {
     Ok(())
 }
 
+/// The tenant's saved agents.
+#[utoipa::path(
+    get,
+    path = "/api/v1/agents",
+    operation_id = "list_agents",
+    tag = TAG_AGENTS,
+    responses(
+        (status = 200, description = "Every saved agent of the tenant.", body = ListAgentsResponse),
+        (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
+    )
+)]
 pub async fn list(State(state): State<AppState>) -> ApiResult<Response> {
     let agents = state.settings.list_agents(&state.caller().tenant).await?;
     Ok(Data::ok(agents.into_iter().map(Agent::from).collect::<Vec<_>>()).into_response())
 }
 
-#[derive(Deserialize)]
+/// A new agent: a name and its spec.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateAgentRequest {
+    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
     name: String,
     manifest: AgentSpec,
 }
 
+/// Saves an agent after checking that everything its spec names is configured.
+#[utoipa::path(
+    post,
+    path = "/api/v1/agents",
+    operation_id = "create_agent",
+    tag = TAG_AGENTS,
+    request_body = CreateAgentRequest,
+    responses(
+        (status = 201, description = "The saved agent.", body = GetAgentResponse),
+        (status = 400, description = "The body does not fit the schema, or the name is not a resource name.", body = RequestErrorResponse),
+        (status = 409, description = "An agent of that name exists.", body = RequestErrorResponse),
+        (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
+        (status = 422, description = "The spec names a model, MCP server or skill that is not configured.", body = RequestErrorResponse),
+    )
+)]
 pub async fn create(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<CreateAgentRequest>,
@@ -77,6 +110,19 @@ pub async fn create(
     Ok(Data::created(Agent::from(record)).into_response())
 }
 
+/// One saved agent.
+#[utoipa::path(
+    get,
+    path = "/api/v1/agents/{agent_id}",
+    operation_id = "get_agent",
+    tag = TAG_AGENTS,
+    params(("agent_id" = String, Path, min_length = 1, max_length = 64, description = "The agent's id.")),
+    responses(
+        (status = 200, description = "The agent.", body = GetAgentResponse),
+        (status = 400, description = "The id is empty or too long.", body = RequestErrorResponse),
+        (status = 404, description = "No such agent.", body = RequestErrorResponse),
+    )
+)]
 pub async fn get(State(state): State<AppState>, Path(agent_id): Path<String>) -> ApiResult<Response> {
     check_agent_id(&agent_id)?;
     let record = state
@@ -87,12 +133,29 @@ pub async fn get(State(state): State<AppState>, Path(agent_id): Path<String>) ->
     Ok(Data::ok(Agent::from(record)).into_response())
 }
 
-#[derive(Deserialize)]
+/// The agent's new spec (its name stays).
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateAgentRequest {
     manifest: AgentSpec,
 }
 
+/// Replaces a saved agent's spec; sessions that reference it use the new spec from their next turn.
+#[utoipa::path(
+    put,
+    path = "/api/v1/agents/{agent_id}",
+    operation_id = "update_agent",
+    tag = TAG_AGENTS,
+    params(("agent_id" = String, Path, min_length = 1, max_length = 64, description = "The agent's id.")),
+    request_body = UpdateAgentRequest,
+    responses(
+        (status = 200, description = "The updated agent.", body = GetAgentResponse),
+        (status = 400, description = "The body does not fit the schema, or the id is empty or too long.", body = RequestErrorResponse),
+        (status = 404, description = "No such agent.", body = RequestErrorResponse),
+        (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
+        (status = 422, description = "The spec names a model, MCP server or skill that is not configured.", body = RequestErrorResponse),
+    )
+)]
 pub async fn update(
     State(state): State<AppState>,
     Path(agent_id): Path<String>,
@@ -115,6 +178,19 @@ pub async fn update(
     Ok(Data::ok(Agent::from(record)).into_response())
 }
 
+/// Deletes a saved agent; deleting one that does not exist succeeds too.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/agents/{agent_id}",
+    operation_id = "delete_agent",
+    tag = TAG_AGENTS,
+    params(("agent_id" = String, Path, min_length = 1, max_length = 64, description = "The agent's id.")),
+    responses(
+        (status = 200, description = "Deleted (an empty object).", body = DeleteAgentResponse),
+        (status = 400, description = "The id is empty or too long.", body = RequestErrorResponse),
+        (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
+    )
+)]
 pub async fn delete(State(state): State<AppState>, Path(agent_id): Path<String>) -> ApiResult<Response> {
     check_agent_id(&agent_id)?;
     state.settings.delete_agent(&state.caller().tenant, &agent_id).await?;

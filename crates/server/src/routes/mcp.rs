@@ -10,14 +10,24 @@ use trueforge_protocol::McpServerAuth;
 use super::settings::{auth_status, configured_mcp_server};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
+use crate::openapi::{
+    GetMCPServerResponse, ListAvailableMCPServersResponse, ListAvailableSkillsResponse, ListMCPServerToolsResponse,
+    MCPServerAuthPublic, OAuthCallbackSuccess, RequestErrorResponse, TAG_MCP, TAG_SKILLS,
+};
 use crate::state::AppState;
 use crate::wire::Data;
 
-#[derive(Serialize)]
-struct AvailableMcpServer {
+/// A configured MCP server as a chat user sees it: no secrets, and whether the caller still has to
+/// authorize it.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = AvailableMCPServer)]
+pub(crate) struct AvailableMcpServer {
+    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
     name: String,
+    #[schema(format = "uri")]
     url: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<MCPServerAuthPublic>, nullable = false)]
     auth: Option<AuthKind>,
     auth_status: super::settings::AuthStatus,
 }
@@ -28,6 +38,17 @@ struct AuthKind {
     kind: &'static str,
 }
 
+/// The tenant's MCP servers, with the caller's authorization state.
+#[utoipa::path(
+    get,
+    path = "/api/v1/mcp-servers",
+    operation_id = "list_available_mcp_servers",
+    tag = TAG_MCP,
+    responses(
+        (status = 200, description = "Every configured MCP server, without credentials.", body = ListAvailableMCPServersResponse),
+        (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
+    )
+)]
 pub async fn list(State(state): State<AppState>) -> ApiResult<Response> {
     let caller = state.caller();
     let mut servers = Vec::new();
@@ -56,6 +77,21 @@ async fn known_server(state: &AppState, name: &str) -> ApiResult<trueforge_store
         .ok_or_else(|| ApiError::not_found(format!("MCP server not found: {name}")))
 }
 
+/// The tools an MCP server offers, as it lists them.
+#[utoipa::path(
+    get,
+    path = "/api/v1/mcp-servers/{name}/tools",
+    operation_id = "list_mcp_server_tools",
+    tag = TAG_MCP,
+    params(("name" = String, Path, min_length = 1, description = "The MCP server's name.")),
+    responses(
+        (status = 200, description = "The server's tools.", body = ListMCPServerToolsResponse),
+        (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
+        (status = 404, description = "No such MCP server.", body = RequestErrorResponse),
+        (status = 422, description = "The caller must authorize the server first.", body = RequestErrorResponse),
+        (status = 502, description = "The server could not be reached or answered with an error.", body = RequestErrorResponse),
+    )
+)]
 pub async fn tools(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
     known_server(&state, &name).await?;
     Err(ApiError::new(
@@ -64,12 +100,30 @@ pub async fn tools(State(state): State<AppState>, Path(name): Path<String>) -> A
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AuthorizeQuery {
+    /// Where the browser goes once authorization completes.
     #[serde(rename = "return_to")]
     _return_to: Option<String>,
 }
 
+/// Starts (or reports) the caller's authorization of an MCP server.
+#[utoipa::path(
+    get,
+    path = "/api/v1/mcp-servers/{name}/authorize",
+    operation_id = "authorize_mcp_server",
+    tag = TAG_MCP,
+    params(("name" = String, Path, min_length = 1, description = "The MCP server's name."), AuthorizeQuery),
+    responses(
+        (status = 200, description = "The authorization state; with OAuth, where to send the user.", body = super::settings::AuthStatus),
+        (status = 400, description = "A parameter is invalid.", body = RequestErrorResponse),
+        (status = 404, description = "No such MCP server.", body = RequestErrorResponse),
+        (status = 422, description = "The server's authentication cannot be started (OAuth is not supported yet).", body = RequestErrorResponse),
+        (status = 424, description = "The server's authorization server could not be used.", body = RequestErrorResponse),
+        (status = 500, description = "The authorization could not be started.", body = RequestErrorResponse),
+    )
+)]
 pub async fn authorize(
     State(state): State<AppState>,
     Path(name): Path<String>,
@@ -88,6 +142,18 @@ pub async fn authorize(
     Ok(axum::Json(serde_json::json!({"status": status})).into_response())
 }
 
+/// Forgets the caller's OAuth token for an MCP server.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/mcp-servers/{name}/authorize",
+    operation_id = "disconnect_mcp_server",
+    tag = TAG_MCP,
+    params(("name" = String, Path, min_length = 1, description = "The MCP server's name.")),
+    responses(
+        (status = 200, description = "The server, with the caller's new authorization state.", body = GetMCPServerResponse),
+        (status = 404, description = "No such MCP server.", body = RequestErrorResponse),
+    )
+)]
 pub async fn disconnect(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
     let caller = state.caller();
     let record = known_server(&state, &name).await?;
@@ -100,13 +166,35 @@ pub async fn disconnect(State(state): State<AppState>, Path(name): Path<String>)
     Ok(Data::ok(configured_mcp_server(&state, &caller, record).await?).into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct OAuthCallbackQuery {
+    /// The value the authorization started with.
+    #[param(min_length = 1)]
     state: String,
 }
 
 /// No authorisation can be in flight before OAuth lands, so every state is unknown; the pending row is
 /// still consumed through the store so the answer stays right once flows exist.
+/// Where the authorization server sends the browser back.
+#[utoipa::path(
+    get,
+    path = "/api/v1/mcp-servers/oauth/callback",
+    operation_id = "mcp_oauth_callback",
+    tag = TAG_MCP,
+    params(
+        ("code" = Option<String>, Query, min_length = 1, description = "The authorization code."),
+        OAuthCallbackQuery,
+        ("error" = Option<String>, Query, description = "Error code of the authorization server, if it refused."),
+        ("error_description" = Option<String>, Query, description = "The authorization server's explanation of `error`."),
+    ),
+    responses(
+        (status = 200, description = "Authorized (when no return address was given).", body = OAuthCallbackSuccess),
+        (status = 302, description = "Authorized; back to the address the authorization started from."),
+        (status = 400, description = "Unknown or expired `state`, or the authorization failed.", body = RequestErrorResponse),
+        (status = 500, description = "The token could not be obtained or stored.", body = RequestErrorResponse),
+    )
+)]
 pub async fn oauth_callback(
     State(state): State<AppState>,
     QueryParams(query): QueryParams<OAuthCallbackQuery>,
@@ -122,12 +210,26 @@ pub async fn oauth_callback(
     }
 }
 
-#[derive(Serialize)]
-struct SkillSummary {
+/// A configured skill as a chat user sees it.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = AvailableSkill)]
+pub(crate) struct SkillSummary {
+    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
     name: String,
     description: String,
 }
 
+/// The tenant's skills.
+#[utoipa::path(
+    get,
+    path = "/api/v1/skills",
+    operation_id = "list_available_skills",
+    tag = TAG_SKILLS,
+    responses(
+        (status = 200, description = "Every configured skill, by name and description.", body = ListAvailableSkillsResponse),
+        (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
+    )
+)]
 pub async fn skills(State(state): State<AppState>) -> ApiResult<Response> {
     let skills = state.settings.list_skills(&state.caller().tenant, None).await?;
     let skills: Vec<SkillSummary> = skills

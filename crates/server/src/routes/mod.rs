@@ -1,11 +1,11 @@
 //! The API's routes, as the reference lays them out.
 
-mod agents;
-mod mcp;
-mod meta;
-mod sessions;
-mod settings;
-mod turns;
+pub(crate) mod agents;
+pub(crate) mod mcp;
+pub(crate) mod meta;
+pub(crate) mod sessions;
+pub(crate) mod settings;
+pub(crate) mod turns;
 
 use axum::Router;
 use axum::routing::{get, post};
@@ -112,5 +112,7 @@ pub fn api() -> Router<AppState> {
             "/api/v1/sessions/{session_id}/turns/{turn_id}/download-sandbox-file",
             get(turns::download_sandbox_file),
         )
+        .route(crate::openapi::DOCUMENT_PATH, get(crate::openapi::openapi_json))
+        .route(crate::openapi::DOCS_PATH, get(crate::openapi::docs))
         .route("/healthz", get(meta::healthz))
 }

@@ -12,6 +12,10 @@ use trueforge_store::session::model::{
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
+use crate::openapi::{
+    CancelSessionRequest, CancelSessionResponse, GetSessionResponse, ListSessionEventsResponse, ListSessionsOrder,
+    ListSessionsResponse, RequestErrorResponse, TAG_SESSIONS,
+};
 use crate::state::{AppState, Caller};
 use crate::wire::{Data, PageOf, Session, empty_object};
 
@@ -52,31 +56,54 @@ pub async fn owned_session(state: &AppState, caller: &Caller, session_id: &str) 
     Ok(session)
 }
 
-#[derive(Deserialize)]
+/// A new session: the agent it runs, saved (by name) or inline.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSessionRequest {
     agent: AgentChoice,
 }
 
-#[derive(Deserialize)]
+/// A saved agent by name, or a spec of the session's own.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
+#[schema(as = CreateSessionAgent)]
 enum AgentChoice {
     Named(NamedAgent),
     Inline(Box<InlineAgent>),
 }
 
-#[derive(Deserialize)]
+/// A saved agent, by name.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = SessionAgentNameRef)]
 struct NamedAgent {
+    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
     name: String,
 }
 
-#[derive(Deserialize)]
+/// A spec owned by the session.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = SessionAgentSpecBody)]
 struct InlineAgent {
     spec: AgentSpec,
 }
 
+/// Creates a session for the caller.
+#[utoipa::path(
+    post,
+    path = "/api/v1/sessions",
+    operation_id = "create_session",
+    tag = TAG_SESSIONS,
+    request_body = CreateSessionRequest,
+    responses(
+        (status = 201, description = "The session.", body = GetSessionResponse),
+        (status = 400, description = "The body does not fit the schema.", body = RequestErrorResponse),
+        (status = 404, description = "No saved agent of that name.", body = RequestErrorResponse),
+        (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
+        (status = 422, description = "The inline spec names a model, MCP server or skill that is not configured.", body = RequestErrorResponse),
+    )
+)]
 pub async fn create(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<CreateSessionRequest>,
@@ -113,13 +140,26 @@ pub async fn create(
     Ok(Data::created(Session::from(record)).into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListSessionsQuery {
+    /// Sessions per page.
+    #[param(minimum = 1, maximum = 25, default = 25)]
     limit: Option<u32>,
+    /// By creation time.
+    #[param(value_type = Option<ListSessionsOrder>)]
     order: Option<String>,
+    /// The `next_page_token` of the previous page.
+    #[param(min_length = 1)]
     page_token: Option<String>,
+    /// Only sessions created at or after this time (RFC 3339 with an offset).
+    #[param(format = DateTime)]
     start_timestamp: Option<String>,
+    /// Only sessions created at or before this time (RFC 3339 with an offset).
+    #[param(format = DateTime)]
     end_timestamp: Option<String>,
+    /// Only sessions running this saved agent.
+    #[param(min_length = 1)]
     agent_id: Option<String>,
 }
 
@@ -129,6 +169,18 @@ fn parse_time(name: &str, value: &str) -> ApiResult<Timestamp> {
         .map_err(|_| ApiError::bad_request(format!("{name} must be an RFC 3339 date-time with an offset")))
 }
 
+/// The caller's sessions, a page at a time.
+#[utoipa::path(
+    get,
+    path = "/api/v1/sessions",
+    operation_id = "list_sessions",
+    tag = TAG_SESSIONS,
+    params(ListSessionsQuery),
+    responses(
+        (status = 200, description = "A page of sessions.", body = ListSessionsResponse),
+        (status = 400, description = "A query parameter is invalid.", body = RequestErrorResponse),
+    )
+)]
 pub async fn list(
     State(state): State<AppState>,
     QueryParams(query): QueryParams<ListSessionsQuery>,
@@ -177,17 +229,50 @@ pub async fn list(
     .into_response())
 }
 
+/// One of the caller's sessions.
+#[utoipa::path(
+    get,
+    path = "/api/v1/sessions/{session_id}",
+    operation_id = "get_session",
+    tag = TAG_SESSIONS,
+    params(("session_id" = String, Path, min_length = 1, max_length = 64, description = "The session's id.")),
+    responses(
+        (status = 200, description = "The session.", body = GetSessionResponse),
+        (status = 400, description = "The id is empty or too long.", body = RequestErrorResponse),
+        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
+        (status = 404, description = "No such session.", body = RequestErrorResponse),
+    )
+)]
 pub async fn get(State(state): State<AppState>, Path(session_id): Path<String>) -> ApiResult<Response> {
     let session = owned_session(&state, &state.caller(), &session_id).await?;
     Ok(Data::ok(Session::from(session)).into_response())
 }
 
-#[derive(Deserialize)]
+/// What to change on a session: its inline agent spec (sessions of a saved agent cannot change agent).
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = UpdateSessionRequest)]
 pub struct PatchSessionRequest {
     agent: Option<InlineAgent>,
 }
 
+/// Replaces the inline agent spec of a session; the next turn uses it.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/sessions/{session_id}",
+    operation_id = "update_session",
+    tag = TAG_SESSIONS,
+    params(("session_id" = String, Path, min_length = 1, max_length = 64, description = "The session's id.")),
+    request_body = PatchSessionRequest,
+    responses(
+        (status = 200, description = "The session.", body = GetSessionResponse),
+        (status = 400, description = "The body does not fit the schema, or the id is empty or too long.", body = RequestErrorResponse),
+        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
+        (status = 404, description = "No such session.", body = RequestErrorResponse),
+        (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
+        (status = 422, description = "The session runs a saved agent, or the spec names something that is not configured.", body = RequestErrorResponse),
+    )
+)]
 pub async fn patch(
     State(state): State<AppState>,
     Path(session_id): Path<String>,
@@ -221,6 +306,19 @@ pub async fn patch(
     Ok(Data::ok(Session::from(updated)).into_response())
 }
 
+/// Deletes a session with its turns and events, stopping a running turn first.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/sessions/{session_id}",
+    operation_id = "delete_session",
+    tag = TAG_SESSIONS,
+    params(("session_id" = String, Path, min_length = 1, max_length = 64, description = "The session's id.")),
+    responses(
+        (status = 204, description = "Deleted, or there was no such session."),
+        (status = 400, description = "The id is empty or too long.", body = RequestErrorResponse),
+        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
+    )
+)]
 pub async fn delete(State(state): State<AppState>, Path(session_id): Path<String>) -> ApiResult<Response> {
     let caller = state.caller();
     let session = match owned_session(&state, &caller, &session_id).await {
@@ -241,6 +339,22 @@ pub async fn delete(State(state): State<AppState>, Path(session_id): Path<String
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// Cancels the session's running turn, if any.
+#[utoipa::path(
+    post,
+    path = "/api/v1/sessions/{session_id}/cancel",
+    operation_id = "cancel_session",
+    tag = TAG_SESSIONS,
+    params(("session_id" = String, Path, min_length = 1, max_length = 64, description = "The session's id.")),
+    request_body = Option<CancelSessionRequest>,
+    responses(
+        (status = 200, description = "Cancelled, or nothing was running (an empty object).", body = CancelSessionResponse),
+        (status = 400, description = "The id is empty or too long.", body = RequestErrorResponse),
+        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
+        (status = 404, description = "No such session.", body = RequestErrorResponse),
+        (status = 412, description = "The running turn cannot be cancelled from here.", body = RequestErrorResponse),
+    )
+)]
 pub async fn cancel(State(state): State<AppState>, Path(session_id): Path<String>) -> ApiResult<Response> {
     let caller = state.caller();
     let session = owned_session(&state, &caller, &session_id).await?;
@@ -260,19 +374,40 @@ pub async fn cancel(State(state): State<AppState>, Path(session_id): Path<String
     Ok(empty_object())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SessionEventsQuery {
+    /// Events per page.
+    #[param(minimum = 1, maximum = 100, default = 100)]
     limit: Option<u32>,
+    /// The `next_page_token` of the previous page.
     page_token: Option<String>,
+    /// The turn the branch ends at (the session's latest turn when absent).
     last_turn_id: Option<String>,
 }
 
-#[derive(Serialize)]
-struct SessionEventItem {
+/// A persisted event with the turn it belongs to.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = SessionEventItem)]
+pub(crate) struct SessionEventItem {
     turn_id: String,
     event: SessionEvent,
 }
 
+/// The persisted events of one branch of a session's turns, newest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/sessions/{session_id}/events",
+    operation_id = "list_session_events",
+    tag = TAG_SESSIONS,
+    params(("session_id" = String, Path, min_length = 1, max_length = 64, description = "The session's id."), SessionEventsQuery),
+    responses(
+        (status = 200, description = "A page of events.", body = ListSessionEventsResponse),
+        (status = 400, description = "A parameter is invalid.", body = RequestErrorResponse),
+        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
+        (status = 404, description = "No such session.", body = RequestErrorResponse),
+    )
+)]
 pub async fn events(
     State(state): State<AppState>,
     Path(session_id): Path<String>,

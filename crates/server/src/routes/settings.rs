@@ -14,6 +14,12 @@ use trueforge_store::settings::{McpServerRecord, ModelProviderRecord};
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::openapi::{
+    CreateMCPServerRequest, CreateModelProviderRequest, CreateSkillRequest, GetMCPServerResponse,
+    GetModelProviderResponse, GetSandboxProviderResponse, GetSkillResponse, ListMCPServersResponse,
+    ListModelProvidersResponse, ListSkillsResponse, RequestErrorResponse, TAG_MCP, TAG_MODELS, TAG_SANDBOXES,
+    TAG_SKILLS, UpdateMCPServerRequest, UpdateModelProviderRequest, UpdateSandboxProviderRequest, UpdateSkillRequest,
+};
 use crate::state::{AppState, Caller};
 use crate::wire::Data;
 
@@ -33,7 +39,8 @@ fn name_conflict(kind: &str) -> impl Fn(StoreError) -> ApiError + '_ {
     }
 }
 
-#[derive(Deserialize)]
+/// The body of every settings write: the manifest, and nothing else.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ManifestBody<M> {
     manifest: M,
@@ -41,8 +48,11 @@ pub struct ManifestBody<M> {
 
 // ---- model providers ----
 
-#[derive(Serialize)]
-struct ConfiguredModelProvider {
+/// A configured model provider, its API key redacted.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ConfiguredModelProvider)]
+pub(crate) struct ConfiguredModelProvider {
+    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
     name: String,
     manifest: ModelProviderManifest,
 }
@@ -62,6 +72,18 @@ fn check_provider(manifest: &ModelProviderManifest) -> ApiResult<()> {
         .map_err(|error| ApiError::bad_request(error.to_string()))
 }
 
+/// The tenant's model providers (admins only).
+#[utoipa::path(
+    get,
+    path = "/api/v1/settings/model-providers",
+    operation_id = "list_model_providers",
+    tag = TAG_MODELS,
+    responses(
+        (status = 200, description = "Every configured model provider, keys redacted.", body = ListModelProvidersResponse),
+        (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+    )
+)]
 pub async fn list_model_providers(State(state): State<AppState>) -> ApiResult<Response> {
     let caller = state.caller();
     require_admin(&caller)?;
@@ -75,6 +97,21 @@ pub async fn list_model_providers(State(state): State<AppState>) -> ApiResult<Re
     .into_response())
 }
 
+/// Adds a model provider (admins only).
+#[utoipa::path(
+    post,
+    path = "/api/v1/settings/model-providers",
+    operation_id = "create_model_provider",
+    tag = TAG_MODELS,
+    request_body = CreateModelProviderRequest,
+    responses(
+        (status = 201, description = "The provider, key redacted.", body = GetModelProviderResponse),
+        (status = 400, description = "The manifest does not fit the schema, or a redacted key was sent for a new provider.", body = RequestErrorResponse),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+        (status = 409, description = "A provider of that name exists.", body = RequestErrorResponse),
+        (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
+    )
+)]
 pub async fn create_model_provider(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<ManifestBody<ModelProviderManifest>>,
@@ -92,6 +129,20 @@ pub async fn create_model_provider(
     Ok(Data::created(ConfiguredModelProvider::from(record)).into_response())
 }
 
+/// Creates or replaces a model provider (admins only); a redacted key keeps the stored one.
+#[utoipa::path(
+    put,
+    path = "/api/v1/settings/model-providers",
+    operation_id = "put_model_provider",
+    tag = TAG_MODELS,
+    request_body = UpdateModelProviderRequest,
+    responses(
+        (status = 200, description = "The provider, key redacted.", body = GetModelProviderResponse),
+        (status = 400, description = "The manifest does not fit the schema, or a redacted key has nothing stored to keep.", body = RequestErrorResponse),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+        (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
+    )
+)]
 pub async fn put_model_provider(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<ManifestBody<ModelProviderManifest>>,
@@ -118,15 +169,22 @@ pub async fn put_model_provider(
 
 // ---- MCP servers ----
 
-#[derive(Serialize)]
+/// A configured MCP server, header values redacted, with the caller's authorization state.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ConfiguredMCPServer)]
 pub struct ConfiguredMcpServer {
+    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
     name: String,
     manifest: McpServerManifest,
     auth_status: AuthStatus,
 }
 
-#[derive(Serialize)]
+/// Whether the caller can use an MCP server as is.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = MCPAuthStatus)]
 pub struct AuthStatus {
+    /// `not_required` without auth, `authenticated` with headers or a token, `auth_required` otherwise.
+    #[schema(schema_with = crate::openapi::auth_status_values)]
     status: &'static str,
 }
 
@@ -177,6 +235,18 @@ fn check_mcp_server(manifest: &McpServerManifest) -> ApiResult<()> {
     Ok(())
 }
 
+/// The tenant's MCP servers (admins only).
+#[utoipa::path(
+    get,
+    path = "/api/v1/settings/mcp-servers",
+    operation_id = "list_mcp_servers",
+    tag = TAG_MCP,
+    responses(
+        (status = 200, description = "Every configured MCP server, header values redacted.", body = ListMCPServersResponse),
+        (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+    )
+)]
 pub async fn list_mcp_servers(State(state): State<AppState>) -> ApiResult<Response> {
     let caller = state.caller();
     require_admin(&caller)?;
@@ -187,6 +257,19 @@ pub async fn list_mcp_servers(State(state): State<AppState>) -> ApiResult<Respon
     Ok(Data::ok(servers).into_response())
 }
 
+/// One MCP server (admins only).
+#[utoipa::path(
+    get,
+    path = "/api/v1/settings/mcp-servers/{name}",
+    operation_id = "get_mcp_server",
+    tag = TAG_MCP,
+    params(("name" = String, Path, min_length = 1, description = "The MCP server's name.")),
+    responses(
+        (status = 200, description = "The server, header values redacted.", body = GetMCPServerResponse),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+        (status = 404, description = "No such MCP server.", body = RequestErrorResponse),
+    )
+)]
 pub async fn get_mcp_server(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
     let caller = state.caller();
     require_admin(&caller)?;
@@ -198,6 +281,22 @@ pub async fn get_mcp_server(State(state): State<AppState>, Path(name): Path<Stri
     Ok(Data::ok(configured_mcp_server(&state, &caller, record).await?).into_response())
 }
 
+/// Adds an MCP server (admins only).
+#[utoipa::path(
+    post,
+    path = "/api/v1/settings/mcp-servers",
+    operation_id = "create_mcp_server",
+    tag = TAG_MCP,
+    request_body = CreateMCPServerRequest,
+    responses(
+        (status = 201, description = "The server, header values redacted.", body = GetMCPServerResponse),
+        (status = 400, description = "The manifest does not fit the schema, or a redacted value was sent for a new server.", body = RequestErrorResponse),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+        (status = 409, description = "A server of that name exists.", body = RequestErrorResponse),
+        (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
+        (status = 422, description = "The server's authentication is not supported (OAuth).", body = RequestErrorResponse),
+    )
+)]
 pub async fn create_mcp_server(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<ManifestBody<McpServerManifest>>,
@@ -215,6 +314,21 @@ pub async fn create_mcp_server(
     Ok(Data::created(configured_mcp_server(&state, &caller, record).await?).into_response())
 }
 
+/// Creates or replaces an MCP server (admins only); redacted header values keep the stored ones.
+#[utoipa::path(
+    put,
+    path = "/api/v1/settings/mcp-servers",
+    operation_id = "put_mcp_server",
+    tag = TAG_MCP,
+    request_body = UpdateMCPServerRequest,
+    responses(
+        (status = 200, description = "The server, header values redacted.", body = GetMCPServerResponse),
+        (status = 400, description = "The manifest does not fit the schema, or a redacted value has nothing stored to keep.", body = RequestErrorResponse),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+        (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
+        (status = 422, description = "The server's authentication is not supported (OAuth).", body = RequestErrorResponse),
+    )
+)]
 pub async fn put_mcp_server(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<ManifestBody<McpServerManifest>>,
@@ -241,8 +355,11 @@ pub async fn put_mcp_server(
 
 // ---- skills ----
 
-#[derive(Serialize)]
-struct ConfiguredSkill {
+/// A configured skill.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ConfiguredSkill)]
+pub(crate) struct ConfiguredSkill {
+    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
     name: String,
     manifest: SkillManifest,
 }
@@ -253,6 +370,18 @@ fn check_skill(manifest: &SkillManifest) -> ApiResult<()> {
         .map_err(|error| ApiError::bad_request(error.to_string()))
 }
 
+/// The tenant's skills (admins only).
+#[utoipa::path(
+    get,
+    path = "/api/v1/settings/skills",
+    operation_id = "list_skills",
+    tag = TAG_SKILLS,
+    responses(
+        (status = 200, description = "Every configured skill.", body = ListSkillsResponse),
+        (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+    )
+)]
 pub async fn list_skills(State(state): State<AppState>) -> ApiResult<Response> {
     let caller = state.caller();
     require_admin(&caller)?;
@@ -267,6 +396,21 @@ pub async fn list_skills(State(state): State<AppState>) -> ApiResult<Response> {
     Ok(Data::ok(skills).into_response())
 }
 
+/// Adds a skill (admins only).
+#[utoipa::path(
+    post,
+    path = "/api/v1/settings/skills",
+    operation_id = "create_skill",
+    tag = TAG_SKILLS,
+    request_body = CreateSkillRequest,
+    responses(
+        (status = 201, description = "The skill.", body = GetSkillResponse),
+        (status = 400, description = "The manifest does not fit the schema.", body = RequestErrorResponse),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+        (status = 409, description = "A skill of that name exists.", body = RequestErrorResponse),
+        (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
+    )
+)]
 pub async fn create_skill(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<ManifestBody<SkillManifest>>,
@@ -286,6 +430,20 @@ pub async fn create_skill(
     .into_response())
 }
 
+/// Creates or replaces a skill (admins only).
+#[utoipa::path(
+    put,
+    path = "/api/v1/settings/skills",
+    operation_id = "put_skill",
+    tag = TAG_SKILLS,
+    request_body = UpdateSkillRequest,
+    responses(
+        (status = 200, description = "The skill.", body = GetSkillResponse),
+        (status = 400, description = "The manifest does not fit the schema.", body = RequestErrorResponse),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+        (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
+    )
+)]
 pub async fn put_skill(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<ManifestBody<SkillManifest>>,
@@ -303,6 +461,18 @@ pub async fn put_skill(
 
 // ---- sandbox provider ----
 
+/// The tenant's sandbox provider (admins only).
+#[utoipa::path(
+    get,
+    path = "/api/v1/settings/sandbox-providers",
+    operation_id = "get_sandbox_provider",
+    tag = TAG_SANDBOXES,
+    responses(
+        (status = 200, description = "The provider, key redacted, and the state of its image build.", body = GetSandboxProviderResponse),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+        (status = 404, description = "No sandbox provider is configured.", body = RequestErrorResponse),
+    )
+)]
 pub async fn get_sandbox_provider(State(state): State<AppState>) -> ApiResult<Response> {
     let caller = state.caller();
     require_admin(&caller)?;
@@ -319,6 +489,21 @@ pub async fn get_sandbox_provider(State(state): State<AppState>) -> ApiResult<Re
     .into_response())
 }
 
+/// Sets the tenant's sandbox provider (admins only).
+#[utoipa::path(
+    put,
+    path = "/api/v1/settings/sandbox-providers",
+    operation_id = "put_sandbox_provider",
+    tag = TAG_SANDBOXES,
+    request_body = UpdateSandboxProviderRequest,
+    responses(
+        (status = 200, description = "The provider, key redacted, and the state of its image build.", body = GetSandboxProviderResponse),
+        (status = 400, description = "The manifest does not fit the schema.", body = RequestErrorResponse),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+        (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
+        (status = 422, description = "The provider cannot be used by this server (remote sandboxes are not supported yet).", body = RequestErrorResponse),
+    )
+)]
 pub async fn put_sandbox_provider(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<ManifestBody<SandboxProviderManifest>>,

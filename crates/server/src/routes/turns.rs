@@ -6,23 +6,33 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trueforge_agent::{PreviousTurn, TurnRequest};
-use trueforge_protocol::{SessionEvent, TurnInputItem};
+use trueforge_protocol::{SessionEvent, TurnInputItem, TurnStreamingEvent};
 use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey, TurnRecord};
 
 use super::sessions::{EVENT_PAGE_MAX, SESSION_PAGE_MAX, owned_session, page_limit};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
+use crate::openapi::{
+    GetTurnResponse, ListTurnEventsOrder, ListTurnEventsResponse, ListTurnsResponse, RequestErrorResponse, SandboxFile,
+    TAG_SESSIONS,
+};
 use crate::sse;
 use crate::state::{AppState, Caller};
 use crate::wire::{Data, PageOf, Turn};
 
-#[derive(Deserialize)]
+/// A new turn: its input, the turn it continues, and whether to stream it.
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct CreateTurnRequest {
+    /// User messages, or approvals and tool responses for a turn that paused on them (not both).
     #[serde(default)]
     input: Vec<TurnInputItem>,
+    /// `auto` (the default): the session's latest turn; `none`: a new conversation; or a turn id.
     #[serde(default)]
+    #[schema(min_length = 1, default = "auto")]
     previous_turn_id: Option<String>,
+    /// `true` (the default): answer with the turn's event stream; `false`: with the turn, once it started.
     #[serde(default)]
+    #[schema(default = true)]
     stream: Option<bool>,
 }
 
@@ -49,6 +59,24 @@ fn previous_turn(value: Option<String>) -> ApiResult<PreviousTurn> {
     }
 }
 
+/// Starts a turn; streams its events (SSE) or answers with the turn.
+#[utoipa::path(
+    post,
+    path = "/api/v1/sessions/{session_id}/turns",
+    operation_id = "create_turn",
+    tag = TAG_SESSIONS,
+    params(("session_id" = String, Path, min_length = 1, max_length = 64, description = "The session's id.")),
+    request_body = CreateTurnRequest,
+    responses(
+        (status = 200, description = "With `stream` (the default), the turn's events as Server-Sent Events, each frame's `id` its sequence number; otherwise the turn.", content((GetTurnResponse = "application/json"), (TurnStreamingEvent = "text/event-stream"))),
+        (status = 400, description = "The body does not fit the schema.", body = RequestErrorResponse),
+        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
+        (status = 404, description = "No such session, or no such previous turn.", body = RequestErrorResponse),
+        (status = 412, description = "The previous turn cannot be continued yet.", body = RequestErrorResponse),
+        (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
+        (status = 422, description = "The input does not fit the conversation (e.g. approvals nothing waits for), or the agent cannot run.", body = RequestErrorResponse),
+    )
+)]
 pub async fn create(
     State(state): State<AppState>,
     Path(session_id): Path<String>,
@@ -86,7 +114,7 @@ pub async fn create(
         .await?;
     let key = started.key.clone();
     // Everything that can fail has failed by now: from here the turn runs whatever the client does.
-    let first = state.executor.run(started).await.map_err(ApiError::internal)?;
+    let first = state.executor.run(started).await;
     if body.stream.unwrap_or(true) {
         return Ok(sse::response(state.event_source(), key, 0));
     }
@@ -110,12 +138,30 @@ async fn owned_turn(state: &AppState, caller: &Caller, session_id: &str, turn_id
     turn_record(state, &TurnKey::new(&caller.tenant, session_id, turn_id)).await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListTurnsQuery {
+    /// Turns per page.
+    #[param(minimum = 1, maximum = 25, default = 25)]
     limit: Option<u32>,
+    /// The `next_page_token` of the previous page.
     page_token: Option<String>,
 }
 
+/// A session's turns, newest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/sessions/{session_id}/turns",
+    operation_id = "list_turns",
+    tag = TAG_SESSIONS,
+    params(("session_id" = String, Path, min_length = 1, max_length = 64, description = "The session's id."), ListTurnsQuery),
+    responses(
+        (status = 200, description = "A page of turns.", body = ListTurnsResponse),
+        (status = 400, description = "A parameter is invalid.", body = RequestErrorResponse),
+        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
+        (status = 404, description = "No such session.", body = RequestErrorResponse),
+    )
+)]
 pub async fn list(
     State(state): State<AppState>,
     Path(session_id): Path<String>,
@@ -143,6 +189,20 @@ pub async fn list(
     .into_response())
 }
 
+/// One turn, with its state.
+#[utoipa::path(
+    get,
+    path = "/api/v1/sessions/{session_id}/turns/{turn_id}",
+    operation_id = "get_turn",
+    tag = TAG_SESSIONS,
+    params(("session_id" = String, Path, min_length = 1, max_length = 64, description = "The session's id."), ("turn_id" = String, Path, min_length = 1, description = "The turn's id.")),
+    responses(
+        (status = 200, description = "The turn.", body = GetTurnResponse),
+        (status = 400, description = "The session id is empty or too long.", body = RequestErrorResponse),
+        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
+        (status = 404, description = "No such session or turn.", body = RequestErrorResponse),
+    )
+)]
 pub async fn get(
     State(state): State<AppState>,
     Path((session_id, turn_id)): Path<(String, String)>,
@@ -151,13 +211,33 @@ pub async fn get(
     Ok(Data::ok(Turn::from(record.turn)).into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct TurnEventsQuery {
+    /// Events per page.
+    #[param(minimum = 1, maximum = 100, default = 100)]
     limit: Option<u32>,
+    /// The `next_page_token` of the previous page.
     page_token: Option<String>,
+    /// By position in the turn.
+    #[param(value_type = Option<ListTurnEventsOrder>)]
     order: Option<String>,
 }
 
+/// The persisted events of a turn (no deltas).
+#[utoipa::path(
+    get,
+    path = "/api/v1/sessions/{session_id}/turns/{turn_id}/events",
+    operation_id = "list_turn_events",
+    tag = TAG_SESSIONS,
+    params(("session_id" = String, Path, min_length = 1, max_length = 64, description = "The session's id."), ("turn_id" = String, Path, min_length = 1, description = "The turn's id."), TurnEventsQuery),
+    responses(
+        (status = 200, description = "A page of events.", body = ListTurnEventsResponse),
+        (status = 400, description = "A parameter is invalid.", body = RequestErrorResponse),
+        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
+        (status = 404, description = "No such session or turn.", body = RequestErrorResponse),
+    )
+)]
 pub async fn events(
     State(state): State<AppState>,
     Path((session_id, turn_id)): Path<(String, String)>,
@@ -191,8 +271,11 @@ pub async fn events(
     .into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SubscribeQuery {
+    /// Resume after this sequence number (the `id` of the last frame seen); `Last-Event-ID` wins over it.
+    #[param(value_type = Option<u64>, nullable)]
     after_sequence_number: Option<String>,
 }
 
@@ -200,6 +283,21 @@ fn parse_cursor(value: &str, message: &str) -> ApiResult<u64> {
     value.trim().parse::<u64>().map_err(|_| ApiError::bad_request(message))
 }
 
+/// Follows a turn's events: replayed from the start or a cursor, then live until the turn ends.
+#[utoipa::path(
+    get,
+    path = "/api/v1/sessions/{session_id}/turns/{turn_id}/subscribe",
+    operation_id = "subscribe_to_turn",
+    tag = TAG_SESSIONS,
+    params(("session_id" = String, Path, min_length = 1, max_length = 64, description = "The session's id."), ("turn_id" = String, Path, min_length = 1, description = "The turn's id."), SubscribeQuery, ("Last-Event-ID" = Option<u64>, Header, nullable = false, description = "The `id` of the last frame seen, as browsers resend it on reconnect; wins over `after_sequence_number`.")),
+    responses(
+        (status = 200, description = "The turn's events as Server-Sent Events, each frame's `id` its sequence number.", content((TurnStreamingEvent = "text/event-stream"))),
+        (status = 400, description = "The cursor is not a non-negative integer.", body = RequestErrorResponse),
+        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
+        (status = 404, description = "No such session or turn.", body = RequestErrorResponse),
+        (status = 412, description = "The turn's events can no longer be streamed.", body = RequestErrorResponse),
+    )
+)]
 pub async fn subscribe(
     State(state): State<AppState>,
     Path((session_id, turn_id)): Path<(String, String)>,
@@ -233,8 +331,11 @@ pub async fn subscribe(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct DownloadQuery {
+    /// Absolute path of the file in the sandbox.
+    #[param(min_length = 1)]
     path: String,
 }
 
@@ -261,6 +362,24 @@ fn check_sandbox_path(path: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// Downloads a file from the sandbox a turn used.
+#[utoipa::path(
+    get,
+    path = "/api/v1/sessions/{session_id}/turns/{turn_id}/download-sandbox-file",
+    operation_id = "download_sandbox_file",
+    tag = TAG_SESSIONS,
+    params(("session_id" = String, Path, min_length = 1, max_length = 64, description = "The session's id."), ("turn_id" = String, Path, min_length = 1, description = "The turn's id."), DownloadQuery),
+    responses(
+        (status = 200, description = "The file's bytes.", content_type = "application/octet-stream", body = SandboxFile),
+        (status = 400, description = "The path is not absolute, too long, or escapes with `.`/`..`.", body = RequestErrorResponse),
+        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
+        (status = 404, description = "No such session, turn or file.", body = RequestErrorResponse),
+        (status = 410, description = "The sandbox is gone.", body = RequestErrorResponse),
+        (status = 412, description = "The turn has no sandbox, or no sandbox provider is configured.", body = RequestErrorResponse),
+        (status = 413, description = "The file is over the download limit.", body = RequestErrorResponse),
+        (status = 424, description = "The sandbox provider failed.", body = RequestErrorResponse),
+    )
+)]
 pub async fn download_sandbox_file(
     State(state): State<AppState>,
     Path((session_id, turn_id)): Path<(String, String)>,
