@@ -57,6 +57,17 @@ impl Numbers {
     }
 }
 
+/// How far past the stored last seq a resumed run starts numbering. The run that died may have streamed
+/// items after its last stored event (one model answer's placeholder and deltas); a client holding such a
+/// number as its cursor must still receive everything the resumed run sends, so the resumed run starts
+/// above anything one answer can stream.
+pub const RESUME_SEQ_GAP: u64 = 1 << 20;
+
+/// The last number a resumed run continues after.
+pub fn resumed_seq(stored_last_seq: u64) -> u64 {
+    stored_last_seq.saturating_add(RESUME_SEQ_GAP)
+}
+
 /// How many stream items may wait for a slow consumer before the turn waits for it.
 pub const STREAM_BUFFER: usize = 4096;
 
@@ -70,7 +81,8 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// A journal continuing after `last_seq` (0 for a new turn; the stored last seq on resume).
+    /// A journal continuing after `last_seq` (the number of a new turn's first stored events; on resume,
+    /// [`resumed_seq`] of the stored last seq).
     pub fn new(
         key: TurnKey,
         store: Arc<dyn SessionStore>,
@@ -205,10 +217,14 @@ impl Journal {
         }
     }
 
-    /// Streams an event the store already wrote with `seq` (the terminal `turn.done`).
+    /// Streams an event the store already wrote with `seq` (the terminal `turn.done`). When another writer
+    /// stored it (a freeze), its number may not be above what this stream already used for streamed-only
+    /// items; the stream then gives it the next number, so the stream's numbers keep increasing and the
+    /// stream's last event is never refused.
     pub async fn stream_stored(&self, seq: u64, event: SessionEvent) {
         let mut numbers = self.numbers.lock().await;
-        numbers.last = numbers.last.max(seq);
+        let seq = seq.max(numbers.last + 1);
+        numbers.last = seq;
         numbers.last_unstored = false;
         self.send(seq, event.into()).await;
     }

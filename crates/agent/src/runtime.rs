@@ -378,7 +378,7 @@ impl Runtime {
         );
         Ok(self.start(
             key.clone(),
-            record.turn.last_seq,
+            crate::journal::resumed_seq(record.turn.last_seq),
             cancel,
             resources,
             built,

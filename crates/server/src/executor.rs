@@ -174,12 +174,15 @@ impl TurnExecutor {
         Ok(())
     }
 
-    /// Publishes a stored event to the turn's stream if the stream exists here.
+    /// Publishes a stored event to the turn's stream if the stream exists here, after the stream's last
+    /// event (the store numbered it after the stored events only; the stream may have gone further with
+    /// deltas).
     async fn publish_stored(&self, key: &TurnKey, seq: u64, event: SessionEvent) {
         let stream = stream_key(key);
-        if !matches!(self.bus.exists(&stream).await, Ok(true)) {
+        let Ok(last) = self.bus.last_seq(&stream).await else {
             return;
-        }
+        };
+        let seq = seq.max(last.map_or(0, |last| last + 1));
         match bus_event(seq, &TurnStreamingEvent::Event(event)) {
             Ok(entry) => {
                 if let Err(error) = self.bus.publish(&stream, entry, self.stream_ttl_after_end).await {

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use trueforge_protocol::SessionEvent;
 use trueforge_store::SessionStore;
-use trueforge_store::session::model::TurnKey;
+use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey};
 
 use crate::bus::{BusError, BusEvent, EventBus};
 use crate::executor::stream_key;
@@ -118,13 +118,9 @@ impl Writer {
             Err(BusError::Gone(_)) => return Ok(Stop::FromStore),
             Err(other) => return Err(other),
         };
-        // Events before the stream's first one (a resumed turn's earlier run) come from the store.
-        let mut fill_before = match self.source.bus.first_seq(&stream).await {
-            Ok(Some(first)) if first > self.cursor + 1 => Some(first),
-            Ok(_) => None,
-            Err(BusError::Gone(_)) => return Ok(Stop::FromStore),
-            Err(other) => return Err(other),
-        };
+        // A turn's stream is dense, so a first event past `cursor + 1` means the stream was reopened for a
+        // resumed run: the stored events of the run before come from the store first.
+        let mut first = true;
         let mut ping = tokio::time::interval_at(Instant::now() + self.source.heartbeat, self.source.heartbeat);
         loop {
             let next = tokio::select! {
@@ -144,8 +140,8 @@ impl Writer {
                 Some(Err(other)) => return Err(other),
                 Some(Ok(event)) => event,
             };
-            if let Some(before) = fill_before.take() {
-                match self.store_events_before(before).await {
+            if std::mem::take(&mut first) && event.seq > self.cursor + 1 {
+                match self.store_events_before(event.seq).await {
                     Ok(Stop::Done) => return Ok(Stop::Done),
                     Ok(Stop::Closed) => return Ok(Stop::Closed),
                     Ok(Stop::FromStore) => {}
@@ -198,6 +194,36 @@ impl Writer {
         Ok(matches!(event, SessionEvent::TurnDone(_)))
     }
 
+    /// When the turn has ended but its `turn.done` is not after the cursor (another writer froze it, numbering
+    /// it after the stored events only, below numbers the live stream had used), writes it after the
+    /// cursor. `true` when the stream is over.
+    async fn ended_in_store(&mut self) -> bool {
+        let record = match self.source.store.get_turn(&self.key).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return true,
+            Err(error) => {
+                tracing::warn!(turn = %self.key.turn_id, %error, "could not read the turn");
+                return false;
+            }
+        };
+        if !record.turn.state.is_terminal() {
+            return false;
+        }
+        let last = self
+            .source
+            .store
+            .list_turn_events(&self.key, SortOrder::Desc, &PageRequest::first(1))
+            .await;
+        if let Ok(page) = last
+            && let Some(stored) = page.data.into_iter().next()
+            && matches!(stored.event, SessionEvent::TurnDone(_))
+        {
+            let seq = stored.seq.max(self.cursor + 1);
+            let _ = self.write_stored(seq, &stored.event).await;
+        }
+        true
+    }
+
     /// Follows the turn through the store alone: its stored events (no deltas), polling while it runs.
     async fn follow_store(mut self, deadline: Instant) {
         let mut last_write = Instant::now();
@@ -225,6 +251,9 @@ impl Writer {
                 continue;
             }
             if Instant::now() >= deadline || self.sender.is_closed() {
+                return;
+            }
+            if self.ended_in_store().await {
                 return;
             }
             if last_write.elapsed() >= self.source.heartbeat {

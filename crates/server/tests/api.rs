@@ -362,3 +362,38 @@ async fn a_provider_key_in_the_environment_configures_that_provider() {
     assert_eq!(anthropic["manifest"]["auth"]["api_key"], "sk--***REDACTED***-890");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_turn_frozen_by_the_next_turn_ends_its_stream_after_its_deltas() {
+    let server = TestServer::start().await;
+    let session_id = server.session().await;
+    let (status, body) = server
+        .post(
+            &format!("/api/v1/sessions/{session_id}/turns"),
+            json!({"input": user("slow #chunks=8 #delay=250"), "stream": false}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let first_turn = body["data"]["id"].as_str().unwrap().to_owned();
+    let subscriber = {
+        let http = server.http.clone();
+        let url = server.url(&format!("/api/v1/sessions/{session_id}/turns/{first_turn}/subscribe"));
+        tokio::spawn(async move { http.get(url).send().await.unwrap().text().await.unwrap() })
+    };
+    // Let a few deltas stream (numbers above the stored events), then start the next turn.
+    tokio::time::sleep(std::time::Duration::from_millis(900)).await;
+    let frames = server.stream_turn(&session_id, json!({"input": user("next")})).await;
+    assert_eq!(types(&frames).last().map(String::as_str), Some("turn.done"));
+    let text = tokio::time::timeout(std::time::Duration::from_secs(10), subscriber)
+        .await
+        .expect("the frozen turn's stream ends")
+        .unwrap();
+    let first = parse_frames(&text);
+    assert!(types(&first).iter().any(|kind| kind == "model.message.delta"), "{text}");
+    let done = &first.last().unwrap();
+    assert_eq!(done.1["type"], "turn.done", "{text}");
+    assert_eq!(done.1["state"]["reason"], "cancelled-for-next-turn");
+    let ids: Vec<u64> = first.iter().map(|(id, _)| *id).collect();
+    assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "{ids:?}");
+    server.stop().await;
+}

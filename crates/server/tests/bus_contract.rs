@@ -374,7 +374,7 @@ pub async fn reopening_an_expired_stream_starts_it_afresh(bus: Arc<dyn EventBus>
     assert!(!bus.exists(&key).await.unwrap());
     bus.open(&key, LONG).await.unwrap();
     assert!(bus.exists(&key).await.unwrap());
-    assert_eq!(bus.first_seq(&key).await.unwrap(), None);
+    assert_eq!(bus.last_seq(&key).await.unwrap(), None);
     // Neither the old events nor the old end remain.
     bus.publish(&key, event(1), LONG).await.unwrap();
     bus.publish(&key, terminal(2), LONG).await.unwrap();
@@ -384,16 +384,17 @@ pub async fn reopening_an_expired_stream_starts_it_afresh(bus: Arc<dyn EventBus>
     );
 }
 
-pub async fn first_seq_is_the_first_event_of_the_stream(bus: Arc<dyn EventBus>) {
+pub async fn last_seq_is_the_last_event_of_the_stream(bus: Arc<dyn EventBus>) {
     let key = fresh_key();
+    assert!(matches!(bus.last_seq(&key).await, Err(BusError::Gone(_))));
     bus.open(&key, LONG).await.unwrap();
-    assert_eq!(bus.first_seq(&key).await.unwrap(), None);
+    assert_eq!(bus.last_seq(&key).await.unwrap(), None);
     // A stream reopened for a resumed turn starts after the run before it.
     bus.publish(&key, event(7), LONG).await.unwrap();
-    assert_eq!(bus.first_seq(&key).await.unwrap(), Some(7));
+    assert_eq!(bus.last_seq(&key).await.unwrap(), Some(7));
     bus.publish(&key, event(8), LONG).await.unwrap();
     bus.publish(&key, terminal(9), LONG).await.unwrap();
-    assert_eq!(bus.first_seq(&key).await.unwrap(), Some(7));
+    assert_eq!(bus.last_seq(&key).await.unwrap(), Some(9));
     assert_eq!(
         collect(subscribe(&bus, &key, 0).await).await,
         vec![event(7), event(8), terminal(9)]
@@ -410,7 +411,7 @@ pub async fn exists_follows_the_life_of_the_stream(bus: Arc<dyn EventBus>) {
     bus.open(&key, Duration::from_millis(300)).await.unwrap();
     assert!(bus.exists(&key).await.unwrap());
     // Existing does not need an event.
-    assert_eq!(bus.first_seq(&key).await.unwrap(), None);
+    assert_eq!(bus.last_seq(&key).await.unwrap(), None);
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert!(!bus.exists(&key).await.unwrap());
 }
@@ -453,7 +454,7 @@ macro_rules! contract_suite {
             reopening_a_stream_extends_its_life_and_keeps_its_events,
             reopening_with_a_shorter_ttl_does_not_shorten_a_life,
             reopening_an_expired_stream_starts_it_afresh,
-            first_seq_is_the_first_event_of_the_stream,
+            last_seq_is_the_last_event_of_the_stream,
             exists_follows_the_life_of_the_stream,
         );
     };

@@ -154,10 +154,10 @@ impl EventBus for MemoryBus {
         Ok(Box::pin(futures::stream::unfold(cursor, Cursor::advance)))
     }
 
-    async fn first_seq(&self, key: &StreamKey) -> Result<Option<u64>, BusError> {
+    async fn last_seq(&self, key: &StreamKey) -> Result<Option<u64>, BusError> {
         let stream = self.live(key).ok_or_else(|| BusError::Gone(key.clone()))?;
-        let first = lock(&stream.state).events.first().map(|event| event.seq);
-        Ok(first)
+        let last = lock(&stream.state).events.last().map(|event| event.seq);
+        Ok(last)
     }
 
     async fn exists(&self, key: &StreamKey) -> Result<bool, BusError> {

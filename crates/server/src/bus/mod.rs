@@ -77,9 +77,9 @@ pub trait EventBus: Send + Sync + 'static {
     /// within `min_remaining` (so a subscriber is never admitted to a stream about to vanish).
     async fn subscribe(&self, key: &StreamKey, after: u64, min_remaining: Duration) -> Result<Subscription, BusError>;
 
-    /// The sequence number of the stream's first event (`None`: no event yet). A stream reopened for a
-    /// resumed turn starts after the events of the run before it.
-    async fn first_seq(&self, key: &StreamKey) -> Result<Option<u64>, BusError>;
+    /// The sequence number of the stream's last event (`None`: no event yet), so an event stored by
+    /// someone else (a frozen turn's `turn.done`) can be appended after it.
+    async fn last_seq(&self, key: &StreamKey) -> Result<Option<u64>, BusError>;
 
     /// Whether the stream exists (not expired).
     async fn exists(&self, key: &StreamKey) -> Result<bool, BusError>;
