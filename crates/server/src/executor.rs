@@ -42,6 +42,8 @@ pub struct TurnExecutor {
     stream_ttl_after_end: Duration,
     /// Drains of running turns; each ends when its turn's stream has ended on the bus.
     drains: Mutex<HashMap<TurnKey, watch::Receiver<bool>>>,
+    /// Set when shutdown begins: no turn is started or resumed any more.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -77,7 +79,13 @@ impl TurnExecutor {
             stream_ttl,
             stream_ttl_after_end,
             drains: Mutex::new(HashMap::new()),
+            stopping: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether shutdown has begun (new turns are refused).
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn owner(&self) -> &str {
@@ -129,10 +137,27 @@ impl TurnExecutor {
         // store so that nobody waits for it forever.
         if !ended {
             let outcome = started.task.await;
+            if !self.still_ours(&key).await {
+                // Another executor holds the turn now (it claimed our expired lease), or it ended: not ours
+                // to end. A store failure also lands here; the lease lets someone resume the turn.
+                tracing::warn!(turn = %key.turn_id, ?outcome, "a turn stopped here without turn.done; left to its owner");
+                return;
+            }
             tracing::error!(turn = %key.turn_id, ?outcome, "a turn ended without turn.done; freezing it");
             if let Err(error) = self.freeze(&key, CancellationReason::Abandoned).await {
                 tracing::error!(turn = %key.turn_id, %error, "could not freeze a turn that ended without turn.done");
             }
+        }
+    }
+
+    /// Whether the turn is still running with this executor's lease (or no lease).
+    async fn still_ours(&self, key: &TurnKey) -> bool {
+        match self.store.get_turn(key).await {
+            Ok(Some(record)) => {
+                !record.turn.state.is_terminal()
+                    && record.turn.lease.as_ref().is_none_or(|lease| lease.owner == self.owner)
+            }
+            Ok(None) | Err(_) => false,
         }
     }
 
@@ -206,29 +231,58 @@ impl TurnExecutor {
         lock(&self.drains).keys().cloned().collect()
     }
 
-    /// Shutdown: cancels every running turn as `abandoned` and waits (up to `grace`) for their `turn.done`.
+    /// Shutdown: refuses new turns from now on, cancels every running turn as `abandoned` and waits (up to
+    /// `grace`) for their `turn.done`. Turns that started while it ran are cancelled too.
     pub async fn shutdown(&self, grace: Duration) {
-        let running = self.running();
-        for key in &running {
-            self.runtime.cancel_turn(key, CancellationReason::Abandoned);
-        }
-        let mut waits = JoinSet::new();
-        for key in running {
-            let ended = lock(&self.drains).get(&key).cloned();
-            if let Some(mut ended) = ended {
-                waits.spawn(async move {
-                    let _ = ended.wait_for(|ended| *ended).await;
-                });
+        self.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let running = self.running();
+            if running.is_empty() {
+                return;
+            }
+            let mut waits = JoinSet::new();
+            for key in running {
+                self.runtime.cancel_turn(&key, CancellationReason::Abandoned);
+                let ended = lock(&self.drains).get(&key).cloned();
+                if let Some(mut ended) = ended {
+                    waits.spawn(async move {
+                        let _ = ended.wait_for(|ended| *ended).await;
+                    });
+                }
+            }
+            if tokio::time::timeout_at(deadline, waits.join_all()).await.is_err() {
+                tracing::warn!("some turns did not end within the graceful shutdown timeout");
+                return;
             }
         }
-        if tokio::time::timeout(grace, waits.join_all()).await.is_err() {
-            tracing::warn!("some turns did not end within the graceful shutdown timeout");
+    }
+
+    /// Cancels every turn of a session running here and waits (up to `grace`) for their end.
+    pub async fn cancel_session(&self, tenant_id: &str, session_id: &str, grace: Duration) {
+        let keys: Vec<TurnKey> = self
+            .running()
+            .into_iter()
+            .filter(|key| key.tenant_id == tenant_id && key.session_id == session_id)
+            .collect();
+        for key in &keys {
+            self.runtime.cancel_turn(key, CancellationReason::ClientCancelled);
+        }
+        let waits = keys.iter().map(|key| self.wait_for_end(key));
+        if tokio::time::timeout(grace, futures::future::join_all(waits))
+            .await
+            .is_err()
+        {
+            tracing::warn!(session = session_id, "turns of a deleted session did not end in time");
         }
     }
 
     /// Renews the leases of the turns running here; then claims and resumes turns whose lease ran out
     /// (their executor died, or this process was restarted).
     pub async fn maintain_leases(self: &Arc<Self>, timing: LeaseTiming) {
+        if self.is_stopping() {
+            return;
+        }
         let ttl_ms = i64::try_from(timing.ttl.as_millis()).unwrap_or(i64::MAX);
         for key in self.running() {
             if let Err(error) = self.store.renew_lease(&key, &self.owner, ttl_ms).await {
@@ -244,6 +298,9 @@ impl TurnExecutor {
         };
         for lease in expired {
             let key = TurnKey::new(&lease.tenant_id, &lease.session_id, &lease.turn_id);
+            if self.is_stopping() {
+                return;
+            }
             if self.runtime.is_running(&key) {
                 continue;
             }

@@ -17,11 +17,15 @@ pub struct ChatArgs {
     pub server: Option<String>,
 }
 
-/// Lines of standard input, read on their own thread so a turn can stream meanwhile.
-struct Lines(mpsc::UnboundedReceiver<String>);
+/// Lines of standard input, read on their own thread so a turn can stream meanwhile; Ctrl-C at a prompt
+/// ends the input like end of file.
+struct Lines {
+    lines: mpsc::UnboundedReceiver<String>,
+    interrupts: terminal::Interrupts,
+}
 
 impl Lines {
-    fn start() -> Self {
+    fn start(interrupts: terminal::Interrupts) -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
         std::thread::spawn(move || {
             let stdin = std::io::stdin();
@@ -33,14 +37,24 @@ impl Lines {
                 line.clear();
             }
         });
-        Self(receiver)
+        Self {
+            lines: receiver,
+            interrupts,
+        }
     }
 
     /// The next line after a prompt; `None` at the end of input.
     async fn ask(&mut self, prompt: &str) -> Option<String> {
         eprint!("{prompt}");
         let _ = std::io::stderr().flush();
-        self.0.recv().await
+        self.interrupts.clear();
+        tokio::select! {
+            line = self.lines.recv() => line,
+            () = self.interrupts.next() => {
+                eprintln!();
+                None
+            }
+        }
     }
 }
 
@@ -68,8 +82,10 @@ pub async fn chat(args: ChatArgs) -> Result<(), String> {
             );
         }
     };
-    eprintln!("session {session_id} on {url}. Empty line or Ctrl-D to leave; Ctrl-C cancels a running turn.");
-    let mut lines = Lines::start();
+    eprintln!(
+        "session {session_id} on {url}. Empty line, Ctrl-D or Ctrl-C at the prompt to leave; Ctrl-C cancels a running turn."
+    );
+    let mut lines = Lines::start(terminal::Interrupts::listen());
     let mut next_input: Option<Vec<TurnInputItem>> = None;
     loop {
         let input = match next_input.take() {
@@ -87,7 +103,7 @@ pub async fn chat(args: ChatArgs) -> Result<(), String> {
                 continue;
             }
         };
-        let ended = match terminal::follow(&client, &session_id, stream, Output::Text).await {
+        let ended = match terminal::follow(&client, &session_id, stream, Output::Text, &mut lines.interrupts).await {
             Ok(ended) => ended,
             Err(error) => {
                 eprintln!("[{error}]");

@@ -46,7 +46,8 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         .await
         .map_err(|error| terminal::describe(&error, &url))?;
     let output = if args.json { Output::JsonLines } else { Output::Text };
-    let ended = terminal::follow(&client, &session.id, stream, output).await?;
+    let mut interrupts = terminal::Interrupts::listen();
+    let ended = terminal::follow(&client, &session.id, stream, output, &mut interrupts).await?;
     match ended.state {
         Some(TurnState::Done {
             output: answer,

@@ -48,6 +48,36 @@ pub struct Ended {
     pub printed_text: bool,
 }
 
+/// Ctrl-C presses, from one listener for the whole process (a listener installed per turn would leave
+/// presses between turns unheard, and once installed, Ctrl-C no longer ends the process by itself).
+pub struct Interrupts(tokio::sync::mpsc::UnboundedReceiver<()>);
+
+impl Interrupts {
+    pub fn listen() -> Self {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                if sender.send(()).is_err() {
+                    break;
+                }
+            }
+        });
+        Self(receiver)
+    }
+
+    /// The next press (never, once the listener is gone).
+    pub async fn next(&mut self) {
+        if self.0.recv().await.is_none() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Forgets presses made while nothing listened for them.
+    pub fn clear(&mut self) {
+        while self.0.try_recv().is_ok() {}
+    }
+}
+
 /// Streams a turn to the terminal until `turn.done`. The first Ctrl-C cancels the turn (its stream still
 /// ends with `turn.done`); a second one stops waiting.
 pub async fn follow(
@@ -55,7 +85,9 @@ pub async fn follow(
     session_id: &str,
     mut stream: TurnStream,
     output: Output,
+    interrupts: &mut Interrupts,
 ) -> Result<Ended, String> {
+    interrupts.clear();
     let mut printed_text = false;
     let mut at_line_start = true;
     let mut cancelled = false;
@@ -63,7 +95,7 @@ pub async fn follow(
     loop {
         let next = tokio::select! {
             next = stream.next() => next,
-            _ = tokio::signal::ctrl_c() => {
+            () = interrupts.next() => {
                 if cancelled {
                     return Err("interrupted".to_owned());
                 }

@@ -199,3 +199,27 @@ async fn chat_ctrl_c_cancels_the_running_turn_and_keeps_the_conversation() {
     assert!(stderr.contains("[cancelled]"), "{stderr}");
     assert!(String::from_utf8_lossy(&output.stdout).contains("This is a fake answer."));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_ctrl_c_at_the_prompt_leaves() {
+    let server = server().await;
+    let mut child = trueforge(&server.url)
+        .args(["chat", "--model", "fake/fake-model"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _stdin = child.stdin.take().unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let pid = child.id().unwrap().to_string();
+    let status = tokio::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .await
+        .unwrap();
+    assert!(status.success());
+    let output = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .expect("chat leaves on Ctrl-C at the prompt")
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}

@@ -321,19 +321,18 @@ pub async fn patch(
 )]
 pub async fn delete(State(state): State<AppState>, Path(session_id): Path<String>) -> ApiResult<Response> {
     let caller = state.caller();
-    let session = match owned_session(&state, &caller, &session_id).await {
-        Ok(session) => Some(session),
-        Err(error) if error.status == StatusCode::NOT_FOUND => None,
+    let exists = match owned_session(&state, &caller, &session_id).await {
+        Ok(_) => true,
+        Err(error) if error.status == StatusCode::NOT_FOUND => false,
         Err(error) => return Err(error),
     };
-    if let Some(session) = session {
-        // Unlike the reference, a running turn is stopped first rather than left running on a deleted
-        // session.
-        if let Some(turn_id) = &session.last_turn_id {
-            let key = TurnKey::new(&caller.tenant, &session_id, turn_id);
-            state.runtime.cancel_turn(&key, CancellationReason::ClientCancelled);
-            state.executor.wait_for_end(&key).await;
-        }
+    if exists {
+        // Unlike the reference, the session's running turns are stopped first rather than left running on
+        // a deleted session (a bounded wait: a tool that ignores cancellation does not hold the DELETE).
+        state
+            .executor
+            .cancel_session(&caller.tenant, &session_id, std::time::Duration::from_secs(5))
+            .await;
         state.sessions.delete_session(&caller.tenant, &session_id).await?;
     }
     Ok(StatusCode::NO_CONTENT.into_response())

@@ -85,6 +85,12 @@ pub async fn create(
     let caller = state.caller();
     super::sessions::check_session_id(&session_id)?;
     check_input_kinds(&body.input)?;
+    if state.executor.is_stopping() {
+        return Err(ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "The server is shutting down",
+        ));
+    }
     // The input's value rules are the schema's (400); whether it fits the conversation is the runtime's
     // (422).
     trueforge_protocol::validate_turn_input(&body.input).map_err(|error| ApiError::bad_request(error.to_string()))?;
@@ -116,7 +122,10 @@ pub async fn create(
     // Everything that can fail has failed by now: from here the turn runs whatever the client does.
     let first = state.executor.run(started).await;
     if body.stream.unwrap_or(true) {
-        return Ok(sse::response(state.event_source(), key, 0));
+        // The stream of a new turn lives as long as the turn can (reference clients do not reconnect it).
+        let mut source = state.event_source();
+        source.max_life = state.config.execution_timeout + std::time::Duration::from_secs(60);
+        return Ok(sse::response(source, key, 0));
     }
     // Answer once `turn.created` is on the bus, so that an immediate subscribe finds the stream.
     let _ = first.await;
