@@ -180,15 +180,16 @@ async fn resume_survives_several_cuts_in_a_row() {
 
 #[tokio::test]
 async fn a_stream_the_server_closes_on_schedule_resumes_to_the_end() {
-    // Connections live 300 ms; the turn takes longer, so both the POST and the resumed subscriptions end
-    // without turn.done and the client goes on from its last id.
+    // Subscriptions live 300 ms; the turn takes longer, so each ends without turn.done and the client goes
+    // on from its last id. (A new turn's own POST stream lives as long as the turn can.)
     let server = TestServer::start_with(|config| config.subscribe_timeout = Duration::from_millis(300)).await;
     let session_id = server.session().await;
-    let mut stream = server
+    let turn = server
         .client
-        .stream_turn(&session_id, CreateTurn::message("slowly #chunks=6 #delay=150"))
+        .create_turn(&session_id, CreateTurn::message("slowly #chunks=6 #delay=150"))
         .await
         .unwrap();
+    let mut stream = server.client.subscribe(&session_id, &turn.id, 0).await.unwrap();
     let mut events = Vec::new();
     while let Some(event) = stream.next().await {
         events.push(event.unwrap());

@@ -397,3 +397,16 @@ async fn a_turn_frozen_by_the_next_turn_ends_its_stream_after_its_deltas() {
     assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "{ids:?}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_new_turns_stream_outlives_the_subscribe_timeout() {
+    // Reference clients do not reconnect the POST stream, so it must last as long as the turn.
+    let server =
+        TestServer::start_with(|config| config.subscribe_timeout = std::time::Duration::from_millis(300)).await;
+    let session_id = server.session().await;
+    let frames = server
+        .stream_turn(&session_id, json!({"input": user("slowly #chunks=6 #delay=150")}))
+        .await;
+    assert_eq!(types(&frames).last().map(String::as_str), Some("turn.done"));
+    server.stop().await;
+}
