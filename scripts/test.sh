@@ -30,6 +30,21 @@ if ! command -v cargo-nextest >/dev/null 2>&1; then
   cargo install --locked cargo-nextest
 fi
 
+# The MCP servers the trueforge-mcp tests run against (real servers from npm, pinned), installed once.
+MCP_TEST_DIR="${TRUEFORGE_TEST_MCP_DIR:-$HOME/.cache/trueforge-test-mcp}"
+MCP_TEST_VERSION=2026.8.31
+MCP_TEST_PACKAGES=("@modelcontextprotocol/server-everything@$MCP_TEST_VERSION" "@modelcontextprotocol/server-filesystem@$MCP_TEST_VERSION")
+# Named after the pinned version, so bumping it reinstalls.
+MCP_TEST_STAMP="$MCP_TEST_DIR/.installed-$MCP_TEST_VERSION"
+if [ ! -f "$MCP_TEST_STAMP" ]; then
+  command -v npm >/dev/null 2>&1 || { echo "test.sh: npm is needed to install the MCP test servers" >&2; exit 1; }
+  echo "test.sh: installing the MCP test servers into $MCP_TEST_DIR" >&2
+  mkdir -p "$MCP_TEST_DIR"
+  npm install --prefix "$MCP_TEST_DIR" --no-audit --no-fund --silent "${MCP_TEST_PACKAGES[@]}" >&2
+  touch "$MCP_TEST_STAMP"
+fi
+export TRUEFORGE_TEST_MCP_DIR="$MCP_TEST_DIR"
+
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }

@@ -1,0 +1,240 @@
+//! An MCP server as a `ToolSet`, filtered and gated by one agent's `McpServerRef` selectors.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rmcp::model::Tool;
+use serde_json::Value;
+use tokio::sync::Mutex;
+use trueforge_agent::tools::{ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput, ToolSet, ToolSpec};
+use trueforge_protocol::{McpServerRef, ToolSource};
+
+use crate::content::map_call_result;
+use crate::names::function_names;
+use crate::selectors::{SelectorKind, ToolSelector, any_matches};
+use crate::{McpConnection, McpError};
+
+/// How long `tools/list` may take when the caller does not say.
+pub const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One server's tools for one agent. The tool list is fetched once and kept for the set's life
+/// (a turn, as in the reference); `tools/list_changed` is not honoured yet.
+pub struct McpToolSet {
+    id: String,
+    name: String,
+    connection: Arc<McpConnection>,
+    enable: Vec<ToolSelector>,
+    disable: Vec<ToolSelector>,
+    preload_tools: Vec<ToolSelector>,
+    approval: Vec<ToolSelector>,
+    preload: bool,
+    call_timeout: Duration,
+    list_timeout: Duration,
+    /// Locked across the fetch so concurrent first listings make one request.
+    listing: Mutex<Option<Arc<Listing>>>,
+}
+
+/// What one `tools/list` walk gave, after the selectors.
+struct Listing {
+    /// Every tool of the server by original name (the selectors already applied to `allowed`).
+    all: BTreeMap<String, ToolSpec>,
+    /// The tools the agent may use, by original name.
+    allowed: Vec<ToolSpec>,
+    /// Original name → provider-safe function name, over every tool of the server so that
+    /// disabling one tool never renames another.
+    function_names: BTreeMap<String, String>,
+}
+
+impl McpToolSet {
+    /// A tool set over `connection` with `server`'s selectors; `id` is the configured server's id.
+    /// Fails when a selector is not valid for its list.
+    pub fn new(
+        id: impl Into<String>,
+        connection: Arc<McpConnection>,
+        server: &McpServerRef,
+        call_timeout: Duration,
+    ) -> Result<Self, McpError> {
+        let availability = SelectorKind::Availability;
+        Ok(Self {
+            id: id.into(),
+            name: server.name.clone(),
+            connection,
+            enable: ToolSelector::parse_all(&server.enable_tools, availability, "enable_tools")?,
+            disable: ToolSelector::parse_all(&server.disable_tools, availability, "disable_tools")?,
+            preload_tools: ToolSelector::parse_all(&server.preload_tools, availability, "preload_tools")?,
+            approval: ToolSelector::parse_all(
+                &server.require_approval_for_tools,
+                SelectorKind::Approval,
+                "require_approval_for_tools",
+            )?,
+            preload: server.preload,
+            call_timeout,
+            list_timeout: DEFAULT_LIST_TIMEOUT,
+            listing: Mutex::new(None),
+        })
+    }
+
+    /// Overrides how long `tools/list` may take (all pages together count per page).
+    pub fn with_list_timeout(mut self, timeout: Duration) -> Self {
+        self.list_timeout = timeout;
+        self
+    }
+
+    pub fn connection(&self) -> &Arc<McpConnection> {
+        &self.connection
+    }
+
+    /// Original tool name → the provider-safe function name, for every tool of the server (see
+    /// the `names` module for the rule).
+    pub async fn function_names(&self) -> Result<BTreeMap<String, String>, McpError> {
+        Ok(self.listing().await?.function_names.clone())
+    }
+
+    async fn listing(&self) -> Result<Arc<Listing>, McpError> {
+        let mut cached = self.listing.lock().await;
+        if let Some(listing) = cached.as_ref() {
+            return Ok(listing.clone());
+        }
+        let tools = self.connection.list_tools(self.list_timeout).await?;
+        let listing = Arc::new(self.apply_selectors(tools)?);
+        *cached = Some(listing.clone());
+        Ok(listing)
+    }
+
+    fn apply_selectors(&self, tools: Vec<Tool>) -> Result<Listing, McpError> {
+        let all: BTreeMap<String, ToolSpec> = tools
+            .into_iter()
+            .map(|tool| {
+                let spec = self.to_spec(tool);
+                (spec.name.clone(), spec)
+            })
+            .collect();
+        // A literal the agent enables but the server lacks is a configuration mistake the
+        // reference reports rather than silently dropping.
+        let missing: Vec<String> = self
+            .enable
+            .iter()
+            .filter_map(|selector| match selector {
+                ToolSelector::Name(name) if !all.contains_key(name) => Some(name.clone()),
+                _ => None,
+            })
+            .collect();
+        if !missing.is_empty() {
+            return Err(McpError::ToolsNotFound {
+                server: self.name.clone(),
+                missing,
+            });
+        }
+        let allowed = all.values().filter(|spec| self.is_allowed(spec)).cloned().collect();
+        let function_names = function_names(all.keys().map(String::as_str));
+        Ok(Listing {
+            all,
+            allowed,
+            function_names,
+        })
+    }
+
+    fn is_allowed(&self, spec: &ToolSpec) -> bool {
+        any_matches(&self.enable, spec) && !any_matches(&self.disable, spec)
+    }
+
+    fn to_spec(&self, tool: Tool) -> ToolSpec {
+        let hints = tool.annotations.as_ref();
+        let mut spec = ToolSpec {
+            name: tool.name.into_owned(),
+            description: tool.description.map(|text| text.into_owned()).or(tool.title),
+            // Passed through whole: `$defs`, `anyOf` and the rest matter to the model.
+            input_schema: Value::Object(tool.input_schema.as_ref().clone()),
+            output_schema: tool.output_schema.map(|schema| Value::Object(schema.as_ref().clone())),
+            annotations: ToolAnnotations {
+                read_only: hints.and_then(|hints| hints.read_only_hint),
+                destructive: hints.and_then(|hints| hints.destructive_hint),
+            },
+            kind: ToolKind::Server,
+            preload: false,
+        };
+        spec.preload = self.preload || any_matches(&self.preload_tools, &spec);
+        spec
+    }
+
+    /// The server's tool named `tool`, by original name first and by function name second (the
+    /// rule in `names` never gives one tool's function name to another tool's valid name).
+    fn resolve<'a>(listing: &'a Listing, tool: &str) -> Option<&'a ToolSpec> {
+        listing.all.get(tool).or_else(|| {
+            listing
+                .function_names
+                .iter()
+                .find(|(_, function)| function.as_str() == tool)
+                .and_then(|(original, _)| listing.all.get(original))
+        })
+    }
+}
+
+#[async_trait]
+impl ToolSet for McpToolSet {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn source(&self) -> ToolSource {
+        ToolSource::Mcp
+    }
+
+    fn preload(&self) -> bool {
+        self.preload
+    }
+
+    fn has_preloaded_tools(&self) -> bool {
+        self.preload || !self.preload_tools.is_empty()
+    }
+
+    async fn list_tools(&self, _cx: &ToolContext) -> Result<Vec<ToolSpec>, ToolError> {
+        let listing = self
+            .listing()
+            .await
+            .map_err(|error| ToolError::new(error.to_string()))?;
+        Ok(listing.allowed.clone())
+    }
+
+    fn requires_approval(&self, tool: &ToolSpec) -> bool {
+        any_matches(&self.approval, tool)
+    }
+
+    async fn call_tool(&self, tool: &str, arguments: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let listing = self
+            .listing()
+            .await
+            .map_err(|error| ToolError::new(error.to_string()))?;
+        let Some(spec) = Self::resolve(&listing, tool) else {
+            return Ok(ToolOutput::error(format!(
+                "Tool '{tool}' is not offered by MCP server {}",
+                self.name
+            )));
+        };
+        // Re-checked here: the deferred meta-tools call by name, past the listing the model saw.
+        if !self.is_allowed(spec) {
+            return Ok(ToolOutput::error(format!(
+                "Tool '{tool}' is not allowed on MCP server {}",
+                self.name
+            )));
+        }
+        match self
+            .connection
+            .call_tool(&spec.name, arguments, self.call_timeout, &cx.cancel)
+            .await
+        {
+            Ok(result) => Ok(ToolOutput::Content(map_call_result(result))),
+            // The model should see these and may try again or differently.
+            Err(error @ (McpError::CallTimeout { .. } | McpError::Cancelled { .. } | McpError::Protocol { .. })) => {
+                Ok(ToolOutput::error(error.to_string()))
+            }
+            Err(error) => Err(ToolError::new(error.to_string())),
+        }
+    }
+}
