@@ -10,7 +10,7 @@ use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
-use trueforge_agent::{Runtime, RuntimeOptions, StaticToolSets, StoredAgents};
+use trueforge_agent::{Runtime, RuntimeOptions, StoredAgents};
 use trueforge_llm::ClientOptions;
 use trueforge_protocol::{
     ConfiguredModel, ModelProviderAuth, ModelProviderManifest, WellKnownModelProvider, WellKnownProviderType,
@@ -27,6 +27,7 @@ use crate::config::ServerConfig;
 use crate::error::ApiError;
 use crate::executor::{LeaseTiming, TurnExecutor};
 use crate::extract::BodyLimit;
+use crate::mcp_tools::{DEFAULT_CALL_TIMEOUT, SettingsMcpToolSets};
 use crate::models::SettingsModels;
 use crate::state::{AppState, DatabaseProbe, LOCAL_EXECUTOR, LOCAL_TENANT};
 
@@ -103,11 +104,12 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
     );
     let lease = LeaseTiming::for_ttl(config.lease_ttl);
     let owner = format!("{LOCAL_EXECUTOR}:{}", ulid::Ulid::new().to_string().to_lowercase());
+    let mcp = Arc::new(SettingsMcpToolSets::new(settings.clone(), DEFAULT_CALL_TIMEOUT));
     let runtime = Arc::new(Runtime::new(
         sessions.clone(),
         models.clone(),
         Arc::new(StoredAgents(settings.clone())),
-        Arc::new(StaticToolSets::new()),
+        mcp.clone(),
         RuntimeOptions {
             execution_timeout: Some(config.execution_timeout),
             lease: Some(LeaseRequest {
@@ -134,6 +136,7 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
         bus,
         catalogs,
         models,
+        mcp,
         executor_id: LOCAL_EXECUTOR.to_owned(),
         database: Arc::new(SqliteProbe(db)),
     })
@@ -254,6 +257,7 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let executor = state.executor.clone();
+    let mcp = state.mcp.clone();
     let grace = state.config.graceful_timeout;
     let lease_ttl = state.config.lease_ttl;
     let leases = tokio::spawn({
@@ -296,5 +300,6 @@ pub async fn serve(
     };
     drop(stopped);
     leases.abort();
+    mcp.close_all().await;
     result
 }

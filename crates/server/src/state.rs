@@ -49,6 +49,8 @@ pub struct AppState {
     pub bus: Arc<dyn EventBus>,
     pub catalogs: Arc<Catalogs>,
     pub models: Arc<SettingsModels>,
+    /// The configured MCP servers' connections, shared by turns and the tools route.
+    pub mcp: Arc<crate::mcp_tools::SettingsMcpToolSets>,
     /// Suffix of the turn ids this process mints.
     pub executor_id: String,
     /// Whether the database answered at start-up and answers now (`/healthz`).

@@ -93,11 +93,24 @@ async fn known_server(state: &AppState, name: &str) -> ApiResult<trueforge_store
     )
 )]
 pub async fn tools(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
-    known_server(&state, &name).await?;
-    Err(ApiError::new(
-        axum::http::StatusCode::BAD_GATEWAY,
-        format!("MCP server \"{name}\" cannot be reached: this server does not connect to MCP servers yet"),
-    ))
+    let record = known_server(&state, &name).await?;
+    if matches!(record.manifest.auth, Some(McpServerAuth::Dcr {})) {
+        return Err(ApiError::unprocessable(format!(
+            "MCP server \"{name}\" requires authentication"
+        )));
+    }
+    let unreachable = |error: String| ApiError::new(axum::http::StatusCode::BAD_GATEWAY, error);
+    let (_, connection) = state
+        .mcp
+        .connection(&state.caller().tenant, &name)
+        .await
+        .map_err(|error| unreachable(error.message))?;
+    let tools = connection
+        .list_tools(trueforge_mcp::DEFAULT_LIST_TIMEOUT)
+        .await
+        .map_err(|error| unreachable(format!("MCP server \"{name}\" cannot be reached: {error}")))?;
+    let tools = serde_json::to_value(&tools).map_err(ApiError::internal)?;
+    Ok(Data::ok(tools).into_response())
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

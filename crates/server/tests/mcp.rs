@@ -1,0 +1,165 @@
+//! MCP servers configured through the API, over a real socket: a real `server-everything` (npm, installed by
+//! `scripts/test.sh`) on Streamable HTTP, its tools listed by the API and called by the agent, and a tool
+//! that needs approval approved for the session so its second call runs without asking.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{TestServer, types};
+
+/// A server-everything on Streamable HTTP on a free port, killed when dropped.
+struct Everything {
+    url: String,
+    _child: tokio::process::Child,
+}
+
+async fn everything() -> Everything {
+    let dir = std::env::var_os("TRUEFORGE_TEST_MCP_DIR").unwrap_or_else(|| {
+        panic!("TRUEFORGE_TEST_MCP_DIR is not set: run scripts/test.sh, which installs the npm MCP test servers")
+    });
+    let bin = PathBuf::from(dir).join("node_modules/.bin/mcp-server-everything");
+    assert!(bin.exists(), "{} is missing: run scripts/test.sh", bin.display());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = tokio::process::Command::new(bin)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(Instant::now() < deadline, "server-everything did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Everything {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        _child: child,
+    }
+}
+
+async fn configure(server: &TestServer, everything: &Everything) {
+    let (status, body) = server
+        .post(
+            "/api/v1/settings/mcp-servers",
+            json!({"manifest": {"type": "remote", "name": "everything", "url": everything.url,
+                "description": "The MCP test server with every feature."}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+}
+
+async fn session_with_everything(server: &TestServer) -> String {
+    let (status, body) = server
+        .post(
+            "/api/v1/sessions",
+            json!({"agent": {"spec": {"model": {"name": support::MODEL},
+                "mcp_servers": [{"name": "everything", "preload": true}]}}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    body["data"]["id"].as_str().unwrap().to_owned()
+}
+
+fn user(text: &str) -> Value {
+    json!([{"type": "user.message", "content": text}])
+}
+
+#[tokio::test]
+async fn everything_streamable_tools_are_listed_by_the_api() {
+    let everything = everything().await;
+    let server = TestServer::start().await;
+    configure(&server, &everything).await;
+    let (status, body) = server.get("/api/v1/mcp-servers/everything/tools").await;
+    assert_eq!(status, 200, "{body}");
+    let names: Vec<&str> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"echo"), "{names:?}");
+    assert!(
+        body["data"][0]["inputSchema"].is_object(),
+        "raw MCP tool objects: {body}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn everything_streamable_tool_called_by_the_agent() {
+    let everything = everything().await;
+    let server = TestServer::start().await;
+    configure(&server, &everything).await;
+    let session_id = session_with_everything(&server).await;
+    let frames = server
+        .stream_turn(
+            &session_id,
+            json!({"input": user(r#"echo it #steps=1 #tool=echo #args={"message":"hello-mcp"}"#)}),
+        )
+        .await;
+    let response = frames
+        .iter()
+        .find(|(_, event)| event["type"] == "tool.response")
+        .unwrap_or_else(|| panic!("{:?}", types(&frames)));
+    assert!(
+        response.1["content"].as_str().unwrap().contains("hello-mcp"),
+        "{}",
+        response.1
+    );
+    let done = &frames.last().unwrap().1;
+    assert_eq!(done["state"]["status"], "done");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn everything_streamable_approval_for_the_session_runs_the_second_call_without_asking() {
+    let everything = everything().await;
+    let server = TestServer::start().await;
+    configure(&server, &everything).await;
+    let session_id = session_with_everything(&server).await;
+    // A @write tool (not read-only by its annotations) needs approval by default.
+    let frames = server
+        .stream_turn(
+            &session_id,
+            json!({"input": user("toggle twice #steps=2 #tool=toggle-simulated-logging")}),
+        )
+        .await;
+    let kinds = types(&frames);
+    assert!(kinds.contains(&"tool.approval_required".to_owned()), "{kinds:?}");
+    let done = &frames.last().unwrap().1;
+    let pending = &done["state"]["required_actions"][0];
+    assert_eq!(pending["type"], "tool.approval_required", "{done}");
+    let call_id = pending["tool_calls"][0]["id"].as_str().unwrap();
+    let thread_id = pending["thread_id"].as_str().unwrap();
+
+    let frames = server
+        .stream_turn(
+            &session_id,
+            json!({"input": [{"type": "user.tool_approval", "thread_id": thread_id, "tool_call_id": call_id,
+                "approval": {"status": "allow", "scope": "session"}}]}),
+        )
+        .await;
+    let kinds = types(&frames);
+    // The approved call ran, the model called the tool again, and that call ran without asking.
+    assert_eq!(
+        kinds.iter().filter(|kind| *kind == "tool.response").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert!(!kinds.contains(&"tool.approval_required".to_owned()), "{kinds:?}");
+    let done = &frames.last().unwrap().1;
+    assert_eq!(done["state"]["status"], "done", "{done}");
+    assert_eq!(done["state"]["required_actions"], json!([]));
+    server.stop().await;
+}
