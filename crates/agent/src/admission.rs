@@ -44,10 +44,24 @@ fn invalid(message: impl Into<String>) -> AgentError {
     AgentError::InvalidInput(message.into())
 }
 
+/// What a call that waited for an approval or an answer gets when the wait timed out and the user moved on.
+pub const UNANSWERED_RESULT: &str =
+    "The user did not answer in time and sent a new message instead; this call was not executed.";
+
 /// Admits `input` into `threads` (the previous turn's threads, or just an empty root).
 pub fn admit(
     threads: &BTreeMap<String, AgentThreadSnapshot>,
     input: &[TurnInputItem],
+) -> Result<Admission, AgentError> {
+    admit_with(threads, input, false)
+}
+
+/// [`admit`], where `unanswered_expired` says the approvals and questions the conversation waits for have
+/// timed out: a user message is then accepted and closes them as not executed.
+pub fn admit_with(
+    threads: &BTreeMap<String, AgentThreadSnapshot>,
+    input: &[TurnInputItem],
+    unanswered_expired: bool,
 ) -> Result<Admission, AgentError> {
     let mut admission = Admission {
         capability_states: threads
@@ -64,7 +78,7 @@ pub fn admit(
         })
         .collect();
     if !messages.is_empty() {
-        admit_messages(threads, &messages, &mut admission)?;
+        admit_messages(threads, &messages, unanswered_expired, &mut admission)?;
     } else {
         admit_answers(threads, input, &mut admission)?;
     }
@@ -74,6 +88,7 @@ pub fn admit(
 fn admit_messages(
     threads: &BTreeMap<String, AgentThreadSnapshot>,
     messages: &[&UserMessageContent],
+    unanswered_expired: bool,
     admission: &mut Admission,
 ) -> Result<(), AgentError> {
     for content in messages {
@@ -86,9 +101,10 @@ fn admit_messages(
         .ok_or_else(|| invalid("the conversation has no root thread"))?;
     for thread in threads.values() {
         let decisions = approval_decisions(&thread.context);
-        if open_calls(&thread.context)
-            .iter()
-            .any(|call| awaits_user(call, &decisions))
+        if !unanswered_expired
+            && open_calls(&thread.context)
+                .iter()
+                .any(|call| awaits_user(call, &decisions))
         {
             return Err(invalid(
                 "a user message cannot be sent while approvals or questions are pending",
@@ -104,9 +120,11 @@ fn admit_messages(
                 .map(|parent| (parent.tool_call_id.as_str(), thread))
         })
         .collect();
+    let root_decisions = approval_decisions(&root.context);
     let mut rows = Vec::new();
     for call in open_calls(&root.context) {
         let content = match children.get(call.id.as_str()) {
+            None if awaits_user(call, &root_decisions) => UNANSWERED_RESULT.to_owned(),
             Some(child) => {
                 admission.stopped_threads.push(child.thread_id.clone());
                 error_json(&format!(

@@ -17,7 +17,7 @@ use trueforge_store::session::model::{
 };
 use trueforge_store::{SessionStore, StoreError};
 
-use crate::admission::{Admission, add_session_approvals, admit, session_approvals};
+use crate::admission::{Admission, add_session_approvals, admit, admit_with, session_approvals};
 use crate::cancel::TurnCancel;
 use crate::error::AgentError;
 use crate::finish::finish_turn;
@@ -41,6 +41,10 @@ pub struct RuntimeOptions {
     /// The lease a new turn is created with (owner and time to live), so a sweeper can tell a turn whose
     /// executor died from one still running; `None`: no lease (the host does not recover turns).
     pub lease: Option<LeaseRequest>,
+    /// How long a paused turn's approvals and questions hold the conversation: after it, a new user message
+    /// is accepted and closes them as unanswered (not executed) instead of being refused. `None`: they hold
+    /// until answered.
+    pub approval_timeout: Option<Duration>,
 }
 
 impl Default for RuntimeOptions {
@@ -49,6 +53,7 @@ impl Default for RuntimeOptions {
             tool_timeout: Duration::from_secs(240),
             execution_timeout: None,
             lease: None,
+            approval_timeout: None,
         }
     }
 }
@@ -176,6 +181,7 @@ impl Runtime {
             PreviousTurn::Id(id) => Some(id.clone()),
         };
         let mut threads: BTreeMap<String, AgentThreadSnapshot> = BTreeMap::new();
+        let mut unanswered_expired = false;
         if let Some(previous_id) = &previous_id {
             let key = TurnKey::new(&request.tenant_id, &request.session_id, previous_id);
             let freeze = FreezeTurn {
@@ -210,11 +216,12 @@ impl Runtime {
                 self.cancel_turn(&key, CancellationReason::CancelledForNextTurn);
                 frozen
             };
+            unanswered_expired = self.pause_expired(&previous.turn.state);
             threads = previous.snapshot.threads;
         }
         let first_turn = !threads.contains_key(MAIN_THREAD_ID);
         let mut threads = with_root(threads);
-        let mut admission = admit(&threads, &request.input)?;
+        let mut admission = admit_with(&threads, &request.input, unanswered_expired)?;
         if session.last_turn_id.is_some() && session.last_turn_id != previous_id {
             // A new conversation or a fork still has the tools allowed for the session on its latest turn.
             self.inherit_session_approvals(&request, session.last_turn_id.as_deref(), &mut admission)
@@ -385,6 +392,29 @@ impl Runtime {
             approvals,
             Start::Resume,
         ))
+    }
+
+    /// Whether a paused turn has waited longer than the approval timeout for its answers.
+    fn pause_expired(&self, state: &TurnState) -> bool {
+        let (
+            Some(timeout),
+            TurnState::Done {
+                required_actions,
+                completed_at,
+                ..
+            },
+        ) = (self.options.approval_timeout, state)
+        else {
+            return false;
+        };
+        if required_actions.is_empty() {
+            return false;
+        }
+        let Ok(paused_at) = chrono::DateTime::parse_from_rfc3339(completed_at) else {
+            return false;
+        };
+        let waited = chrono::Utc::now().signed_duration_since(paused_at);
+        waited.to_std().is_ok_and(|waited| waited >= timeout)
     }
 
     async fn inherit_session_approvals(

@@ -354,3 +354,42 @@ async fn question_refuses_an_approval_in_place_of_an_answer() {
     let message = refused(&harness, vec![approve("main", "call_q", ApprovalDecision::allow())]).await;
     assert!(message.contains("no pending approval"), "{message}");
 }
+
+/// An approval not answered within the approval timeout no longer holds the conversation: a new user message
+/// is accepted, the waiting call is closed as not executed (and never runs), and the new message is answered.
+#[tokio::test]
+async fn approval_timed_out_lets_a_new_user_message_through_without_running_the_call() {
+    let model = AsyncModel::scripted(|request| match steps_since_user(request) {
+        0 if user_texts(request).len() == 1 => calls(&[("call_del", "delete_file", r#"{"path": "notes.txt"}"#)]),
+        _ => text("Done."),
+    });
+    let options = trueforge_agent::RuntimeOptions {
+        approval_timeout: Some(std::time::Duration::from_millis(600)),
+        ..trueforge_agent::RuntimeOptions::default()
+    };
+    let harness = Harness::with_options(model, spec(), options, None).await;
+    let (_, state, _) = harness.turn(vec![user("delete notes.txt")]).await;
+    assert_eq!(pending_approval_ids(&state), vec!["call_del"]);
+    // Within the timeout the message is still refused.
+    let message = refused(&harness, vec![user("never mind")]).await;
+    assert!(message.contains("approvals or questions are pending"), "{message}");
+
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    let (items, state, key) = harness.turn(vec![user("never mind, just say done")]).await;
+    assert!(matches!(state, TurnState::Done { .. }), "{state:?}");
+    assert_eq!(answer_text(&state), "Done.");
+    let closed = session_events(&items)
+        .into_iter()
+        .find_map(|event| match event {
+            SessionEvent::ToolResponse(response) if response.tool_call_id == "call_del" => Some(response.content),
+            _ => None,
+        })
+        .expect("the waiting call is closed with a tool.response");
+    assert!(closed.contains("did not answer in time"), "{closed}");
+    assert!(executed(&harness.executions).is_empty(), "the call never runs");
+    let context = harness.main_context(&key).await;
+    assert!(
+        matches!(context.last(), Some(ContextMessage::Assistant(_))),
+        "{context:?}"
+    );
+}

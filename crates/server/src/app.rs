@@ -112,6 +112,7 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
         mcp.clone(),
         RuntimeOptions {
             execution_timeout: Some(config.execution_timeout),
+            approval_timeout: Some(config.approval_timeout),
             lease: Some(LeaseRequest {
                 owner: owner.clone(),
                 ttl_ms: i64::try_from(lease.ttl.as_millis()).unwrap_or(i64::MAX),

@@ -41,6 +41,9 @@ pub struct ServerConfig {
     /// How long a running turn's lease lasts without renewal; a turn whose lease ran out (its process died)
     /// is resumed by a server that finds it. Renewed every third of it.
     pub lease_ttl: Duration,
+    /// How long a paused turn's approvals and questions hold the conversation before a new user message
+    /// closes them as unanswered.
+    pub approval_timeout: Duration,
     pub log_level: String,
     pub catalogs: CatalogPaths,
     /// Provider API keys found in the environment, configured as providers on first start.
@@ -161,6 +164,7 @@ impl ServerConfig {
             graceful_timeout: Duration::from_secs(vars.positive("GRACEFUL_TIMEOUT_SECONDS", 30)?),
             heartbeat: Duration::from_secs(vars.positive("TRUEFORGE_SSE_HEARTBEAT_SECONDS", 15)?),
             lease_ttl: Duration::from_secs(vars.positive("TRUEFORGE_LEASE_TTL_SECONDS", 30)?),
+            approval_timeout: Duration::from_secs(vars.positive("TRUEFORGE_APPROVAL_TIMEOUT_SECONDS", 3600)?),
             log_level,
             catalogs: CatalogPaths {
                 models: vars.path("MODEL_CATALOG_PATH"),
