@@ -154,11 +154,7 @@ async fn cancel_ends_the_stream_with_turn_done_cancelled() {
         .await;
     assert_eq!(status, 200, "{body}");
     let turn_id = body["data"]["id"].as_str().unwrap().to_owned();
-    let subscriber = {
-        let http = server.http.clone();
-        let url = server.url(&format!("/api/v1/sessions/{session_id}/turns/{turn_id}/subscribe"));
-        tokio::spawn(async move { http.get(url).send().await.unwrap().text().await.unwrap() })
-    };
+    let subscriber = server.spawn_subscriber(&session_id, &turn_id);
     let (status, body) = server
         .post(&format!("/api/v1/sessions/{session_id}/cancel"), json!({}))
         .await;
@@ -192,11 +188,7 @@ async fn shutdown_ends_running_turns_with_turn_done_abandoned() {
         .await;
     assert_eq!(status, 200, "{body}");
     let turn_id = body["data"]["id"].as_str().unwrap().to_owned();
-    let subscriber = {
-        let http = server.http.clone();
-        let url = server.url(&format!("/api/v1/sessions/{session_id}/turns/{turn_id}/subscribe"));
-        tokio::spawn(async move { http.get(url).send().await.unwrap().text().await.unwrap() })
-    };
+    let subscriber = server.spawn_subscriber(&session_id, &turn_id);
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     server.stop().await;
     let frames = parse_frames(&subscriber.await.unwrap());
@@ -375,11 +367,7 @@ async fn a_turn_frozen_by_the_next_turn_ends_its_stream_after_its_deltas() {
         .await;
     assert_eq!(status, 200, "{body}");
     let first_turn = body["data"]["id"].as_str().unwrap().to_owned();
-    let subscriber = {
-        let http = server.http.clone();
-        let url = server.url(&format!("/api/v1/sessions/{session_id}/turns/{first_turn}/subscribe"));
-        tokio::spawn(async move { http.get(url).send().await.unwrap().text().await.unwrap() })
-    };
+    let subscriber = server.spawn_subscriber(&session_id, &first_turn);
     // Let a few deltas stream (numbers above the stored events), then start the next turn.
     tokio::time::sleep(std::time::Duration::from_millis(900)).await;
     let frames = server.stream_turn(&session_id, json!({"input": user("next")})).await;

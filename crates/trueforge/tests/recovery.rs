@@ -51,6 +51,36 @@ async fn send(http: &reqwest::Client, method: reqwest::Method, url: String, body
     serde_json::from_str(&text).unwrap()
 }
 
+/// Configures the fake model as provider `fake` and starts a non-streamed turn on a new session; returns
+/// the session and turn ids.
+async fn start_turn(http: &reqwest::Client, base: &str, fake: &FakeLlm, message: &str) -> (String, String) {
+    send(
+        http,
+        reqwest::Method::POST,
+        format!("{base}/api/v1/settings/model-providers"),
+        json!({"manifest": {"type": "custom", "name": "fake", "base_url": fake.base_url(Api::Chat),
+            "auth": {"api_key": "fake-key-123456"},
+            "models": [{"model_id": "fake-model", "name": "fake-model", "properties": {}}]}}),
+    )
+    .await;
+    let session = send(
+        http,
+        reqwest::Method::POST,
+        format!("{base}/api/v1/sessions"),
+        json!({"agent": {"spec": {"model": {"name": "fake/fake-model"}}}}),
+    )
+    .await;
+    let session_id = session["data"]["id"].as_str().unwrap().to_owned();
+    let turn = send(
+        http,
+        reqwest::Method::POST,
+        format!("{base}/api/v1/sessions/{session_id}/turns"),
+        json!({"input": [{"type": "user.message", "content": message}], "stream": false}),
+    )
+    .await;
+    (session_id, turn["data"]["id"].as_str().unwrap().to_owned())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_a_turn_left_running_by_a_killed_server() {
     let fake = FakeLlm::start().await;
@@ -61,31 +91,7 @@ async fn resume_a_turn_left_running_by_a_killed_server() {
     let mut first = spawn_server(dir.path(), first_port);
     let base = format!("http://127.0.0.1:{first_port}");
     wait_healthy(&http, &base).await;
-    send(
-        &http,
-        reqwest::Method::POST,
-        format!("{base}/api/v1/settings/model-providers"),
-        json!({"manifest": {"type": "custom", "name": "fake", "base_url": fake.base_url(Api::Chat),
-            "auth": {"api_key": "fake-key-123456"},
-            "models": [{"model_id": "fake-model", "name": "fake-model", "properties": {}}]}}),
-    )
-    .await;
-    let session = send(
-        &http,
-        reqwest::Method::POST,
-        format!("{base}/api/v1/sessions"),
-        json!({"agent": {"spec": {"model": {"name": "fake/fake-model"}}}}),
-    )
-    .await;
-    let session_id = session["data"]["id"].as_str().unwrap().to_owned();
-    let turn = send(
-        &http,
-        reqwest::Method::POST,
-        format!("{base}/api/v1/sessions/{session_id}/turns"),
-        json!({"input": [{"type": "user.message", "content": "slow #delay=500"}], "stream": false}),
-    )
-    .await;
-    let turn_id = turn["data"]["id"].as_str().unwrap().to_owned();
+    let (session_id, turn_id) = start_turn(&http, &base, &fake, "slow #delay=500").await;
     // The model call is under way when the process dies.
     tokio::time::sleep(Duration::from_millis(300)).await;
     first.kill().unwrap();
@@ -155,31 +161,7 @@ async fn cancel_of_a_turn_whose_owner_is_gone_reaches_subscribers() {
     let mut first = spawn_server_with_lease(dir.path(), first_port, 120);
     let base = format!("http://127.0.0.1:{first_port}");
     wait_healthy(&http, &base).await;
-    send(
-        &http,
-        reqwest::Method::POST,
-        format!("{base}/api/v1/settings/model-providers"),
-        json!({"manifest": {"type": "custom", "name": "fake", "base_url": fake.base_url(Api::Chat),
-            "auth": {"api_key": "fake-key-123456"},
-            "models": [{"model_id": "fake-model", "name": "fake-model", "properties": {}}]}}),
-    )
-    .await;
-    let session = send(
-        &http,
-        reqwest::Method::POST,
-        format!("{base}/api/v1/sessions"),
-        json!({"agent": {"spec": {"model": {"name": "fake/fake-model"}}}}),
-    )
-    .await;
-    let session_id = session["data"]["id"].as_str().unwrap().to_owned();
-    let turn = send(
-        &http,
-        reqwest::Method::POST,
-        format!("{base}/api/v1/sessions/{session_id}/turns"),
-        json!({"input": [{"type": "user.message", "content": "slow #delay=20000"}], "stream": false}),
-    )
-    .await;
-    let turn_id = turn["data"]["id"].as_str().unwrap().to_owned();
+    let (session_id, turn_id) = start_turn(&http, &base, &fake, "slow #delay=20000").await;
     first.kill().unwrap();
     first.wait().unwrap();
 

@@ -69,7 +69,10 @@ pub async fn list(State(state): State<AppState>) -> ApiResult<Response> {
     Ok(Data::ok(servers).into_response())
 }
 
-async fn known_server(state: &AppState, name: &str) -> ApiResult<trueforge_store::settings::McpServerRecord> {
+pub(crate) async fn known_server(
+    state: &AppState,
+    name: &str,
+) -> ApiResult<trueforge_store::settings::McpServerRecord> {
     state
         .settings
         .get_mcp_server(&state.caller().tenant, name)

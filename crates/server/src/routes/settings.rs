@@ -10,7 +10,7 @@ use trueforge_protocol::{
 };
 use trueforge_store::StoreError;
 use trueforge_store::redaction::{MissingSecret, redacted, restore_redacted_secrets};
-use trueforge_store::settings::{McpServerRecord, ModelProviderRecord};
+use trueforge_store::settings::{ManifestUpdate, McpServerRecord, ModelProviderRecord, SettingsManifest};
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
@@ -40,6 +40,19 @@ fn name_conflict(kind: &str) -> impl Fn(StoreError) -> ApiError + '_ {
 }
 
 /// The body of every settings write: the manifest, and nothing else.
+/// The read-modify-write of a PUT: the incoming manifest, with each redacted secret replaced by the stored
+/// one (`missing` when there is none to keep).
+fn keeping_stored_secrets<'a, M: SettingsManifest + Send + 'a>(
+    manifest: M,
+    missing: MissingSecret,
+) -> ManifestUpdate<'a, M> {
+    Box::new(move |stored| {
+        let mut manifest = manifest;
+        restore_redacted_secrets(&mut manifest, stored, missing)?;
+        Ok(manifest)
+    })
+}
+
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ManifestBody<M> {
@@ -157,11 +170,7 @@ pub async fn put_model_provider(
         .upsert_model_provider_with(
             &caller.tenant,
             &name,
-            Box::new(move |stored| {
-                let mut manifest = manifest;
-                restore_redacted_secrets(&mut manifest, stored, MissingSecret::ApiKey)?;
-                Ok(manifest)
-            }),
+            keeping_stored_secrets(manifest, MissingSecret::ApiKey),
         )
         .await?;
     Ok(Data::ok(ConfiguredModelProvider::from(record)).into_response())
@@ -273,11 +282,7 @@ pub async fn list_mcp_servers(State(state): State<AppState>) -> ApiResult<Respon
 pub async fn get_mcp_server(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
     let caller = state.caller();
     require_admin(&caller)?;
-    let record = state
-        .settings
-        .get_mcp_server(&caller.tenant, &name)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("MCP server not found: {name}")))?;
+    let record = super::mcp::known_server(&state, &name).await?;
     Ok(Data::ok(configured_mcp_server(&state, &caller, record).await?).into_response())
 }
 
@@ -343,11 +348,7 @@ pub async fn put_mcp_server(
         .upsert_mcp_server_with(
             &caller.tenant,
             &name,
-            Box::new(move |stored| {
-                let mut manifest = manifest;
-                restore_redacted_secrets(&mut manifest, stored, MissingSecret::HeaderSecret)?;
-                Ok(manifest)
-            }),
+            keeping_stored_secrets(manifest, MissingSecret::HeaderSecret),
         )
         .await?;
     Ok(Data::ok(configured_mcp_server(&state, &caller, record).await?).into_response())

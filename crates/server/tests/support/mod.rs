@@ -125,6 +125,13 @@ impl TestServer {
         parse_frames(&response.text().await.unwrap())
     }
 
+    /// Subscribes to a turn from its start in the background; resolves to the whole SSE body.
+    pub fn spawn_subscriber(&self, session_id: &str, turn_id: &str) -> tokio::task::JoinHandle<String> {
+        let http = self.http.clone();
+        let url = self.url(&format!("/api/v1/sessions/{session_id}/turns/{turn_id}/subscribe"));
+        tokio::spawn(async move { http.get(url).send().await.unwrap().text().await.unwrap() })
+    }
+
     pub async fn stop(mut self) {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
