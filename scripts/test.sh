@@ -45,6 +45,26 @@ if [ ! -f "$MCP_TEST_STAMP" ]; then
 fi
 export TRUEFORGE_TEST_MCP_DIR="$MCP_TEST_DIR"
 
+# The official MCP conformance suite (client side, run by crates/mcp/tests/conformance.rs), pinned, with the
+# Node 22 it needs (it fails to load on Node 20) installed from npm next to it rather than relying on the
+# machine's Node. Installed once; the stamp names both versions, so bumping either reinstalls.
+CONFORMANCE_DIR="${TRUEFORGE_TEST_CONFORMANCE_DIR:-$HOME/.cache/trueforge-test-conformance}"
+CONFORMANCE_VERSION=0.2.0-alpha.12
+CONFORMANCE_NODE_VERSION=22.23.3
+CONFORMANCE_STAMP="$CONFORMANCE_DIR/.installed-$CONFORMANCE_VERSION-node-$CONFORMANCE_NODE_VERSION"
+if [ ! -f "$CONFORMANCE_STAMP" ]; then
+  command -v npm >/dev/null 2>&1 || { echo "test.sh: npm is needed to install the MCP conformance suite" >&2; exit 1; }
+  echo "test.sh: installing the MCP conformance suite and Node $CONFORMANCE_NODE_VERSION into $CONFORMANCE_DIR" >&2
+  mkdir -p "$CONFORMANCE_DIR"
+  rm -f "$CONFORMANCE_DIR"/.installed-*
+  npm install --prefix "$CONFORMANCE_DIR" --no-audit --no-fund --silent \
+    "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" "node@$CONFORMANCE_NODE_VERSION" >&2
+  "$CONFORMANCE_DIR/node_modules/.bin/node" --version >/dev/null \
+    || { echo "test.sh: Node $CONFORMANCE_NODE_VERSION did not install into $CONFORMANCE_DIR" >&2; exit 1; }
+  touch "$CONFORMANCE_STAMP"
+fi
+export TRUEFORGE_TEST_CONFORMANCE_DIR="$CONFORMANCE_DIR"
+
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }

@@ -10,13 +10,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Map, Value, json};
 use trueforge_protocol::{
-    AgentThreadSnapshot, ApprovalDecision, ApprovalScope, ContextMessage, ContextToolApproval, ContextToolMessage,
-    ContextUserContent, ContextUserMessage, MAIN_THREAD_ID, TurnInputItem, UserContentPart, UserMessageContent,
+    AgentThreadSnapshot, ApprovalScope, ContextMessage, ContextToolApproval, ContextToolMessage, ContextUserContent,
+    ContextUserMessage, MAIN_THREAD_ID, TurnInputItem, UserContentPart, UserMessageContent,
 };
 
 use crate::context::{approval_decisions, awaits_user, open_calls};
 use crate::error::AgentError;
-use crate::thread::STARTED_CALLS_KEY;
+use crate::thread::{AUTH_INTERRUPTED_CALLS_KEY, STARTED_CALLS_KEY};
 use crate::tools::error_json;
 
 /// Capability-state key (root thread) of the tools the user allowed for the whole session.
@@ -38,6 +38,10 @@ pub struct Admission {
     /// The capability state of every thread after admission.
     pub capability_states: BTreeMap<String, Map<String, Value>>,
     pub title: Option<String>,
+    /// Tools the input allowed for every session of the agent (scope `agent`), as
+    /// `(mcp_server_id, original_tool_name)`. Kept out of the capability state: the agent's store holds
+    /// them, so revoking them there reaches this session too.
+    pub agent_approvals: Vec<(String, String)>,
 }
 
 fn invalid(message: impl Into<String>) -> AgentError {
@@ -190,14 +194,15 @@ fn admit_answers(
                 if !pending {
                     return Err(invalid(format!("no pending approval for tool_call_id '{call_id}'")));
                 }
-                if let (
-                    ApprovalDecision::Allow {
-                        scope: Some(ApprovalScope::Session),
-                    },
-                    Some(info),
-                ) = (&approval.approval, call.and_then(|call| call.tool_info.as_ref()))
-                {
-                    new_session_approvals.push(json!([info.mcp_server_id, info.original_tool_name]));
+                if let Some(info) = call.and_then(|call| call.tool_info.as_ref()) {
+                    let tool = (info.mcp_server_id.clone(), info.original_tool_name.clone());
+                    match approval.approval.allowed_scope() {
+                        Some(ApprovalScope::Session) => new_session_approvals.push(json!([tool.0, tool.1])),
+                        Some(ApprovalScope::Agent) if !admission.agent_approvals.contains(&tool) => {
+                            admission.agent_approvals.push(tool);
+                        }
+                        _ => {}
+                    }
                 }
                 ContextMessage::ToolApproval(ContextToolApproval {
                     tool_call_id: call_id.clone(),
@@ -233,7 +238,9 @@ fn admit_answers(
         if answered.iter().any(|(answered_thread, _)| answered_thread == thread_id) {
             continue;
         }
-        let closed = close_interrupted(thread);
+        // An empty input is how a conversation continues once the user authorized an MCP server: the
+        // calls that server refused stay open and run now.
+        let closed = close_interrupted(thread, input.is_empty());
         if !closed.is_empty() {
             let rows = closed
                 .iter()
@@ -268,14 +275,25 @@ fn admit_answers(
 
 /// Result rows for the open calls of a batch that was interrupted (nothing in it waits for the user and
 /// no sub-agent is working on it): such calls are never run again.
-fn close_interrupted(thread: &AgentThreadSnapshot) -> Vec<(String, String)> {
+fn close_interrupted(thread: &AgentThreadSnapshot, keep_auth_interrupted: bool) -> Vec<(String, String)> {
     let decisions = approval_decisions(&thread.context);
     let open = open_calls(&thread.context);
     if open.iter().any(|call| awaits_user(call, &decisions)) {
         return Vec::new();
     }
+    let kept: Vec<&str> = if keep_auth_interrupted {
+        thread
+            .capability_state
+            .as_ref()
+            .and_then(|state| state.get(AUTH_INTERRUPTED_CALLS_KEY))
+            .and_then(Value::as_array)
+            .map(|ids| ids.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     open.iter()
-        .filter(|call| !call.is_thread_creation())
+        .filter(|call| !call.is_thread_creation() && !kept.contains(&call.id.as_str()))
         .map(|call| {
             (
                 call.id.clone(),

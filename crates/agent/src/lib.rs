@@ -2,6 +2,7 @@
 //! capabilities, and the entry points that create, run and resume turns.
 
 pub mod admission;
+pub mod approvals;
 pub mod capabilities;
 pub mod context;
 pub mod error;
@@ -27,4 +28,4 @@ pub use ids::{EventIds, now_iso};
 pub use journal::StreamItem;
 pub use model::{Model, ModelResolveError, ModelResolver, ResolvedModel};
 pub use runtime::{PreviousTurn, Runtime, RuntimeOptions, StartedTurn, TurnRequest};
-pub use seams::{AgentDirectory, StaticToolSets, StoredAgents, ToolSetResolver};
+pub use seams::{AgentApprovals, AgentDirectory, StaticToolSets, StoredAgentApprovals, StoredAgents, ToolSetResolver};

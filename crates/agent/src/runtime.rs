@@ -1,7 +1,7 @@
 //! The runtime's entry points: create a turn (admit its input, commit it, run it) and resume a running
 //! turn from its persisted snapshot after a crash.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,8 +9,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use trueforge_protocol::{
-    AgentSpec, AgentThreadSnapshot, CancellationReason, MAIN_THREAD_ID, SessionAgent, SessionEvent, ThreadDoneEvent,
-    ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnInputItem, TurnState, validate_turn_input,
+    ActionRequiredEvent, AgentSpec, AgentThreadSnapshot, ApprovalScope, CancellationReason, MAIN_THREAD_ID,
+    McpAuthRequiredEvent, McpInitializeEvent, McpServerInitInfo, SessionAgent, SessionEvent, ThreadDoneEvent, ThreadState, ToolResponseEvent,
+    TurnCreatedEvent, TurnInputItem, TurnState, validate_turn_input,
 };
 use trueforge_store::session::model::{
     ContextAppend, FreezeTurn, LeaseRequest, NewThread, NewTurn, StoredEvent, TurnDone, TurnKey,
@@ -18,6 +19,7 @@ use trueforge_store::session::model::{
 use trueforge_store::{SessionStore, StoreError};
 
 use crate::admission::{Admission, add_session_approvals, admit, admit_with, session_approvals};
+use crate::approvals::{agent_scope_target, check_max_scope};
 use crate::cancel::TurnCancel;
 use crate::error::AgentError;
 use crate::finish::finish_turn;
@@ -25,12 +27,12 @@ use crate::ids::{EventIds, now_iso};
 use crate::journal::{Journal, STREAM_BUFFER, StreamItem};
 use crate::metrics::ThreadMetrics;
 use crate::model::ModelResolver;
-use crate::orchestrator::Orchestrator;
+use crate::orchestrator::{Orchestrator, TurnEnd};
 use crate::recovery::reconcile_open_calls;
-use crate::seams::{AgentDirectory, ToolSetResolver};
+use crate::seams::{AgentApprovals, AgentDirectory, ToolSetResolver};
 use crate::setup::TurnResources;
 use crate::thread::{AgentThread, TurnEnv};
-use crate::tools::ToolContext;
+use crate::tools::{ToolContext, ToolError};
 
 #[derive(Debug, Clone)]
 pub struct RuntimeOptions {
@@ -45,6 +47,8 @@ pub struct RuntimeOptions {
     /// is accepted and closes them as unanswered (not executed) instead of being refused. `None`: they hold
     /// until answered.
     pub approval_timeout: Option<Duration>,
+    /// The broadest approval scope a user may give; an input asking for more is refused.
+    pub approval_max_scope: ApprovalScope,
 }
 
 impl Default for RuntimeOptions {
@@ -54,6 +58,7 @@ impl Default for RuntimeOptions {
             execution_timeout: None,
             lease: None,
             approval_timeout: None,
+            approval_max_scope: ApprovalScope::Agent,
         }
     }
 }
@@ -105,6 +110,8 @@ pub struct Runtime {
     pub models: Arc<dyn ModelResolver>,
     pub agents: Arc<dyn AgentDirectory>,
     pub tools: Arc<dyn ToolSetResolver>,
+    /// Where the tools allowed for a saved agent are kept; `None`: nowhere, so the `agent` scope is refused.
+    pub agent_approvals: Option<Arc<dyn AgentApprovals>>,
     pub options: RuntimeOptions,
     pub ids: Arc<EventIds>,
     /// The turns this runtime is running, so a new turn or a client can cancel them.
@@ -138,10 +145,17 @@ impl Runtime {
             models,
             agents,
             tools,
+            agent_approvals: None,
             options,
             ids: Arc::new(EventIds::new()),
             live: LiveTurns::default(),
         }
+    }
+
+    /// Remembers `agent`-scope approvals in `approvals` and lets saved agents' sessions use them.
+    pub fn with_agent_approvals(mut self, approvals: Arc<dyn AgentApprovals>) -> Self {
+        self.agent_approvals = Some(approvals);
+        self
     }
 
     /// Cancels a turn this runtime is running. `false` when it runs elsewhere or has ended.
@@ -164,6 +178,7 @@ impl Runtime {
     /// Nothing is written when the input is rejected.
     pub async fn create_turn(&self, request: TurnRequest) -> Result<StartedTurn, AgentError> {
         validate_turn_input(&request.input).map_err(|error| AgentError::InvalidInput(error.to_string()))?;
+        check_max_scope(&request.input, self.options.approval_max_scope)?;
         let session = self
             .store
             .get_session(&request.tenant_id, &request.session_id)
@@ -171,10 +186,17 @@ impl Runtime {
             .ok_or(AgentError::SessionNotFound)?;
         // Everything that can fail without touching the conversation comes first, so a failing request
         // neither writes nor cancels a running predecessor.
+        let approving_agent = agent_scope_target(&request.input, &session.agent)?;
+        if approving_agent.is_some() && self.agent_approvals.is_none() {
+            return Err(AgentError::InvalidInput(
+                "the approval scope 'agent' is not available here: nothing remembers approvals for agents".to_owned(),
+            ));
+        }
         let spec = self.spec(&request.tenant_id, &session.agent).await?;
+        let mut agent_approvals = self.agent_approved_tools(&request.tenant_id, &session.agent).await?;
         let key = TurnKey::new(&request.tenant_id, &request.session_id, &request.turn_id);
         let cancel = TurnCancel::new();
-        let resources = self.resources(&key, spec, &cancel).await?;
+        let mut resources = self.resources(&key, &session.created_by, spec, &cancel).await?;
         let previous_id = match &request.previous_turn_id {
             PreviousTurn::Auto => session.last_turn_id.clone(),
             PreviousTurn::None => None,
@@ -217,6 +239,7 @@ impl Runtime {
                 frozen
             };
             unanswered_expired = self.pause_expired(&previous.turn.state);
+            resources.known_mcp_sessions = previous.snapshot.mcp_servers.unwrap_or_default();
             threads = previous.snapshot.threads;
         }
         let first_turn = !threads.contains_key(MAIN_THREAD_ID);
@@ -281,6 +304,17 @@ impl Runtime {
             )
             .collect();
         let built = self.build_threads(&resources, &running).await?;
+        // Remembered before the turn is committed: a failed write refuses the input with nothing written,
+        // and a turn that fails later keeps what the user allowed. (The settings store is not the session
+        // store, so the two writes cannot share a transaction; an approval without its turn is harmless.)
+        if let (Some(agent_id), Some(store)) = (approving_agent, &self.agent_approvals)
+            && !admission.agent_approvals.is_empty()
+        {
+            store
+                .approve_tools(&request.tenant_id, agent_id, &admission.agent_approvals)
+                .await?;
+            agent_approvals.extend(admission.agent_approvals.iter().cloned());
+        }
 
         // The turn's first events are stored with the turn itself, so a turn never exists without its
         // `turn.created` (nor without the closing of what its input stopped).
@@ -341,11 +375,12 @@ impl Runtime {
         if !admission.stopped_threads.is_empty() {
             self.store.remove_threads(&key, &admission.stopped_threads).await?;
         }
-        let approvals = session_approvals(
+        let mut approvals = session_approvals(
             threads
                 .get(MAIN_THREAD_ID)
                 .and_then(|main| main.capability_state.as_ref()),
         );
+        approvals.extend(agent_approvals);
         Ok(self.start(
             key,
             first_seq_count,
@@ -374,15 +409,18 @@ impl Runtime {
             .await?
             .ok_or(AgentError::SessionNotFound)?;
         let spec = self.spec(&key.tenant_id, &session.agent).await?;
+        let agent_approvals = self.agent_approved_tools(&key.tenant_id, &session.agent).await?;
         let cancel = TurnCancel::new();
-        let resources = self.resources(key, spec, &cancel).await?;
+        let mut resources = self.resources(key, &session.created_by, spec, &cancel).await?;
+        resources.known_mcp_sessions = record.snapshot.mcp_servers.unwrap_or_default();
         let threads = record.snapshot.threads;
         let built = self.build_threads(&resources, &threads).await?;
-        let approvals = session_approvals(
+        let mut approvals = session_approvals(
             threads
                 .get(MAIN_THREAD_ID)
                 .and_then(|main| main.capability_state.as_ref()),
         );
+        approvals.extend(agent_approvals);
         Ok(self.start(
             key.clone(),
             crate::journal::resumed_seq(record.turn.last_seq),
@@ -442,6 +480,19 @@ impl Runtime {
         Ok(())
     }
 
+    /// The tools users allowed for the session's saved agent, read when a turn starts or resumes (a
+    /// revocation reaches the next turn). None for an inline agent.
+    async fn agent_approved_tools(
+        &self,
+        tenant_id: &str,
+        agent: &SessionAgent,
+    ) -> Result<HashSet<(String, String)>, AgentError> {
+        match (agent, &self.agent_approvals) {
+            (SessionAgent::Reference { id, .. }, Some(store)) => store.approved_tools(tenant_id, id).await,
+            _ => Ok(HashSet::new()),
+        }
+    }
+
     async fn spec(&self, tenant_id: &str, agent: &SessionAgent) -> Result<AgentSpec, AgentError> {
         let spec = match agent {
             SessionAgent::Inline { spec } => spec.clone(),
@@ -459,13 +510,22 @@ impl Runtime {
     async fn resources(
         &self,
         key: &TurnKey,
+        user_id: &str,
         spec: AgentSpec,
         cancel: &TurnCancel,
     ) -> Result<TurnResources, AgentError> {
         let root_model = self.models.resolve(&key.tenant_id, &spec.model.name).await?;
         let mut user_sets = Vec::new();
+        let mut auth_required = Vec::new();
         for server in spec.mcp_servers.iter().flatten() {
-            user_sets.push(self.tools.tool_set(&key.tenant_id, server).await?);
+            match self.tools.tool_set(&key.tenant_id, user_id, server).await {
+                Ok(set) => user_sets.push(set),
+                Err(ToolError {
+                    auth_required: Some(info),
+                    ..
+                }) => auth_required.push(info),
+                Err(error) => return Err(error.into()),
+            }
         }
         let sub_agent_models = self.models.sub_agent_models(&key.tenant_id).await;
         Ok(TurnResources {
@@ -482,6 +542,8 @@ impl Runtime {
                 store: self.store.clone(),
                 cancel: cancel.token().clone(),
             },
+            auth_required,
+            known_mcp_sessions: BTreeMap::new(),
         })
     }
 
@@ -509,7 +571,7 @@ impl Runtime {
         cancel: TurnCancel,
         resources: TurnResources,
         threads: Vec<AgentThread>,
-        session_approvals: std::collections::HashSet<(String, String)>,
+        session_approvals: HashSet<(String, String)>,
         start: Start,
     ) -> StartedTurn {
         let (sender, receiver) = mpsc::channel(STREAM_BUFFER);
@@ -559,6 +621,49 @@ enum Start {
     Resume,
 }
 
+/// Records the MCP sessions this turn runs on that the conversation did not know (a server used for the
+/// first time, a new session after a reconnect or a restart): `mcp.initialize`, and the turn's snapshot, so
+/// the next turn can tell whether it still runs on the same sessions.
+async fn announce_mcp_sessions(env: &TurnEnv, resources: &TurnResources) -> Result<(), AgentError> {
+    let new: Vec<McpServerInitInfo> = resources
+        .user_sets
+        .iter()
+        .filter_map(|set| set.mcp_session())
+        .filter(|session| resources.known_mcp_sessions.get(&session.id) != Some(session))
+        .collect();
+    if new.is_empty() {
+        return Ok(());
+    }
+    let event = McpInitializeEvent {
+        id: env.journal.next_id(),
+        created_at: now_iso(),
+        thread_id: MAIN_THREAD_ID.to_owned(),
+        mcp_servers: new.clone(),
+    };
+    env.journal.persist(SessionEvent::McpInitialize(event)).await?;
+    env.journal.store.patch_mcp_servers(&env.journal.key, new).await?;
+    Ok(())
+}
+
+/// Ends a turn whose MCP servers the user must authorize first: the `mcp.auth_required` event is stored
+/// and becomes the turn's required action; the model is not called, so the user's input waits in the
+/// conversation for the next turn.
+async fn wait_for_authorization(env: &TurnEnv, resources: &TurnResources) -> Result<TurnEnd, AgentError> {
+    let event = McpAuthRequiredEvent {
+        id: env.journal.next_id(),
+        created_at: now_iso(),
+        thread_id: None,
+        mcp_servers: resources.auth_required.clone(),
+    };
+    env.journal
+        .persist(SessionEvent::McpAuthRequired(event.clone()))
+        .await?;
+    Ok(TurnEnd::Done {
+        output: None,
+        required_actions: vec![ActionRequiredEvent::McpAuthRequired(event)],
+    })
+}
+
 async fn run_turn(
     env: Arc<TurnEnv>,
     resources: Arc<TurnResources>,
@@ -580,7 +685,14 @@ async fn run_turn(
         }
         Start::Resume => reconcile_open_calls(&env, &mut threads).await,
     };
+    let prepared = match prepared {
+        Ok(used_before) => announce_mcp_sessions(&env, &resources).await.map(|()| used_before),
+        Err(error) => Err(error),
+    };
     let (end, metrics) = match prepared {
+        Ok(used_before) if !resources.auth_required.is_empty() => {
+            (wait_for_authorization(&env, &resources).await, used_before)
+        }
         Ok(used_before) => {
             let (end, mut metrics) = Orchestrator::new(env.clone(), resources, threads).run().await;
             metrics.merge(&used_before);

@@ -1,11 +1,13 @@
-//! The seams through which the runtime finds what an agent names: named agents and tool sets.
+//! The seams through which the runtime finds what an agent names: named agents, the tools users allowed
+//! for them, and tool sets.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use trueforge_protocol::{AgentSpec, McpServerRef};
-use trueforge_store::settings::AgentStore;
+use trueforge_store::StoreError;
+use trueforge_store::settings::{AgentStore, AgentToolApprovalStore};
 
 use crate::error::AgentError;
 use crate::tools::{ToolError, ToolSet};
@@ -30,10 +32,66 @@ impl AgentDirectory for StoredAgents {
     }
 }
 
-/// Gives the tool set an agent's `mcp_servers` entry names.
+/// The tools users allowed for every session of a saved agent (approval scope `agent`), as
+/// `(mcp_server_id, original_tool_name)` pairs like the session's approvals.
+#[async_trait]
+pub trait AgentApprovals: Send + Sync {
+    async fn approved_tools(&self, tenant_id: &str, agent_id: &str) -> Result<HashSet<(String, String)>, AgentError>;
+    /// Remembers `tools` for the agent. A failure is an error, never a skipped write: the user was told
+    /// the tool is allowed from now on.
+    async fn approve_tools(
+        &self,
+        tenant_id: &str,
+        agent_id: &str,
+        tools: &[(String, String)],
+    ) -> Result<(), AgentError>;
+}
+
+/// The settings store's agent tool approvals.
+pub struct StoredAgentApprovals(pub Arc<dyn AgentToolApprovalStore>);
+
+#[async_trait]
+impl AgentApprovals for StoredAgentApprovals {
+    async fn approved_tools(&self, tenant_id: &str, agent_id: &str) -> Result<HashSet<(String, String)>, AgentError> {
+        Ok(self
+            .0
+            .list_agent_tool_approvals(tenant_id, agent_id)
+            .await?
+            .into_iter()
+            .map(|record| (record.mcp_server_id, record.tool_name))
+            .collect())
+    }
+
+    async fn approve_tools(
+        &self,
+        tenant_id: &str,
+        agent_id: &str,
+        tools: &[(String, String)],
+    ) -> Result<(), AgentError> {
+        for (mcp_server_id, tool_name) in tools {
+            self.0
+                .add_agent_tool_approval(tenant_id, agent_id, mcp_server_id, tool_name)
+                .await
+                .map_err(|error| match error {
+                    // The agent was deleted after the turn started.
+                    StoreError::NotFound { .. } => AgentError::AgentNotFound(agent_id.to_owned()),
+                    other => AgentError::Store(other),
+                })?;
+        }
+        Ok(())
+    }
+}
+
+/// Gives the tool set an agent's `mcp_servers` entry names, for the user whose session runs (servers with
+/// OAuth are reached with that user's own token).
 #[async_trait]
 pub trait ToolSetResolver: Send + Sync {
-    async fn tool_set(&self, tenant_id: &str, server: &McpServerRef) -> Result<Arc<dyn ToolSet>, ToolError>;
+    async fn tool_set(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        server: &McpServerRef,
+    ) -> Result<Arc<dyn ToolSet>, ToolError>;
 }
 
 /// Tool sets registered in-process by name.
@@ -55,7 +113,12 @@ impl StaticToolSets {
 
 #[async_trait]
 impl ToolSetResolver for StaticToolSets {
-    async fn tool_set(&self, _tenant_id: &str, server: &McpServerRef) -> Result<Arc<dyn ToolSet>, ToolError> {
+    async fn tool_set(
+        &self,
+        _tenant_id: &str,
+        _user_id: &str,
+        server: &McpServerRef,
+    ) -> Result<Arc<dyn ToolSet>, ToolError> {
         self.sets
             .get(&server.name)
             .cloned()

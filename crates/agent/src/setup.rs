@@ -1,11 +1,12 @@
 //! What a turn's threads run with: the agent spec resolved into models, tool sets, capabilities and
 //! system prompts, for the root and for every sub-agent it starts.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use trueforge_llm::Message;
-use trueforge_protocol::{AgentInfo, AgentSpec, InputTokensBreakdown};
+use trueforge_protocol::{AgentInfo, AgentSpec, InputTokensBreakdown, McpServerAuthInfo, McpServerInitInfo};
 
 use crate::capabilities::{
     DeferredTools, SUB_AGENT_IDENTITY, SubAgentModel, ask_user_question_tools, current_datetime_tools,
@@ -37,6 +38,11 @@ pub struct TurnResources {
     pub sub_agent_models: Vec<SubAgentModel>,
     /// The context tool listing runs with.
     pub tool_cx: ToolContext,
+    /// MCP servers the session's user must authorize before the turn can use them: the turn then ends
+    /// waiting for that (`mcp.auth_required`) without calling the model.
+    pub auth_required: Vec<McpServerAuthInfo>,
+    /// The MCP sessions the conversation ran on so far (the turn snapshot's), by server id.
+    pub known_mcp_sessions: BTreeMap<String, McpServerInitInfo>,
 }
 
 impl TurnResources {

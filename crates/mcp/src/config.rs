@@ -2,12 +2,11 @@
 
 use std::collections::BTreeMap;
 
-/// An MCP server's transport and address. Our own type for now; the settings row's manifest will
-/// map onto it.
+/// An MCP server's transport and address (the server maps a settings manifest onto it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum McpServerConfig {
-    /// A child process speaking MCP on stdin/stdout. It inherits this process's environment, with
-    /// `env` added on top.
+    /// A child process speaking MCP on stdin/stdout. It gets only a few variables of this process's
+    /// environment (`PATH`, `HOME`, the locale, …; never credentials), with `env` added on top.
     Stdio {
         command: String,
         args: Vec<String>,

@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -13,12 +14,14 @@ use rmcp::model::{
 use rmcp::service::{ClientInitializeError, RunningService};
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{Peer, RoleClient, ServiceError};
+use rmcp::service::NotificationContext;
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceError};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::http_client::RecordingClient;
 use crate::{McpError, McpServerConfig};
 
 /// How many of a stdio server's last stderr lines are kept to explain a failed start.
@@ -34,7 +37,25 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// unbounded loop would hang the turn.
 const MAX_TOOL_PAGES: usize = 1000;
 
-type Service = RunningService<RoleClient, ClientConfig>;
+type Service = RunningService<RoleClient, Notifications>;
+
+/// Our side of the session: who we are, and what we do with the server's notifications.
+#[derive(Clone)]
+struct Notifications {
+    config: ClientConfig,
+    /// Bumped by every `notifications/tools/list_changed`.
+    tools_changed: Arc<AtomicU64>,
+}
+
+impl ClientHandler for Notifications {
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.fetch_add(1, Ordering::SeqCst);
+    }
+}
 
 /// A connected, initialised MCP server. Cheap to share behind an `Arc`: calls run concurrently.
 pub struct McpConnection {
@@ -43,6 +64,11 @@ pub struct McpConnection {
     /// Held only to close; `None` once closed.
     service: Mutex<Option<Service>>,
     stderr_tail: Option<Arc<StdMutex<VecDeque<String>>>>,
+    /// The `Mcp-Session-Id` the server assigned (Streamable HTTP only).
+    session: Option<Arc<StdMutex<Option<String>>>>,
+    tools_changed: Arc<AtomicU64>,
+    /// Set once the server said our session expired: the connection can only be replaced.
+    expired: AtomicBool,
 }
 
 impl std::fmt::Debug for McpConnection {
@@ -57,14 +83,20 @@ impl McpConnection {
     /// Starts or reaches the server and runs the `initialize` handshake within `connect_timeout`.
     pub async fn connect(config: &McpServerConfig, connect_timeout: Duration) -> Result<Self, McpError> {
         let label = config.label();
-        let client = client_config();
+        let tools_changed = Arc::new(AtomicU64::new(0));
+        let client = Notifications {
+            config: client_config(),
+            tools_changed: tools_changed.clone(),
+        };
         match config {
             McpServerConfig::Stdio { command, args, env } => {
                 if command.is_empty() {
                     return Err(McpError::InvalidConfig("the stdio command is empty".to_owned()));
                 }
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(env);
+                // Not our whole environment: it holds provider keys and the secret key, which a tool
+                // server has no business reading. Only what programs need to run, then the manifest's.
+                cmd.args(args).env_clear().envs(inherited_env()).envs(env);
                 // Piped rather than inherited: a server's stderr must not land in ours, and its last
                 // lines explain a failed start.
                 let (transport, stderr) =
@@ -79,7 +111,7 @@ impl McpConnection {
                 let (tail, reader) = drain.unzip();
                 let started = initialize(client, transport, &label, connect_timeout).await;
                 match started {
-                    Ok(service) => Ok(Self::new(label, service, tail)),
+                    Ok(service) => Ok(Self::new(label, service, tail, None, tools_changed)),
                     Err(error) => {
                         // A server that failed to start has usually said why on stderr; give the
                         // reader a moment to reach the end of it.
@@ -106,20 +138,54 @@ impl McpConnection {
                 let transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(custom)
                     .reinit_on_expired_session(false);
-                let transport = StreamableHttpClientTransport::from_config(transport_config);
+                let http = RecordingClient::new().map_err(|error| McpError::ConnectFailed {
+                    server: label.clone(),
+                    detail: error.to_string(),
+                })?;
+                let session = http.session();
+                let transport = StreamableHttpClientTransport::with_client(http, transport_config);
                 let service = initialize(client, transport, &label, connect_timeout).await?;
-                Ok(Self::new(label, service, None))
+                Ok(Self::new(label, service, None, Some(session), tools_changed))
             }
         }
     }
 
-    fn new(label: String, service: Service, stderr_tail: Option<Arc<StdMutex<VecDeque<String>>>>) -> Self {
+    fn new(
+        label: String,
+        service: Service,
+        stderr_tail: Option<Arc<StdMutex<VecDeque<String>>>>,
+        session: Option<Arc<StdMutex<Option<String>>>>,
+        tools_changed: Arc<AtomicU64>,
+    ) -> Self {
         Self {
             label,
             peer: service.peer().clone(),
             service: Mutex::new(Some(service)),
             stderr_tail,
+            session,
+            tools_changed,
+            expired: AtomicBool::new(false),
         }
+    }
+
+    /// The `Mcp-Session-Id` the server assigned; `None` for stdio and for stateless HTTP servers.
+    pub fn session_id(&self) -> Option<String> {
+        self.session.as_ref().and_then(|session| {
+            session
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        })
+    }
+
+    /// Whether the connection runs over Streamable HTTP (rather than a stdio child process).
+    pub fn is_http(&self) -> bool {
+        self.session.is_some()
+    }
+
+    /// How many times the server said its tool list changed; a listing taken at an older count is stale.
+    pub fn tools_generation(&self) -> u64 {
+        self.tools_changed.load(Ordering::SeqCst)
     }
 
     /// The server's description of itself from the handshake.
@@ -132,9 +198,10 @@ impl McpConnection {
         &self.label
     }
 
-    /// Whether the transport has closed (the process exited, the worker stopped).
+    /// Whether the connection is over: the transport closed (the process exited, the worker stopped) or
+    /// the server said the session expired. Its owner replaces it; nothing is re-sent on the new one.
     pub fn is_closed(&self) -> bool {
-        self.peer.is_transport_closed()
+        self.expired.load(Ordering::SeqCst) || self.peer.is_transport_closed()
     }
 
     /// Every tool of the server, following `nextCursor` until the last page. A cursor seen before
@@ -215,8 +282,15 @@ impl McpConnection {
 
     fn classify(&self, error: ServiceError, operation: &str) -> McpError {
         let server = self.label.clone();
+        if error.is_authorization_required() || error.auth_challenge().is_some() {
+            return McpError::AuthRequired {
+                server,
+                www_authenticate: error.auth_challenge().map(str::to_owned),
+            };
+        }
         match error {
             ServiceError::TransportSend(ref transport) if is_session_expired(transport.error.as_ref()) => {
+                self.expired.store(true, Ordering::SeqCst);
                 McpError::SessionExpired { server }
             }
             ServiceError::TransportClosed => McpError::Closed { server },
@@ -243,7 +317,7 @@ fn client_config() -> ClientConfig {
 }
 
 async fn initialize<T, E, A>(
-    client: ClientConfig,
+    client: Notifications,
     transport: T,
     label: &str,
     connect_timeout: Duration,
@@ -261,6 +335,12 @@ where
         Ok(Err(error)) => {
             let detail = error.to_string();
             let server = label.to_owned();
+            if error.is_authorization_required() || error.auth_challenge().is_some() {
+                return Err(McpError::AuthRequired {
+                    server,
+                    www_authenticate: error.auth_challenge().map(str::to_owned),
+                });
+            }
             Err(match error {
                 // The transport itself failed (unreachable, refused, process gone before answering).
                 ClientInitializeError::TransportError { .. } | ClientInitializeError::ConnectionClosed(_) => {
@@ -270,6 +350,18 @@ where
             })
         }
     }
+}
+
+/// The variables a stdio server gets from our environment: enough to find programs, a home, a temp
+/// directory and the locale.
+const INHERITED_VARS: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM",
+];
+
+fn inherited_env() -> impl Iterator<Item = (&'static str, std::ffi::OsString)> {
+    INHERITED_VARS
+        .iter()
+        .filter_map(|name| std::env::var_os(name).map(|value| (*name, value)))
 }
 
 /// Adds a stdio server's last stderr lines to a connect or initialize failure.

@@ -23,6 +23,13 @@ pub enum McpError {
     /// request was not re-sent; reconnect to go on.
     #[error("the MCP session with {server} expired")]
     SessionExpired { server: String },
+    /// The server wants (other) credentials: HTTP 401 with a `WWW-Authenticate` challenge, which is
+    /// kept for OAuth discovery.
+    #[error("MCP server {server} requires authorization")]
+    AuthRequired {
+        server: String,
+        www_authenticate: Option<String>,
+    },
     /// The connection is gone (the process exited, the transport closed).
     #[error("the connection to MCP server {server} is closed")]
     Closed { server: String },

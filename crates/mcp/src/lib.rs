@@ -4,12 +4,15 @@
 //! `initialize` handshake, lists tools and calls them with a timeout and cancellation.
 //! [`McpToolSet`] offers a connection's tools to an agent through the `ToolSet` seam, with the
 //! agent spec's selectors and approval policy applied.
+//! [`oauth`] holds the OAuth 2.1 steps for servers that require authorisation.
 
 mod config;
 mod connection;
 mod content;
 mod error;
+mod http_client;
 pub mod names;
+pub mod oauth;
 pub mod selectors;
 mod toolset;
 
@@ -17,4 +20,4 @@ pub use config::McpServerConfig;
 pub use connection::{DEFAULT_CONNECT_TIMEOUT, McpConnection};
 pub use content::map_call_result;
 pub use error::McpError;
-pub use toolset::{DEFAULT_LIST_TIMEOUT, McpToolSet};
+pub use toolset::{DEFAULT_LIST_TIMEOUT, McpToolSet, Reauthorize};

@@ -9,7 +9,7 @@ use rmcp::model::Tool;
 use serde_json::Value;
 use tokio::sync::Mutex;
 use trueforge_agent::tools::{ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput, ToolSet, ToolSpec};
-use trueforge_protocol::{McpServerRef, ToolSource};
+use trueforge_protocol::{McpServerAuthInfo, McpServerInitInfo, McpServerRef, McpTransportType, ToolSource};
 
 use crate::content::map_call_result;
 use crate::names::function_names;
@@ -19,8 +19,9 @@ use crate::{McpConnection, McpError};
 /// How long `tools/list` may take when the caller does not say.
 pub const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// One server's tools for one agent. The tool list is fetched once and kept for the set's life
-/// (a turn, as in the reference); `tools/list_changed` is not honoured yet.
+/// One server's tools for one agent. The tool list is fetched once and kept until the server says it
+/// changed (`tools/list_changed`); the set's [`tools_version`](ToolSet::tools_version) then moves on,
+/// so the agent lists again before its next model call.
 pub struct McpToolSet {
     id: String,
     name: String,
@@ -34,10 +35,22 @@ pub struct McpToolSet {
     list_timeout: Duration,
     /// Locked across the fetch so concurrent first listings make one request.
     listing: Mutex<Option<Arc<Listing>>>,
+    /// Where the user re-authorizes when the server refuses our credentials (OAuth servers).
+    reauthorize: Option<Arc<dyn Reauthorize>>,
+}
+
+/// What a tool set does when its server refuses the credentials it was opened with (HTTP 401): forget
+/// them and say where the user authorizes again. The owner of the credentials implements it.
+#[async_trait]
+pub trait Reauthorize: Send + Sync {
+    /// The URL the user authorizes the server at; `Err` explains why no authorization can be started.
+    async fn authorization_url(&self) -> Result<String, String>;
 }
 
 /// What one `tools/list` walk gave, after the selectors.
 struct Listing {
+    /// The connection's tool generation the walk started at.
+    generation: u64,
     /// Every tool of the server by original name (the selectors already applied to `allowed`).
     all: BTreeMap<String, ToolSpec>,
     /// The tools the agent may use, by original name.
@@ -73,7 +86,31 @@ impl McpToolSet {
             call_timeout,
             list_timeout: DEFAULT_LIST_TIMEOUT,
             listing: Mutex::new(None),
+            reauthorize: None,
         })
+    }
+
+    /// Refused credentials become a request for the user's authorization through `reauthorize`, which
+    /// ends the turn waiting for it (the call runs again after) instead of failing the call.
+    pub fn with_reauthorize(mut self, reauthorize: Arc<dyn Reauthorize>) -> Self {
+        self.reauthorize = Some(reauthorize);
+        self
+    }
+
+    /// The error the agent gets for `error`: a request for authorization when the server refused our
+    /// credentials and the user can authorize again.
+    async fn tool_error(&self, error: McpError) -> ToolError {
+        if let (McpError::AuthRequired { .. }, Some(reauthorize)) = (&error, &self.reauthorize) {
+            return match reauthorize.authorization_url().await {
+                Ok(auth_url) => ToolError::auth_required(McpServerAuthInfo {
+                    id: self.name.clone(),
+                    name: self.name.clone(),
+                    auth_url,
+                }),
+                Err(reason) => ToolError::new(format!("{error}; {reason}")),
+            };
+        }
+        ToolError::new(error.to_string())
     }
 
     /// Overrides how long `tools/list` may take (all pages together count per page).
@@ -94,16 +131,19 @@ impl McpToolSet {
 
     async fn listing(&self) -> Result<Arc<Listing>, McpError> {
         let mut cached = self.listing.lock().await;
-        if let Some(listing) = cached.as_ref() {
+        let generation = self.connection.tools_generation();
+        if let Some(listing) = cached.as_ref()
+            && listing.generation == generation
+        {
             return Ok(listing.clone());
         }
         let tools = self.connection.list_tools(self.list_timeout).await?;
-        let listing = Arc::new(self.apply_selectors(tools)?);
+        let listing = Arc::new(self.apply_selectors(tools, generation)?);
         *cached = Some(listing.clone());
         Ok(listing)
     }
 
-    fn apply_selectors(&self, tools: Vec<Tool>) -> Result<Listing, McpError> {
+    fn apply_selectors(&self, tools: Vec<Tool>, generation: u64) -> Result<Listing, McpError> {
         let all: BTreeMap<String, ToolSpec> = tools
             .into_iter()
             .map(|tool| {
@@ -130,6 +170,7 @@ impl McpToolSet {
         let allowed = all.values().filter(|spec| self.is_allowed(spec)).cloned().collect();
         let function_names = function_names(all.keys().map(String::as_str));
         Ok(Listing {
+            generation,
             all,
             allowed,
             function_names,
@@ -186,6 +227,19 @@ impl ToolSet for McpToolSet {
         ToolSource::Mcp
     }
 
+    fn tools_version(&self) -> u64 {
+        self.connection.tools_generation()
+    }
+
+    fn mcp_session(&self) -> Option<McpServerInitInfo> {
+        Some(McpServerInitInfo {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            session_id: self.connection.session_id(),
+            transport_type: self.connection.is_http().then_some(McpTransportType::StreamableHttp),
+        })
+    }
+
     fn preload(&self) -> bool {
         self.preload
     }
@@ -195,11 +249,10 @@ impl ToolSet for McpToolSet {
     }
 
     async fn list_tools(&self, _cx: &ToolContext) -> Result<Vec<ToolSpec>, ToolError> {
-        let listing = self
-            .listing()
-            .await
-            .map_err(|error| ToolError::new(error.to_string()))?;
-        Ok(listing.allowed.clone())
+        match self.listing().await {
+            Ok(listing) => Ok(listing.allowed.clone()),
+            Err(error) => Err(self.tool_error(error).await),
+        }
     }
 
     fn requires_approval(&self, tool: &ToolSpec) -> bool {
@@ -207,10 +260,10 @@ impl ToolSet for McpToolSet {
     }
 
     async fn call_tool(&self, tool: &str, arguments: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let listing = self
-            .listing()
-            .await
-            .map_err(|error| ToolError::new(error.to_string()))?;
+        let listing = match self.listing().await {
+            Ok(listing) => listing,
+            Err(error) => return Err(self.tool_error(error).await),
+        };
         let Some(spec) = Self::resolve(&listing, tool) else {
             return Ok(ToolOutput::error(format!(
                 "Tool '{tool}' is not offered by MCP server {}",
@@ -234,7 +287,7 @@ impl ToolSet for McpToolSet {
             Err(error @ (McpError::CallTimeout { .. } | McpError::Cancelled { .. } | McpError::Protocol { .. })) => {
                 Ok(ToolOutput::error(error.to_string()))
             }
-            Err(error) => Err(ToolError::new(error.to_string())),
+            Err(error) => Err(self.tool_error(error).await),
         }
     }
 }

@@ -168,7 +168,8 @@ tagged_struct!(UserToolResponse, type = "user.tool_response");
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "status")]
 pub enum ApprovalDecision {
-    /// `scope` is our addition: `session` also allows later calls of the same tool in this session.
+    /// `scope` is our addition: `session` also allows later calls of the same tool in this session,
+    /// `agent` in every session of the same saved agent until revoked.
     #[serde(rename = "allow")]
     Allow {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -197,17 +198,61 @@ impl ApprovalDecision {
         }
     }
 
+    /// Allows this call and every later call of the same tool by any session of the same saved agent.
+    pub fn allow_for_agent() -> Self {
+        Self::Allow {
+            scope: Some(ApprovalScope::Agent),
+        }
+    }
+
     pub fn is_allowed(&self) -> bool {
         matches!(self, Self::Allow { .. })
     }
+
+    /// How far an allow reaches (no scope is `once`); `None` for a denial.
+    pub fn allowed_scope(&self) -> Option<ApprovalScope> {
+        match self {
+            Self::Allow { scope } => Some(scope.unwrap_or(ApprovalScope::Once)),
+            Self::Deny { .. } => None,
+        }
+    }
 }
 
-/// How far an allow decision reaches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+/// How far an allow decision reaches. The variants are declared narrowest first, so the derived order
+/// compares reach (an operator's maximum is checked with `<=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalScope {
     /// This call only (the reference's behaviour, and the default).
     Once,
     /// This call and later calls of the same tool in the same session.
     Session,
+    /// This call and later calls of the same tool by every session of the same saved agent (same tenant),
+    /// until revoked. Refused for a session whose agent is given inline: there is no agent to remember it for.
+    Agent,
+}
+
+impl ApprovalScope {
+    /// Every scope, narrowest first.
+    pub const ALL: [Self; 3] = [Self::Once, Self::Session, Self::Agent];
+
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Once => "once",
+            Self::Session => "session",
+            Self::Agent => "agent",
+        }
+    }
+
+    /// The scope of a wire value, if it is one.
+    pub fn from_wire(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|scope| scope.as_str() == value)
+    }
+}
+
+impl std::fmt::Display for ApprovalScope {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.as_str())
+    }
 }

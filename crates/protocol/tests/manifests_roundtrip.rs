@@ -152,7 +152,7 @@ fn mcp_server_manifests_round_trip() {
 #[test]
 fn mcp_server_manifests_reject_bad_input() {
     let header = examples::mcp_server_manifest_header();
-    rejects::<McpServerManifest>(&with(&header, "type", json!("stdio")), "unknown variant `stdio`");
+    rejects::<McpServerManifest>(&with(&header, "type", json!("sse")), "unknown variant `sse`");
     rejects::<McpServerManifest>(&without(&header, "description"), "missing field `description`");
     rejects::<McpServerManifest>(&with(&header, "token", json!("x")), "unknown field `token`");
     rejects::<McpServerManifest>(
@@ -183,6 +183,27 @@ fn mcp_server_manifests_reject_bad_input() {
     check(with(&header, "url", json!("not a url")), "url");
     check(with(&header, "description", json!("")), "description");
     check(with(&header, "name", json!("GitHub")), "name");
+    // A stdio server is a command, never a URL or headers; a remote one never a command.
+    check(with(&header, "type", json!("stdio")), "url");
+    check(with(&header, "command", json!("npx")), "command");
+    check(without(&with(&header, "type", json!("stdio")), "url"), "auth");
+}
+
+#[test]
+fn stdio_mcp_server_manifests_round_trip_and_treat_env_values_as_secrets() {
+    let json = json!({"type": "stdio", "name": "files", "description": "Local files.", "command": "npx",
+        "args": ["-y", "some-server"], "env": {"API_TOKEN": "t0ken"}});
+    let mut manifest: McpServerManifest = roundtrip(&json);
+    manifest.validate().unwrap();
+    let secrets: Vec<String> = manifest.secrets_mut().into_iter().map(|(path, _)| path).collect();
+    assert_eq!(secrets, ["env.API_TOKEN"]);
+    let check = |json: serde_json::Value, path: &str| {
+        let manifest: McpServerManifest = serde_json::from_value(json).unwrap();
+        assert_eq!(manifest.validate().unwrap_err().path(), path);
+    };
+    check(without(&json, "command"), "command");
+    check(with(&json, "command", json!("  ")), "command");
+    check(with(&json, "env", json!({"BAD-NAME": "x"})), "env.BAD-NAME");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
-use trueforge_agent::{Runtime, RuntimeOptions, StoredAgents};
+use trueforge_agent::{Runtime, RuntimeOptions, StoredAgentApprovals, StoredAgents};
 use trueforge_llm::ClientOptions;
 use trueforge_protocol::{
     ConfiguredModel, ModelProviderAuth, ModelProviderManifest, WellKnownModelProvider, WellKnownProviderType,
@@ -27,6 +27,7 @@ use crate::config::ServerConfig;
 use crate::error::ApiError;
 use crate::executor::{LeaseTiming, TurnExecutor};
 use crate::extract::BodyLimit;
+use crate::mcp_oauth::McpOAuth;
 use crate::mcp_tools::{DEFAULT_CALL_TIMEOUT, SettingsMcpToolSets};
 use crate::models::SettingsModels;
 use crate::state::{AppState, DatabaseProbe, LOCAL_EXECUTOR, LOCAL_TENANT};
@@ -48,6 +49,8 @@ pub enum StartError {
     Http(trueforge_llm::LlmError),
     #[error("cannot configure model providers from the environment: {0}")]
     Providers(trueforge_store::StoreError),
+    #[error("cannot build the HTTP client for MCP authorization servers: {0}")]
+    OAuthHttp(String),
 }
 
 struct SqliteProbe(SqliteDb);
@@ -104,22 +107,38 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
     );
     let lease = LeaseTiming::for_ttl(config.lease_ttl);
     let owner = format!("{LOCAL_EXECUTOR}:{}", ulid::Ulid::new().to_string().to_lowercase());
-    let mcp = Arc::new(SettingsMcpToolSets::new(settings.clone(), DEFAULT_CALL_TIMEOUT));
-    let runtime = Arc::new(Runtime::new(
-        sessions.clone(),
-        models.clone(),
-        Arc::new(StoredAgents(settings.clone())),
-        mcp.clone(),
-        RuntimeOptions {
-            execution_timeout: Some(config.execution_timeout),
-            approval_timeout: Some(config.approval_timeout),
-            lease: Some(LeaseRequest {
-                owner: owner.clone(),
-                ttl_ms: i64::try_from(lease.ttl.as_millis()).unwrap_or(i64::MAX),
-            }),
-            ..RuntimeOptions::default()
-        },
+    let oauth = McpOAuth::new(
+        settings.clone(),
+        config.oauth_client_name.clone(),
+        config.public_base_url.clone(),
+        config.oauth_timeout,
+    )
+    .map_err(|error| StartError::OAuthHttp(error.to_string()))?;
+    let mcp = Arc::new(SettingsMcpToolSets::new(
+        settings.clone(),
+        Arc::new(oauth),
+        DEFAULT_CALL_TIMEOUT,
+        config.allow_stdio_mcp,
     ));
+    let runtime = Arc::new(
+        Runtime::new(
+            sessions.clone(),
+            models.clone(),
+            Arc::new(StoredAgents(settings.clone())),
+            mcp.clone(),
+            RuntimeOptions {
+                execution_timeout: Some(config.execution_timeout),
+                approval_timeout: Some(config.approval_timeout),
+                approval_max_scope: config.approval_max_scope,
+                lease: Some(LeaseRequest {
+                    owner: owner.clone(),
+                    ttl_ms: i64::try_from(lease.ttl.as_millis()).unwrap_or(i64::MAX),
+                }),
+                ..RuntimeOptions::default()
+            },
+        )
+        .with_agent_approvals(Arc::new(StoredAgentApprovals(settings.clone()))),
+    );
     let bus = Arc::new(MemoryBus::new());
     let executor = Arc::new(TurnExecutor::new(
         runtime.clone(),
@@ -259,6 +278,9 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let executor = state.executor.clone();
     let mcp = state.mcp.clone();
+    if let Ok(address) = listener.local_addr() {
+        mcp.oauth().set_listen_address(address);
+    }
     let grace = state.config.graceful_timeout;
     let lease_ttl = state.config.lease_ttl;
     let leases = tokio::spawn({

@@ -185,9 +185,12 @@ impl CatalogMcpServer {
         McpServerManifest {
             kind: self.kind,
             name: self.name.clone(),
-            url: self.url.clone(),
+            url: Some(self.url.clone()),
             description: self.description.clone(),
             auth: self.auth.clone(),
+            command: None,
+            args: Vec::new(),
+            env: Default::default(),
         }
     }
 }

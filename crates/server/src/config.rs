@@ -6,6 +6,8 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use trueforge_protocol::ApprovalScope;
+
 use crate::catalogs::CatalogPaths;
 
 pub const DEFAULT_PORT: u16 = 8790;
@@ -44,6 +46,19 @@ pub struct ServerConfig {
     /// How long a paused turn's approvals and questions hold the conversation before a new user message
     /// closes them as unanswered.
     pub approval_timeout: Duration,
+    /// The broadest approval scope users may give (`TRUEFORGE_APPROVAL_MAX_SCOPE`, default `agent`).
+    pub approval_max_scope: ApprovalScope,
+    /// Whether MCP servers of type `stdio` (child processes of this server) may be configured and started
+    /// (`TRUEFORGE_MCP_ALLOW_STDIO`). On by default in local mode, where the processes run as the user who
+    /// started the server; hosted mode will default it to off.
+    pub allow_stdio_mcp: bool,
+    /// The origin browsers reach this server at (`PUBLIC_BASE_URL`), for the MCP OAuth callback address;
+    /// unset, the address the server listens on.
+    pub public_base_url: Option<String>,
+    /// The `client_name` registered with MCP servers' authorization servers (`MCP_DCR_OAUTH_CLIENT_NAME`).
+    pub oauth_client_name: String,
+    /// The time limit of each request to an authorization server (`MCP_OAUTH_HTTP_TIMEOUT_MS`).
+    pub oauth_timeout: Duration,
     pub log_level: String,
     pub catalogs: CatalogPaths,
     /// Provider API keys found in the environment, configured as providers on first start.
@@ -102,6 +117,25 @@ impl Vars<'_> {
     }
 }
 
+/// `PUBLIC_BASE_URL`: an http(s) origin (a trailing `/` is dropped); empty counts as unset.
+fn public_base_url(vars: &Vars<'_>) -> Result<Option<String>, ConfigError> {
+    match vars.get("PUBLIC_BASE_URL").map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(text) => {
+            let origin = text.trim_end_matches('/');
+            let scheme_ok = origin.starts_with("http://") || origin.starts_with("https://");
+            let host = origin.split_once("://").map_or("", |(_, rest)| rest);
+            if !scheme_ok || host.is_empty() || host.contains(['/', '?', '#', ' ']) {
+                return Err(vars.error(
+                    "PUBLIC_BASE_URL",
+                    "expected an origin such as https://agents.example.com (scheme and host, no path)",
+                ));
+            }
+            Ok(Some(origin.to_owned()))
+        }
+    }
+}
+
 impl ServerConfig {
     /// The configuration from the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -150,6 +184,11 @@ impl ServerConfig {
         if !["error", "warn", "info", "debug", "trace"].contains(&log_level.as_str()) {
             return Err(vars.error("LOG_LEVEL", "expected one of error, warn, info, debug, trace"));
         }
+        let approval_max_scope = match vars.get("TRUEFORGE_APPROVAL_MAX_SCOPE") {
+            None => ApprovalScope::Agent,
+            Some(text) => ApprovalScope::from_wire(&text.to_ascii_lowercase())
+                .ok_or_else(|| vars.error("TRUEFORGE_APPROVAL_MAX_SCOPE", "expected one of once, session, agent"))?,
+        };
         let key = |name: &str| vars.get(name).map(str::to_owned);
         Ok(Self {
             host,
@@ -165,6 +204,11 @@ impl ServerConfig {
             heartbeat: Duration::from_secs(vars.positive("TRUEFORGE_SSE_HEARTBEAT_SECONDS", 15)?),
             lease_ttl: Duration::from_secs(vars.positive("TRUEFORGE_LEASE_TTL_SECONDS", 30)?),
             approval_timeout: Duration::from_secs(vars.positive("TRUEFORGE_APPROVAL_TIMEOUT_SECONDS", 3600)?),
+            approval_max_scope,
+            allow_stdio_mcp: vars.boolean("TRUEFORGE_MCP_ALLOW_STDIO", true)?,
+            public_base_url: public_base_url(&vars)?,
+            oauth_client_name: vars.get("MCP_DCR_OAUTH_CLIENT_NAME").unwrap_or("trueforge").to_owned(),
+            oauth_timeout: Duration::from_millis(vars.positive("MCP_OAUTH_HTTP_TIMEOUT_MS", 15_000)?),
             log_level,
             catalogs: CatalogPaths {
                 models: vars.path("MODEL_CATALOG_PATH"),
@@ -222,6 +266,7 @@ mod tests {
         assert_eq!(config.body_limit, 31_457_280);
         assert_eq!(config.stream_ttl, Duration::from_secs(900));
         assert_eq!(config.heartbeat, Duration::from_secs(15));
+        assert_eq!(config.approval_max_scope, ApprovalScope::Agent);
     }
 
     #[test]
@@ -240,6 +285,19 @@ mod tests {
     }
 
     #[test]
+    fn approval_max_scope_comes_from_the_environment() {
+        for (value, scope) in [
+            ("once", ApprovalScope::Once),
+            ("Session", ApprovalScope::Session),
+            ("agent", ApprovalScope::Agent),
+        ] {
+            let config =
+                ServerConfig::from_vars(&vars(&[("HOME", "/h"), ("TRUEFORGE_APPROVAL_MAX_SCOPE", value)])).unwrap();
+            assert_eq!(config.approval_max_scope, scope, "{value}");
+        }
+    }
+
+    #[test]
     fn a_bad_value_names_its_variable() {
         for (name, value) in [
             ("PORT", "0"),
@@ -250,6 +308,7 @@ mod tests {
             ("STANDALONE", "yes"),
             ("STANDALONE", "false"),
             ("LOG_LEVEL", "loud"),
+            ("TRUEFORGE_APPROVAL_MAX_SCOPE", "forever"),
         ] {
             let error = ServerConfig::from_vars(&vars(&[("HOME", "/h"), (name, value)])).unwrap_err();
             assert_eq!(error.variable, name, "{error}");

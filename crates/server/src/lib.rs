@@ -8,6 +8,7 @@ pub mod config;
 pub mod error;
 pub mod executor;
 pub mod extract;
+pub mod mcp_oauth;
 pub mod mcp_tools;
 pub mod models;
 pub mod openapi;

@@ -1,6 +1,7 @@
 //! MCP servers configured in the settings, as the runtime's tool sets. A server's connection is opened on
-//! first use and kept for later turns (one per tenant and server); it is replaced when the server's
-//! settings change or the connection closed.
+//! first use and kept for later turns: one per tenant and server, and per user for OAuth servers (each user
+//! connects with their own token). It is replaced when the server's settings change, the user's token
+//! changes, or the connection closed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,85 +11,211 @@ use async_trait::async_trait;
 use tokio::sync::Mutex;
 use trueforge_agent::ToolSetResolver;
 use trueforge_agent::tools::{ToolError, ToolSet};
-use trueforge_mcp::{DEFAULT_CONNECT_TIMEOUT, McpConnection, McpServerConfig, McpToolSet};
-use trueforge_protocol::{McpServerAuth, McpServerManifest, McpServerRef};
+use trueforge_mcp::{DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerConfig, McpToolSet, Reauthorize};
+use trueforge_protocol::{McpServerAuth, McpServerAuthInfo, McpServerManifest, McpServerRef, McpServerType};
 use trueforge_store::Timestamp;
-use trueforge_store::settings::McpServerStore;
+use trueforge_store::settings::{McpServerRecord, SettingsStore};
+
+use crate::mcp_oauth::{McpOAuth, Resolution};
 
 /// How long one MCP tool call may run (the reference's `MCP_REQUEST_TIMEOUT_MS` default).
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(240);
 
+/// Why a configured server cannot be used now.
+#[derive(Debug)]
+pub enum ReachError {
+    NotFound(String),
+    /// The user must authorize the server at `authorization_url` first.
+    AuthRequired {
+        server: McpServerAuthInfo,
+    },
+    /// The server is configured in a way this server refuses (a stdio server the operator disallows).
+    Refused(String),
+    /// The server, its authorization server or the store failed.
+    Failed(String),
+}
+
+impl ReachError {
+    pub fn message(&self) -> String {
+        match self {
+            Self::NotFound(message) | Self::Refused(message) | Self::Failed(message) => message.clone(),
+            Self::AuthRequired { server } => format!("MCP server \"{}\" requires authentication", server.name),
+        }
+    }
+}
+
+impl From<ReachError> for ToolError {
+    fn from(error: ReachError) -> Self {
+        match error {
+            ReachError::AuthRequired { server } => ToolError::auth_required(server),
+            other => ToolError::new(other.message()),
+        }
+    }
+}
+
 struct Cached {
     updated_at: Timestamp,
+    /// The access token the connection was opened with (OAuth servers).
+    token: Option<String>,
     connection: Arc<McpConnection>,
 }
 
+/// Tenant, server name, and the user for OAuth servers.
+type ConnectionKey = (String, String, Option<String>);
+
 pub struct SettingsMcpToolSets {
-    servers: Arc<dyn McpServerStore>,
-    connections: Mutex<HashMap<(String, String), Cached>>,
+    settings: Arc<dyn SettingsStore>,
+    oauth: Arc<McpOAuth>,
+    connections: Mutex<HashMap<ConnectionKey, Cached>>,
     call_timeout: Duration,
+    /// The operator's `TRUEFORGE_MCP_ALLOW_STDIO`: whether configured stdio servers may be started.
+    allow_stdio: bool,
+}
+
+/// Why a stdio server is refused, naming the switch that allows them.
+pub fn stdio_disabled_message(name: &str) -> String {
+    format!(
+        "MCP server \"{name}\" is a stdio server, and stdio MCP servers are not allowed on this server \
+         (the operator allows them with TRUEFORGE_MCP_ALLOW_STDIO=true)"
+    )
 }
 
 impl SettingsMcpToolSets {
-    pub fn new(servers: Arc<dyn McpServerStore>, call_timeout: Duration) -> Self {
+    pub fn new(
+        settings: Arc<dyn SettingsStore>,
+        oauth: Arc<McpOAuth>,
+        call_timeout: Duration,
+        allow_stdio: bool,
+    ) -> Self {
         Self {
-            servers,
+            settings,
+            oauth,
             connections: Mutex::new(HashMap::new()),
             call_timeout,
+            allow_stdio,
         }
     }
 
-    /// How to reach a configured server. OAuth (`dcr`) servers cannot be reached yet.
-    fn config(manifest: &McpServerManifest) -> Result<McpServerConfig, ToolError> {
-        let headers = match &manifest.auth {
-            None => Default::default(),
-            Some(McpServerAuth::Header { headers }) => headers.clone(),
-            Some(McpServerAuth::Dcr {}) => {
-                return Err(ToolError::new(format!(
-                    "MCP server \"{}\" requires authentication, which this server does not support yet",
-                    manifest.name
-                )));
+    pub fn allow_stdio(&self) -> bool {
+        self.allow_stdio
+    }
+
+    pub fn oauth(&self) -> &Arc<McpOAuth> {
+        &self.oauth
+    }
+
+    /// How to reach a configured server, with `token` for an OAuth server. A stdio server is refused when
+    /// the operator has not allowed them (it may have been stored before the switch was turned off).
+    fn config(&self, manifest: &McpServerManifest, token: Option<&str>) -> Result<McpServerConfig, ReachError> {
+        if manifest.kind == McpServerType::Stdio {
+            if !self.allow_stdio {
+                return Err(ReachError::Refused(stdio_disabled_message(&manifest.name)));
             }
+            return Ok(McpServerConfig::Stdio {
+                command: manifest.command.clone().unwrap_or_default(),
+                args: manifest.args.clone(),
+                env: manifest.env.clone(),
+            });
+        }
+        let mut headers = match &manifest.auth {
+            Some(McpServerAuth::Header { headers }) => headers.clone(),
+            None | Some(McpServerAuth::Dcr {}) => Default::default(),
         };
+        if let Some(token) = token {
+            headers.insert("Authorization".to_owned(), format!("Bearer {token}"));
+        }
         Ok(McpServerConfig::StreamableHttp {
-            url: manifest.url.clone(),
+            url: manifest.url.clone().unwrap_or_default(),
             headers,
         })
     }
 
-    /// The open connection to a configured server, opening it when needed. The lock is held while
-    /// connecting, so concurrent turns share one connection instead of racing to open several.
-    pub async fn connection(&self, tenant_id: &str, name: &str) -> Result<(String, Arc<McpConnection>), ToolError> {
+    /// The user's token for an OAuth server, or where the user must authorize it.
+    async fn token(&self, tenant_id: &str, user_id: &str, record: &McpServerRecord) -> Result<String, ReachError> {
+        match self.oauth.resolve(tenant_id, user_id, record, None).await {
+            Ok(Resolution::Authenticated { access_token }) => Ok(access_token),
+            Ok(Resolution::Required { authorization_url }) => Err(ReachError::AuthRequired {
+                server: McpServerAuthInfo {
+                    id: record.name.clone(),
+                    name: record.name.clone(),
+                    auth_url: authorization_url,
+                },
+            }),
+            Err(error) => Err(ReachError::Failed(format!(
+                "MCP server \"{}\" cannot be authorized: {}",
+                record.name, error
+            ))),
+        }
+    }
+
+    /// The open connection of `user_id` to a configured server, opening it when needed. The lock is held
+    /// while connecting, so concurrent turns share one connection instead of racing to open several.
+    pub async fn connection(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        name: &str,
+    ) -> Result<(McpServerRecord, Arc<McpConnection>), ReachError> {
         let record = self
-            .servers
+            .settings
             .get_mcp_server(tenant_id, name)
             .await
-            .map_err(|error| ToolError::new(format!("could not read MCP server \"{name}\": {error}")))?
-            .ok_or_else(|| ToolError::new(format!("Unknown MCP server \"{name}\" — not configured")))?;
-        let key = (tenant_id.to_owned(), name.to_owned());
+            .map_err(|error| ReachError::Failed(format!("could not read MCP server \"{name}\": {error}")))?
+            .ok_or_else(|| ReachError::NotFound(format!("Unknown MCP server \"{name}\" — not configured")))?;
+        let oauth = matches!(record.manifest.auth, Some(McpServerAuth::Dcr {}));
+        let token = if oauth {
+            Some(self.token(tenant_id, user_id, &record).await?)
+        } else {
+            None
+        };
+        let key = (tenant_id.to_owned(), name.to_owned(), oauth.then(|| user_id.to_owned()));
         let mut connections = self.connections.lock().await;
         if let Some(cached) = connections.get(&key)
             && cached.updated_at == record.updated_at
+            && cached.token == token
             && !cached.connection.is_closed()
         {
-            return Ok((record.id, cached.connection.clone()));
+            return Ok((record, cached.connection.clone()));
         }
         if let Some(stale) = connections.remove(&key) {
             stale.connection.close().await;
         }
-        let config = Self::config(&record.manifest)?;
-        let connection = McpConnection::connect(&config, DEFAULT_CONNECT_TIMEOUT)
-            .await
-            .map_err(|error| ToolError::new(format!("MCP server \"{name}\" cannot be reached: {error}")))?;
-        let connection = Arc::new(connection);
+        let config = self.config(&record.manifest, token.as_deref())?;
+        let connection =
+            match McpConnection::connect(&config, DEFAULT_CONNECT_TIMEOUT).await {
+                Ok(connection) => Arc::new(connection),
+                Err(McpError::AuthRequired { .. }) if oauth => {
+                    // The server refused a token we thought valid (revoked, or expired early): forget it and
+                    // have the user authorize again.
+                    drop(connections);
+                    self.settings
+                        .delete_oauth_token(tenant_id, &record.id, user_id)
+                        .await
+                        .map_err(|error| ReachError::Failed(error.to_string()))?;
+                    return Err(self.token(tenant_id, user_id, &record).await.err().unwrap_or_else(|| {
+                        ReachError::Failed(format!("MCP server \"{name}\" refused its new token"))
+                    }));
+                }
+                Err(McpError::AuthRequired { .. }) => {
+                    return Err(ReachError::Failed(format!(
+                        "MCP server \"{name}\" refused the configured credentials (HTTP 401)"
+                    )));
+                }
+                Err(error) => {
+                    return Err(ReachError::Failed(format!(
+                        "MCP server \"{name}\" cannot be reached: {error}"
+                    )));
+                }
+            };
         connections.insert(
             key,
             Cached {
                 updated_at: record.updated_at,
+                token,
                 connection: connection.clone(),
             },
         );
-        Ok((record.id, connection))
+        Ok((record, connection))
     }
 
     /// Closes every open connection (shutdown).
@@ -102,10 +229,53 @@ impl SettingsMcpToolSets {
 
 #[async_trait]
 impl ToolSetResolver for SettingsMcpToolSets {
-    async fn tool_set(&self, tenant_id: &str, server: &McpServerRef) -> Result<Arc<dyn ToolSet>, ToolError> {
-        let (id, connection) = self.connection(tenant_id, &server.name).await?;
-        let set = McpToolSet::new(id, connection, server, self.call_timeout)
+    async fn tool_set(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        server: &McpServerRef,
+    ) -> Result<Arc<dyn ToolSet>, ToolError> {
+        let (record, connection) = self.connection(tenant_id, user_id, &server.name).await?;
+        let mut set = McpToolSet::new(record.id.clone(), connection, server, self.call_timeout)
             .map_err(|error| ToolError::new(error.to_string()))?;
+        if matches!(record.manifest.auth, Some(McpServerAuth::Dcr {})) {
+            set = set.with_reauthorize(Arc::new(UserReauthorization {
+                oauth: self.oauth.clone(),
+                settings: self.settings.clone(),
+                tenant_id: tenant_id.to_owned(),
+                user_id: user_id.to_owned(),
+                record,
+            }));
+        }
         Ok(Arc::new(set))
+    }
+}
+
+/// A user's OAuth server refused the token mid-turn (revoked, or expired before its time): the token is
+/// forgotten and a new authorization started, whose URL the user gets with `mcp.auth_required`.
+struct UserReauthorization {
+    oauth: Arc<McpOAuth>,
+    settings: Arc<dyn SettingsStore>,
+    tenant_id: String,
+    user_id: String,
+    record: McpServerRecord,
+}
+
+#[async_trait]
+impl Reauthorize for UserReauthorization {
+    async fn authorization_url(&self) -> Result<String, String> {
+        self.settings
+            .delete_oauth_token(&self.tenant_id, &self.record.id, &self.user_id)
+            .await
+            .map_err(|error| error.to_string())?;
+        match self
+            .oauth
+            .resolve(&self.tenant_id, &self.user_id, &self.record, None)
+            .await
+        {
+            Ok(Resolution::Required { authorization_url }) => Ok(authorization_url),
+            Ok(Resolution::Authenticated { .. }) => Err("a new token is in place; try again".to_owned()),
+            Err(error) => Err(format!("the authorization cannot be started: {error}")),
+        }
     }
 }

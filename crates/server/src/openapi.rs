@@ -65,6 +65,9 @@ pub const DOCS_PATH: &str = "/api/v1/docs";
         agents::get,
         agents::update,
         agents::delete,
+        agents::list_tool_approvals,
+        agents::revoke_tool_approvals,
+        agents::revoke_tool_approval,
         settings::list_model_providers,
         settings::create_model_provider,
         settings::put_model_provider,
@@ -462,6 +465,11 @@ impl ToSchema for CatalogCustomModelProvider {
 
 doc_schema!(ListAgentsResponse, list_of::<agents::Agent>(), collect agents::Agent);
 doc_schema!(GetAgentResponse, data_of(reference::<agents::Agent>()), collect agents::Agent);
+doc_schema!(
+    ListAgentToolApprovalsResponse,
+    list_of::<agents::AgentToolApproval>(),
+    collect agents::AgentToolApproval
+);
 doc_schema!(ListAvailableModelsResponse, list_of::<AvailableModel>(), collect AvailableModel);
 doc_schema!(
     GetModelProviderCatalogResponse,

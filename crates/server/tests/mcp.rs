@@ -1,6 +1,7 @@
 //! MCP servers configured through the API, over a real socket: a real `server-everything` (npm, installed by
 //! `scripts/test.sh`) on Streamable HTTP, its tools listed by the API and called by the agent, and a tool
-//! that needs approval approved for the session so its second call runs without asking.
+//! that needs approval approved for the session so its second call runs without asking; the same server as
+//! a stdio child process configured in the settings.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -161,5 +162,117 @@ async fn everything_streamable_approval_for_the_session_runs_the_second_call_wit
     let done = &frames.last().unwrap().1;
     assert_eq!(done["state"]["status"], "done", "{done}");
     assert_eq!(done["state"]["required_actions"], json!([]));
+    server.stop().await;
+}
+
+fn everything_bin() -> String {
+    let dir = std::env::var_os("TRUEFORGE_TEST_MCP_DIR").unwrap_or_else(|| {
+        panic!("TRUEFORGE_TEST_MCP_DIR is not set: run scripts/test.sh, which installs the npm MCP test servers")
+    });
+    let bin = PathBuf::from(dir).join("node_modules/.bin/mcp-server-everything");
+    assert!(bin.exists(), "{} is missing: run scripts/test.sh", bin.display());
+    bin.to_string_lossy().into_owned()
+}
+
+fn stdio_manifest() -> Value {
+    json!({"manifest": {"type": "stdio", "name": "everything", "command": everything_bin(), "args": ["stdio"],
+        "env": {"EVERYTHING_TOKEN": "secret-value"},
+        "description": "The MCP test server with every feature, as a child process."}})
+}
+
+#[tokio::test]
+async fn everything_stdio_server_from_the_settings_is_called_by_the_agent_and_its_env_redacted() {
+    let server = TestServer::start().await;
+    let (status, body) = server.post("/api/v1/settings/mcp-servers", stdio_manifest()).await;
+    assert_eq!(status, 201, "{body}");
+    let manifest = &body["data"]["manifest"];
+    assert_eq!(manifest["type"], "stdio", "{body}");
+    assert_eq!(manifest["args"], json!(["stdio"]));
+    assert!(manifest.get("url").is_none(), "{body}");
+    assert_ne!(
+        manifest["env"]["EVERYTHING_TOKEN"], "secret-value",
+        "env values are secrets: {body}"
+    );
+
+    let (status, body) = server.get("/api/v1/mcp-servers").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"][0]["auth_status"]["status"], "not_required", "{body}");
+    assert!(body["data"][0].get("url").is_none(), "{body}");
+
+    let (status, body) = server.get("/api/v1/mcp-servers/everything/tools").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|tool| tool["name"] == "echo"),
+        "{body}"
+    );
+
+    let session_id = session_with_everything(&server).await;
+    let frames = server
+        .stream_turn(
+            &session_id,
+            json!({"input": user("show the environment #steps=1 #tool=get-env")}),
+        )
+        .await;
+    let response = frames
+        .iter()
+        .find(|(_, event)| event["type"] == "tool.response")
+        .unwrap_or_else(|| panic!("{:?}", types(&frames)));
+    let content = response.1["content"].as_str().unwrap();
+    // The stored (encrypted) env value reaches the process decrypted; our own environment does not.
+    assert!(content.contains("secret-value"), "{content}");
+    assert!(content.contains("PATH"), "{content}");
+    assert!(!content.contains("TRUEFORGE_TEST_MCP_DIR"), "{content}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn stdio_servers_are_refused_when_the_operator_disallows_them() {
+    let server = TestServer::start_with(|config| config.allow_stdio_mcp = false).await;
+    let (status, body) = server.post("/api/v1/settings/mcp-servers", stdio_manifest()).await;
+    assert_eq!(status, 422, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("TRUEFORGE_MCP_ALLOW_STDIO"), "{message}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn stdio_manifests_with_fields_of_the_other_type_are_bad_requests() {
+    let server = TestServer::start().await;
+    let cases = [
+        (json!({"type": "stdio", "name": "local", "description": "d"}), "command"),
+        (
+            json!({"type": "stdio", "name": "local", "description": "d", "command": " "}),
+            "command",
+        ),
+        (
+            json!({"type": "stdio", "name": "local", "description": "d", "command": "x", "url": "http://a/mcp"}),
+            "url",
+        ),
+        (
+            json!({"type": "stdio", "name": "local", "description": "d", "command": "x", "env": {"1BAD": "v"}}),
+            "env.1BAD",
+        ),
+        (json!({"type": "remote", "name": "web", "description": "d"}), "url"),
+        (
+            json!({"type": "remote", "name": "web", "description": "d", "url": "http://a/mcp", "command": "x"}),
+            "command",
+        ),
+        (
+            json!({"type": "remote", "name": "web", "description": "d", "url": "http://a/mcp", "args": ["x"]}),
+            "args",
+        ),
+    ];
+    for (manifest, field) in cases {
+        let (status, body) = server
+            .post("/api/v1/settings/mcp-servers", json!({"manifest": manifest.clone()}))
+            .await;
+        assert_eq!(status, 400, "{manifest} → {body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(field), "{manifest}: {message}");
+    }
     server.stop().await;
 }

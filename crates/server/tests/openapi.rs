@@ -141,6 +141,18 @@ async fn live_answers_fit_the_document() {
     check("post", "/api/v1/agents", status, &body);
     let (status, body) = server.get("/api/v1/agents").await;
     check("get", "/api/v1/agents", status, &body);
+    let agent_id = body["data"][0]["id"].as_str().unwrap().to_owned();
+    let (status, body) = server.get(&format!("/api/v1/agents/{agent_id}/tool-approvals")).await;
+    assert_eq!(status, 200, "{body}");
+    check("get", "/api/v1/agents/{agent_id}/tool-approvals", status, &body);
+    let (status, body) = server
+        .send(
+            reqwest::Method::DELETE,
+            &format!("/api/v1/agents/{agent_id}/tool-approvals"),
+            None,
+        )
+        .await;
+    check("delete", "/api/v1/agents/{agent_id}/tool-approvals", status, &body);
 
     let (status, body) = server
         .post("/api/v1/sessions", json!({"agent": {"name": "helper"}}))

@@ -1235,16 +1235,20 @@ async fn settings_mcp_servers_post_duplicate_is_409_and_keeps_the_first() {
 
 /// A deliberate difference: OAuth (DCR) MCP servers answer 422 until MCP OAuth lands.
 #[tokio::test]
-async fn settings_mcp_servers_dcr_is_422_and_nothing_written() {
+async fn settings_mcp_servers_dcr_is_stored_and_waits_for_each_users_authorization() {
     let server = TestServer::start().await;
     let manifest = json!({"type": "remote", "name": "linear", "url": "https://mcp.linear.app/mcp", "description": "Linear", "auth": {"type": "dcr"}});
-    let reply = server
+    let (status, body) = server
         .post("/api/v1/settings/mcp-servers", json!({"manifest": manifest.clone()}))
         .await;
-    assert_error_containing(&reply, 422, "not supported");
-    let reply = put(&server, "/api/v1/settings/mcp-servers", json!({"manifest": manifest})).await;
-    assert_error_containing(&reply, 422, "not supported");
-    assert!(mcp_names(&server).await.is_empty());
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["data"]["manifest"]["auth"], json!({"type": "dcr"}));
+    assert_eq!(body["data"]["auth_status"]["status"], "auth_required");
+    let (status, body) = server.get("/api/v1/mcp-servers").await;
+    assert_eq!(status, 200);
+    assert_eq!(body["data"][0]["auth"], json!({"type": "dcr"}));
+    assert_eq!(body["data"][0]["auth_status"]["status"], "auth_required");
+    assert_eq!(mcp_names(&server).await, ["linear"]);
     server.stop().await;
 }
 

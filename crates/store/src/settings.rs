@@ -1,6 +1,6 @@
 //! The settings stores: agents, model providers, MCP servers with their OAuth client, per-user OAuth
 //! tokens and pending authorizations, the per-tenant sandbox provider, and skills. One trait per
-//! resource ([`AgentStore`], [`ModelProviderStore`], [`McpServerStore`], [`OAuthTokenStore`],
+//! resource ([`AgentStore`], [`AgentToolApprovalStore`], [`ModelProviderStore`], [`McpServerStore`], [`OAuthTokenStore`],
 //! [`SandboxProviderStore`], [`SkillStore`]; [`SettingsStore`] is all of them), three backends
 //! ([`MemorySettingsStore`], [`SqliteSettingsStore`], [`PostgresSettingsStore`]) held to one contract
 //! suite (`tests/settings_contract.rs`).
@@ -41,12 +41,12 @@ pub use clock::{Clock, SystemClock};
 pub use manifest::{NamedManifest, SettingsManifest};
 pub use memory::MemorySettingsStore;
 pub use records::{
-    AgentRecord, McpServerRecord, ModelProviderRecord, NamedRecord, OAuthClientCredentials, OAuthClientRegistration,
-    OAuthServerMetadata, OAuthToken, OAuthTokenRecord, PENDING_AUTHORIZATION_TTL, PendingAuthorization,
-    PendingAuthorizationRecord, SandboxProviderRecord, SandboxProviderStatus, SkillRecord,
+    AgentRecord, AgentToolApprovalRecord, McpServerRecord, ModelProviderRecord, NamedRecord, OAuthClientCredentials,
+    OAuthClientRegistration, OAuthServerMetadata, OAuthToken, OAuthTokenRecord, PENDING_AUTHORIZATION_TTL,
+    PendingAuthorization, PendingAuthorizationRecord, SandboxProviderRecord, SandboxProviderStatus, SkillRecord,
 };
 pub use sql::{PostgresSettingsStore, SqliteSettingsStore};
 pub use traits::{
-    AgentStore, ManifestUpdate, McpServerStore, ModelProviderStore, OAuthTokenStore, SandboxProviderStore,
-    SandboxProviderUpdate, SettingsStore, SkillStore,
+    AgentStore, AgentToolApprovalStore, ManifestUpdate, McpServerStore, ModelProviderStore, OAuthTokenStore,
+    SandboxProviderStore, SandboxProviderUpdate, SettingsStore, SkillStore,
 };

@@ -8,6 +8,8 @@
 
 mod common;
 
+#[path = "settings_contract/approvals.rs"]
+mod approvals;
 #[path = "settings_contract/data.rs"]
 mod data;
 #[path = "settings_contract/fixture.rs"]
@@ -46,6 +48,11 @@ macro_rules! contract {
             named::agents_delete,
             named::agents_tenant_isolation,
             named::agents_keep_json_key_order,
+            approvals::agent_tool_approvals_add_is_idempotent_and_ordered,
+            approvals::agent_tool_approvals_need_an_agent,
+            approvals::agent_tool_approvals_revoke_one_and_all,
+            approvals::agent_tool_approvals_go_with_their_agent,
+            approvals::agent_tool_approvals_tenant_isolation,
             named::model_providers_crud_and_order,
             named::model_providers_create_conflict,
             named::model_providers_upsert_keeps_identity,

@@ -115,7 +115,9 @@ impl DeferredTools {
         ]
     }
 
-    async fn run(&self, tool: &str, arguments: &Value, cx: &ToolContext) -> Result<ToolOutput, String> {
+    /// The error is the model's to read, except an MCP server needing authorization, which ends the turn
+    /// waiting for the user (with the call kept to run again).
+    async fn run(&self, tool: &str, arguments: &Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args = object(arguments)?;
         let set = self.set(args)?;
         match tool {
@@ -140,34 +142,36 @@ impl DeferredTools {
                 let input = match args.get("input") {
                     None | Some(Value::Null) => Value::Object(Map::new()),
                     Some(input @ Value::Object(_)) => input.clone(),
-                    Some(_) => return Err("`input` must be a JSON object.".to_owned()),
+                    Some(_) => return Err("`input` must be a JSON object.".to_owned().into()),
                 };
-                set.call_tool(&spec.name, input, cx)
-                    .await
-                    .map_err(|error| format!("Tool call failed: {}", error.message))
+                set.call_tool(&spec.name, input, cx).await.map_err(|error| ToolError {
+                    message: format!("Tool call failed: {}", error.message),
+                    ..error
+                })
             }
-            other => Err(format!("Unknown tool: {other}")),
+            other => Err(format!("Unknown tool: {other}").into()),
         }
     }
 }
 
-async fn list(set: &Arc<dyn ToolSet>, cx: &ToolContext) -> Result<Vec<ToolSpec>, String> {
-    set.list_tools(cx).await.map_err(|error| {
-        format!(
+async fn list(set: &Arc<dyn ToolSet>, cx: &ToolContext) -> Result<Vec<ToolSpec>, ToolError> {
+    set.list_tools(cx).await.map_err(|error| ToolError {
+        message: format!(
             "Listing the tools of MCP server '{}' failed: {}",
             set.name(),
             error.message
-        )
+        ),
+        ..error
     })
 }
 
-async fn find_tool(set: &Arc<dyn ToolSet>, args: &Arguments, cx: &ToolContext) -> Result<ToolSpec, String> {
+async fn find_tool(set: &Arc<dyn ToolSet>, args: &Arguments, cx: &ToolContext) -> Result<ToolSpec, ToolError> {
     let name = required_text(args, "tool_name")?;
     list(set, cx)
         .await?
         .into_iter()
         .find(|spec| spec.name == name)
-        .ok_or_else(|| format!("Tool '{name}' not found on MCP server '{}'", set.name()))
+        .ok_or_else(|| format!("Tool '{name}' not found on MCP server '{}'", set.name()).into())
 }
 
 fn describe_listing(server: &str, tools: &[ToolSpec]) -> String {
@@ -207,7 +211,11 @@ impl ToolSet for DeferredTools {
     }
 
     async fn call_tool(&self, tool: &str, arguments: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        Ok(self.run(tool, &arguments, cx).await.unwrap_or_else(ToolOutput::error))
+        match self.run(tool, &arguments, cx).await {
+            Ok(output) => Ok(output),
+            Err(error) if error.auth_required.is_some() => Err(error),
+            Err(error) => Ok(ToolOutput::error(error.message)),
+        }
     }
 }
 

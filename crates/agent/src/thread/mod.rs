@@ -27,9 +27,11 @@ use crate::model::ResolvedModel;
 use crate::tools::{ToolContext, ToolRegistry};
 
 pub(crate) use model_step::sub_agent_failure_text;
-pub use tool_step::STARTED_CALLS_KEY;
+pub use tool_step::{AUTH_INTERRUPTED_CALLS_KEY, STARTED_CALLS_KEY};
 
-/// Everything a thread runs with that does not change during the turn.
+/// Everything a thread runs with. Only the tool registry can change during the turn, when an MCP server's
+/// tools change (the thread then takes a copy with the tools listed again).
+#[derive(Clone)]
 pub struct ThreadSetup {
     pub model: ResolvedModel,
     pub system_prompt: String,
@@ -54,7 +56,8 @@ pub struct TurnEnv {
     pub journal: Arc<Journal>,
     pub cancel: TurnCancel,
     pub tool_timeout: Duration,
-    /// Tools the user allowed for the whole session: `(tool set id, tool name)`.
+    /// Tools the user allowed beyond one call, for the whole session or for every session of its saved
+    /// agent (read when the turn started): `(tool set id, tool name)`.
     pub session_approvals: HashSet<(String, String)>,
 }
 

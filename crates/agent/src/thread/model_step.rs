@@ -1,5 +1,7 @@
 //! The model step: one streamed model call, committed as the thread's next assistant row.
 
+use std::sync::Arc;
+
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use trueforge_llm::{Assembler, FinishReason, LlmError, ModelRequest, ModelResponse, StreamEvent, ToolChoice, Usage};
@@ -42,6 +44,7 @@ impl AgentThread {
 
     /// Calls the model and commits its answer. `None`: the loop goes on.
     pub(crate) async fn model_step(&mut self, env: &TurnEnv) -> Result<Option<ThreadExit>, AgentError> {
+        self.relist_changed_tools(env).await;
         let request = self.model_request();
         self.metrics.iterations += 1;
         let message_id = env.journal.next_id();
@@ -188,6 +191,23 @@ impl AgentThread {
             _ => return None,
         }
         Some(delta)
+    }
+
+    /// Lists the tools again when a server said they changed (`tools/list_changed`), so the model is
+    /// offered what the server offers now. A failed listing keeps the tools as they were: the calls of
+    /// tools that went away are answered by the server itself.
+    async fn relist_changed_tools(&mut self, env: &TurnEnv) {
+        if !self.setup.registry.is_stale() {
+            return;
+        }
+        match self.setup.registry.relisted(&self.tool_context(env)).await {
+            Ok(registry) => {
+                let mut setup = (*self.setup).clone();
+                setup.registry = registry;
+                self.setup = Arc::new(setup);
+            }
+            Err(error) => tracing::warn!(thread = %self.id, %error, "listing changed tools failed; keeping the old list"),
+        }
     }
 
     fn wire_info(&self, function_name: &str) -> ToolInfo {

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 use trueforge_protocol::{
-    AgentInfo, ApprovalDecision, ContextMessage, ContextToolCall, ContextToolMessage, ToolResponseEvent,
+    ActionRequiredEvent, AgentInfo, ApprovalDecision, ContextMessage, ContextToolCall, ContextToolMessage,
+    McpAuthRequiredEvent, McpServerAuthInfo, SessionEvent, ToolResponseEvent,
 };
 
 use super::{AgentThread, ThreadExit, TurnEnv};
@@ -14,11 +15,16 @@ use crate::context::{approval_decisions, open_calls};
 use crate::error::AgentError;
 use crate::ids::now_iso;
 use crate::journal::Publish;
-use crate::tools::{ToolContent, ToolKind, ToolOutput};
+use crate::tools::{ToolContent, ToolError, ToolKind, ToolOutput};
 
 /// Capability-state key listing the calls whose execution began. A call listed here but without a result
 /// after a crash may have run: it is closed as interrupted, never run again.
 pub const STARTED_CALLS_KEY: &str = "tf.started_tool_calls";
+
+/// Capability-state key listing the calls an MCP server refused for want of the user's authorization.
+/// They stay open, so the turn that continues the conversation once the user authorized (an empty input)
+/// runs them again; a new user message closes them as not executed instead.
+pub const AUTH_INTERRUPTED_CALLS_KEY: &str = "tf.auth_interrupted_tool_calls";
 
 enum CallOutcome {
     Result(ToolContent, String),
@@ -26,6 +32,8 @@ enum CallOutcome {
     /// the full text unreachable.
     Recalled(ToolContent, String),
     Spawn(AgentInfo),
+    /// The server refused the call until the user authorizes it; the call did not run.
+    AuthRequired(McpServerAuthInfo),
     Cancelled,
 }
 
@@ -74,11 +82,13 @@ impl AgentThread {
         let mut drafts = Vec::new();
         let mut spawn = Vec::new();
         let mut cancelled = false;
+        let mut unauthorized: Vec<(String, McpServerAuthInfo)> = Vec::new();
         for call in &open {
             match outcomes.remove(&call.id) {
                 Some(CallOutcome::Result(content, name)) => drafts.push(draft(call, name, &content, true)),
                 Some(CallOutcome::Recalled(content, name)) => drafts.push(draft(call, name, &content, false)),
                 Some(CallOutcome::Spawn(info)) => spawn.push((call.id.clone(), info)),
+                Some(CallOutcome::AuthRequired(server)) => unauthorized.push((call.id.clone(), server)),
                 Some(CallOutcome::Cancelled) | None => cancelled = true,
             }
         }
@@ -89,7 +99,57 @@ impl AgentThread {
         if !spawn.is_empty() {
             return Ok(Some(ThreadExit::Spawn(spawn)));
         }
+        if !unauthorized.is_empty() {
+            return self.wait_for_authorization(env, unauthorized).await.map(Some);
+        }
         Ok(None)
+    }
+
+    /// Leaves the calls an MCP server refused open (marked as not run, to run again once the user
+    /// authorized) and asks the user to authorize their servers.
+    async fn wait_for_authorization(
+        &mut self,
+        env: &TurnEnv,
+        unauthorized: Vec<(String, McpServerAuthInfo)>,
+    ) -> Result<ThreadExit, AgentError> {
+        let refused: Vec<&str> = unauthorized.iter().map(|(call_id, _)| call_id.as_str()).collect();
+        let started: Vec<Value> = self
+            .capability_state
+            .get(STARTED_CALLS_KEY)
+            .and_then(Value::as_array)
+            .map(|ids| {
+                ids.iter()
+                    .filter(|id| !id.as_str().is_some_and(|id| refused.contains(&id)))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (key, value) in [
+            (STARTED_CALLS_KEY, json!(started)),
+            (AUTH_INTERRUPTED_CALLS_KEY, json!(refused)),
+        ] {
+            env.journal
+                .store
+                .patch_thread_capability_state(&env.journal.key, &self.id, key, value.clone())
+                .await?;
+            self.capability_state.insert(key.to_owned(), value);
+        }
+        let mut servers: Vec<McpServerAuthInfo> = Vec::new();
+        for (_, server) in unauthorized {
+            if !servers.iter().any(|known| known.id == server.id) {
+                servers.push(server);
+            }
+        }
+        let event = McpAuthRequiredEvent {
+            id: env.journal.next_id(),
+            created_at: now_iso(),
+            thread_id: None,
+            mcp_servers: servers,
+        };
+        env.journal
+            .persist(SessionEvent::McpAuthRequired(event.clone()))
+            .await?;
+        Ok(ThreadExit::NeedsUser(vec![ActionRequiredEvent::McpAuthRequired(event)]))
     }
 
     async fn execute(&self, env: &TurnEnv, call: &ContextToolCall) -> CallOutcome {
@@ -125,6 +185,10 @@ impl AgentThread {
                     name,
                 )
             }
+            Ok(Err(ToolError {
+                auth_required: Some(server),
+                ..
+            })) => CallOutcome::AuthRequired(server),
             Ok(Err(error)) => CallOutcome::Result(ToolContent::error(error.message), name),
             Ok(Ok(ToolOutput::Content(content))) if tool.set.id() == RECALL_SET => CallOutcome::Recalled(content, name),
             Ok(Ok(ToolOutput::Content(content))) => CallOutcome::Result(content, name),

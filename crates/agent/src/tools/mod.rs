@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use trueforge_protocol::{AgentInfo, ToolSource};
+use trueforge_protocol::{AgentInfo, McpServerAuthInfo, McpServerInitInfo, ToolSource};
 use trueforge_store::SessionStore;
 use trueforge_store::session::model::TurnKey;
 
@@ -84,12 +84,31 @@ impl ToolSpec {
 #[error("{message}")]
 pub struct ToolError {
     pub message: String,
+    /// Set when the user must authorize an MCP server first: the turn then ends waiting for it
+    /// (`mcp.auth_required`) instead of failing.
+    pub auth_required: Option<McpServerAuthInfo>,
+}
+
+/// A plain failure (the model reads the text).
+impl From<String> for ToolError {
+    fn from(message: String) -> Self {
+        Self::new(message)
+    }
 }
 
 impl ToolError {
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
+            auth_required: None,
+        }
+    }
+
+    /// The user must authorize `server` at its `auth_url` before its tools can be used.
+    pub fn auth_required(server: McpServerAuthInfo) -> Self {
+        Self {
+            message: format!("MCP server \"{}\" requires authentication", server.name),
+            auth_required: Some(server),
         }
     }
 }
@@ -139,6 +158,18 @@ pub trait ToolSet: Send + Sync {
 
     /// The tools the agent may use, after the set's own policy.
     async fn list_tools(&self, cx: &ToolContext) -> Result<Vec<ToolSpec>, ToolError>;
+
+    /// Changes when the set's tools changed (an MCP server's `tools/list_changed`): a listing taken at
+    /// another version is stale, and the thread lists again before its next model call.
+    fn tools_version(&self) -> u64 {
+        0
+    }
+
+    /// The MCP session the set runs on, recorded by `mcp.initialize`; `None` for sets that are not MCP
+    /// servers.
+    fn mcp_session(&self) -> Option<McpServerInitInfo> {
+        None
+    }
 
     /// Whether a call of `tool` must wait for the user's approval, by the set's policy.
     fn requires_approval(&self, _tool: &ToolSpec) -> bool {

@@ -81,7 +81,10 @@ pub fn wire_tool_info(info: &ContextToolInfo) -> ToolInfo {
 pub struct ToolRegistry {
     tools: Vec<RegisteredTool>,
     by_name: HashMap<String, usize>,
+    system_sets: Vec<Arc<dyn ToolSet>>,
     user_sets: Vec<Arc<dyn ToolSet>>,
+    /// Each user set's tools version when it was listed, in `user_sets` order.
+    listed_versions: Vec<u64>,
 }
 
 impl ToolRegistry {
@@ -94,6 +97,8 @@ impl ToolRegistry {
         cx: &ToolContext,
     ) -> Result<Self, ToolError> {
         let mut registry = Self {
+            system_sets: system.clone(),
+            listed_versions: user.iter().map(|set| set.tools_version()).collect(),
             user_sets: user.clone(),
             ..Self::default()
         };
@@ -145,6 +150,19 @@ impl ToolRegistry {
             .map(|n| format!("{stem}_{n}"))
             .find(|candidate| !self.by_name.contains_key(candidate))
             .unwrap_or(qualified)
+    }
+
+    /// Whether a user set's tools changed since they were listed (`tools/list_changed`).
+    pub fn is_stale(&self) -> bool {
+        self.user_sets
+            .iter()
+            .zip(&self.listed_versions)
+            .any(|(set, listed)| set.tools_version() != *listed)
+    }
+
+    /// The same sets listed again. Names are given by the same rule, so tools that stayed keep theirs.
+    pub async fn relisted(&self, cx: &ToolContext) -> Result<Self, ToolError> {
+        Self::build(self.system_sets.clone(), self.user_sets.clone(), cx).await
     }
 
     pub fn get(&self, function_name: &str) -> Option<&RegisteredTool> {

@@ -1,4 +1,8 @@
-//! `/api/v1/agents`: saved agents, shared by the tenant's users.
+//! `/api/v1/agents`: saved agents, shared by the tenant's users, and the tools users allowed for every
+//! session of an agent (`/tool-approvals`, our addition: the approval scope `agent` writes them, these
+//! routes list and revoke them).
+
+use std::collections::HashMap;
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
@@ -10,7 +14,10 @@ use trueforge_store::settings::AgentRecord;
 use super::check_spec;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::openapi::{DeleteAgentResponse, GetAgentResponse, ListAgentsResponse, RequestErrorResponse, TAG_AGENTS};
+use crate::openapi::{
+    DeleteAgentResponse, GetAgentResponse, ListAgentToolApprovalsResponse, ListAgentsResponse, RequestErrorResponse,
+    TAG_AGENTS,
+};
 use crate::state::AppState;
 use crate::wire::{Data, empty_object};
 
@@ -194,5 +201,121 @@ pub async fn update(
 pub async fn delete(State(state): State<AppState>, Path(agent_id): Path<String>) -> ApiResult<Response> {
     check_agent_id(&agent_id)?;
     state.settings.delete_agent(&state.caller().tenant, &agent_id).await?;
+    Ok(empty_object())
+}
+
+/// A tool allowed for every session of a saved agent, until revoked.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = AgentToolApproval)]
+pub(crate) struct AgentToolApproval {
+    /// The MCP server's id, as tool calls record it (`tool_info.mcp_server_id`).
+    mcp_server_id: String,
+    /// The server's current name; null when no configured MCP server has that id (it was deleted).
+    mcp_server_name: Option<String>,
+    /// The tool's name on its server (`tool_info.original_tool_name`).
+    tool_name: String,
+    /// When the tool was first allowed (ISO 8601).
+    created_at: String,
+}
+
+async fn require_agent(state: &AppState, tenant: &str, agent_id: &str) -> ApiResult<()> {
+    check_agent_id(agent_id)?;
+    match state.settings.get_agent(tenant, agent_id).await? {
+        Some(_) => Ok(()),
+        None => Err(ApiError::not_found(format!("Agent not found: {agent_id}"))),
+    }
+}
+
+/// The tools users allowed for every session of the agent (approval scope `agent`).
+#[utoipa::path(
+    get,
+    path = "/api/v1/agents/{agent_id}/tool-approvals",
+    operation_id = "list_agent_tool_approvals",
+    tag = TAG_AGENTS,
+    params(("agent_id" = String, Path, min_length = 1, max_length = 64, description = "The agent's id.")),
+    responses(
+        (status = 200, description = "The agent's approvals, by MCP server id and tool name.", body = ListAgentToolApprovalsResponse),
+        (status = 400, description = "The id is empty or too long.", body = RequestErrorResponse),
+        (status = 404, description = "No such agent.", body = RequestErrorResponse),
+    )
+)]
+pub async fn list_tool_approvals(State(state): State<AppState>, Path(agent_id): Path<String>) -> ApiResult<Response> {
+    let tenant = state.caller().tenant;
+    require_agent(&state, &tenant, &agent_id).await?;
+    let approvals = state.settings.list_agent_tool_approvals(&tenant, &agent_id).await?;
+    let names: HashMap<String, String> = state
+        .settings
+        .list_mcp_servers(&tenant, None)
+        .await?
+        .into_iter()
+        .map(|server| (server.id, server.name))
+        .collect();
+    let approvals: Vec<AgentToolApproval> = approvals
+        .into_iter()
+        .map(|record| AgentToolApproval {
+            mcp_server_name: names.get(&record.mcp_server_id).cloned(),
+            mcp_server_id: record.mcp_server_id,
+            tool_name: record.tool_name,
+            created_at: record.created_at.to_iso(),
+        })
+        .collect();
+    Ok(Data::ok(approvals).into_response())
+}
+
+/// Revokes every approval of the agent: its sessions ask again from their next turn.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/agents/{agent_id}/tool-approvals",
+    operation_id = "revoke_agent_tool_approvals",
+    tag = TAG_AGENTS,
+    params(("agent_id" = String, Path, min_length = 1, max_length = 64, description = "The agent's id.")),
+    responses(
+        (status = 200, description = "Revoked (an empty object), also when there was nothing to revoke.", body = DeleteAgentResponse),
+        (status = 400, description = "The id is empty or too long.", body = RequestErrorResponse),
+        (status = 404, description = "No such agent.", body = RequestErrorResponse),
+    )
+)]
+pub async fn revoke_tool_approvals(State(state): State<AppState>, Path(agent_id): Path<String>) -> ApiResult<Response> {
+    let tenant = state.caller().tenant;
+    require_agent(&state, &tenant, &agent_id).await?;
+    state.settings.delete_agent_tool_approvals(&tenant, &agent_id).await?;
+    Ok(empty_object())
+}
+
+/// Revokes the approval of one tool: the agent's sessions ask for it again from their next turn.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/agents/{agent_id}/tool-approvals/{mcp_server}/{tool}",
+    operation_id = "revoke_agent_tool_approval",
+    tag = TAG_AGENTS,
+    params(
+        ("agent_id" = String, Path, min_length = 1, max_length = 64, description = "The agent's id."),
+        ("mcp_server" = String, Path, description = "The MCP server's id as listed, or its current name."),
+        ("tool" = String, Path, description = "The tool's name on its server."),
+    ),
+    responses(
+        (status = 200, description = "Revoked (an empty object), also when the tool was not allowed.", body = DeleteAgentResponse),
+        (status = 400, description = "The id is empty or too long.", body = RequestErrorResponse),
+        (status = 404, description = "No such agent.", body = RequestErrorResponse),
+    )
+)]
+pub async fn revoke_tool_approval(
+    State(state): State<AppState>,
+    Path((agent_id, mcp_server, tool)): Path<(String, String, String)>,
+) -> ApiResult<Response> {
+    let tenant = state.caller().tenant;
+    require_agent(&state, &tenant, &agent_id).await?;
+    let revoked = state
+        .settings
+        .delete_agent_tool_approval(&tenant, &agent_id, &mcp_server, &tool)
+        .await?;
+    // Approvals are keyed by the server's id (stable across renames of its settings); a name is resolved
+    // for people who only know the name.
+    if !revoked && let Some(server) = state.settings.get_mcp_server(&tenant, &mcp_server).await? {
+        state
+            .settings
+            .delete_agent_tool_approval(&tenant, &agent_id, &server.id, &tool)
+            .await?;
+    }
     Ok(empty_object())
 }

@@ -1,15 +1,18 @@
 //! `/api/v1/mcp-servers` and `/api/v1/skills`: what a chat user sees of the configured MCP servers and
-//! skills. Connecting to MCP servers arrives with the MCP issue; until then the routes that need a
-//! connection say so.
+//! skills, their live tools, and the user's OAuth authorization of servers that need it.
 
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use trueforge_protocol::McpServerAuth;
 
 use super::settings::{auth_status, configured_mcp_server};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
+use crate::mcp_oauth::{FlowError, Resolution, safe_return_to, with_outcome};
+use crate::mcp_tools::ReachError;
 use crate::openapi::{
     GetMCPServerResponse, ListAvailableMCPServersResponse, ListAvailableSkillsResponse, ListMCPServerToolsResponse,
     MCPServerAuthPublic, OAuthCallbackSuccess, RequestErrorResponse, TAG_MCP, TAG_SKILLS,
@@ -24,8 +27,10 @@ use crate::wire::Data;
 pub(crate) struct AvailableMcpServer {
     #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
     name: String,
-    #[schema(format = "uri")]
-    url: String,
+    /// Absent for a stdio server (a local process has no URL).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = "uri", nullable = false)]
+    url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<MCPServerAuthPublic>, nullable = false)]
     auth: Option<AuthKind>,
@@ -96,18 +101,18 @@ pub(crate) async fn known_server(
     )
 )]
 pub async fn tools(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
-    let record = known_server(&state, &name).await?;
-    if matches!(record.manifest.auth, Some(McpServerAuth::Dcr {})) {
-        return Err(ApiError::unprocessable(format!(
-            "MCP server \"{name}\" requires authentication"
-        )));
-    }
+    let caller = state.caller();
+    known_server(&state, &name).await?;
     let unreachable = |error: String| ApiError::new(axum::http::StatusCode::BAD_GATEWAY, error);
     let (_, connection) = state
         .mcp
-        .connection(&state.caller().tenant, &name)
+        .connection(&caller.tenant, &caller.user, &name)
         .await
-        .map_err(|error| unreachable(error.message))?;
+        .map_err(|error| match error {
+            ReachError::NotFound(message) => ApiError::not_found(message),
+            ReachError::AuthRequired { .. } | ReachError::Refused(_) => ApiError::unprocessable(error.message()),
+            ReachError::Failed(message) => unreachable(message),
+        })?;
     let tools = connection
         .list_tools(trueforge_mcp::DEFAULT_LIST_TIMEOUT)
         .await
@@ -120,8 +125,7 @@ pub async fn tools(State(state): State<AppState>, Path(name): Path<String>) -> A
 #[into_params(parameter_in = Query)]
 pub struct AuthorizeQuery {
     /// Where the browser goes once authorization completes.
-    #[serde(rename = "return_to")]
-    _return_to: Option<String>,
+    return_to: Option<String>,
 }
 
 /// Starts (or reports) the caller's authorization of an MCP server.
@@ -135,7 +139,7 @@ pub struct AuthorizeQuery {
         (status = 200, description = "The authorization state; with OAuth, where to send the user.", body = super::settings::AuthStatus),
         (status = 400, description = "A parameter is invalid.", body = RequestErrorResponse),
         (status = 404, description = "No such MCP server.", body = RequestErrorResponse),
-        (status = 422, description = "The server's authentication cannot be started (OAuth is not supported yet).", body = RequestErrorResponse),
+        (status = 422, description = "The server's authorization server cannot be used as MCP requires (no client registration, no S256 PKCE).", body = RequestErrorResponse),
         (status = 424, description = "The server's authorization server could not be used.", body = RequestErrorResponse),
         (status = 500, description = "The authorization could not be started.", body = RequestErrorResponse),
     )
@@ -143,19 +147,48 @@ pub struct AuthorizeQuery {
 pub async fn authorize(
     State(state): State<AppState>,
     Path(name): Path<String>,
-    QueryParams(_query): QueryParams<AuthorizeQuery>,
+    QueryParams(query): QueryParams<AuthorizeQuery>,
 ) -> ApiResult<Response> {
+    let caller = state.caller();
     let record = known_server(&state, &name).await?;
-    let status = match record.manifest.auth {
-        None => "not_required",
-        Some(McpServerAuth::Header { .. }) => "authenticated",
+    let answer = match record.manifest.auth {
+        None => json!({"status": "not_required"}),
+        Some(McpServerAuth::Header { .. }) => json!({"status": "authenticated"}),
         Some(McpServerAuth::Dcr {}) => {
-            return Err(ApiError::unprocessable(format!(
-                "MCP server \"{name}\" uses OAuth, which this server does not support yet"
-            )));
+            if let Some(return_to) = &query.return_to
+                && !safe_return_to(return_to)
+            {
+                return Err(ApiError::bad_request(
+                    "Invalid return_to: must be a same-origin relative path",
+                ));
+            }
+            let resolution = state
+                .mcp
+                .oauth()
+                .resolve(&caller.tenant, &caller.user, &record, query.return_to)
+                .await
+                .map_err(flow_error)?;
+            match resolution {
+                Resolution::Authenticated { .. } => json!({"status": "authenticated"}),
+                Resolution::Required { authorization_url } => {
+                    json!({"status": "auth_required", "authorization_url": authorization_url})
+                }
+            }
         }
     };
-    Ok(axum::Json(serde_json::json!({"status": status})).into_response())
+    Ok(axum::Json(answer).into_response())
+}
+
+/// An OAuth step's failure as an API error: the admin's configuration (422), the authorization server
+/// (424), a refused code (400), or ours (500).
+pub(crate) fn flow_error(error: FlowError) -> ApiError {
+    match error {
+        FlowError::Configuration(message) => ApiError::unprocessable(message),
+        FlowError::Unavailable(message) => ApiError::new(StatusCode::FAILED_DEPENDENCY, message),
+        FlowError::Rejected(message) => ApiError::bad_request(message),
+        FlowError::NoCallbackAddress(message) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message),
+        FlowError::Store(error) => ApiError::from(error),
+    }
 }
 
 /// Forgets the caller's OAuth token for an MCP server.
@@ -188,10 +221,14 @@ pub struct OAuthCallbackQuery {
     /// The value the authorization started with.
     #[param(min_length = 1)]
     state: String,
+    #[param(ignore)]
+    code: Option<String>,
+    #[param(ignore)]
+    error: Option<String>,
+    #[param(ignore)]
+    error_description: Option<String>,
 }
 
-/// No authorisation can be in flight before OAuth lands, so every state is unknown; the pending row is
-/// still consumed through the store so the answer stays right once flows exist.
 /// Where the authorization server sends the browser back.
 #[utoipa::path(
     get,
@@ -218,12 +255,46 @@ pub async fn oauth_callback(
     if query.state.is_empty() {
         return Err(ApiError::bad_request("state must not be empty"));
     }
-    match state.settings.consume_pending_authorization(&query.state).await? {
-        None => Err(ApiError::bad_request("Unknown or expired OAuth state")),
-        Some(_) => Err(ApiError::bad_request(
-            "OAuth authorisations cannot be completed by this server yet",
-        )),
+    // Claimed before anything else, so a replayed or concurrent callback finds nothing.
+    let Some(pending) = state.settings.consume_pending_authorization(&query.state).await? else {
+        return Err(ApiError::bad_request("Unknown or expired OAuth state"));
+    };
+    // The state alone must not let one user's browser complete another user's authorization (a link
+    // crafted by an attacker): the caller must be the user who started it.
+    let caller = state.caller();
+    if caller.tenant != pending.tenant_id || caller.user != pending.authorization.user_id {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "This authorization was started by another user",
+        ));
     }
+    let return_to = pending.authorization.return_to.clone();
+    let outcome = match (&query.error, &query.code) {
+        (Some(error), _) => Err(match &query.error_description {
+            Some(description) => format!("{error}: {description}"),
+            None => error.clone(),
+        }),
+        (None, None) => Err("OAuth callback is missing both `code` and `error`".to_owned()),
+        (None, Some(code)) => match state.mcp.oauth().complete(&pending, code).await {
+            Ok(()) => Ok(()),
+            Err(FlowError::Store(error)) => return Err(ApiError::from(error)),
+            Err(other) => Err(other.to_string()),
+        },
+    };
+    match (outcome, return_to) {
+        (Ok(()), None) => Ok(axum::Json(json!({"success": true})).into_response()),
+        (Ok(()), Some(return_to)) => Ok(redirect(&with_outcome(&return_to, &[("isSuccess", "true")]))),
+        (Err(reason), None) => Err(ApiError::bad_request(reason)),
+        (Err(reason), Some(return_to)) => Ok(redirect(&with_outcome(
+            &return_to,
+            &[("isSuccess", "false"), ("reason", &reason)],
+        ))),
+    }
+}
+
+/// A 302 to a same-origin path (validated when the authorization started).
+fn redirect(location: &str) -> Response {
+    (StatusCode::FOUND, [(axum::http::header::LOCATION, location.to_owned())]).into_response()
 }
 
 /// A configured skill as a chat user sees it.

@@ -8,7 +8,7 @@ pub(crate) mod settings;
 pub(crate) mod turns;
 
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use trueforge_protocol::AgentSpec;
 
 use crate::error::{ApiError, ApiResult};
@@ -64,6 +64,14 @@ pub fn api() -> Router<AppState> {
         .route(
             "/api/v1/agents/{agent_id}",
             get(agents::get).put(agents::update).delete(agents::delete),
+        )
+        .route(
+            "/api/v1/agents/{agent_id}/tool-approvals",
+            get(agents::list_tool_approvals).delete(agents::revoke_tool_approvals),
+        )
+        .route(
+            "/api/v1/agents/{agent_id}/tool-approvals/{mcp_server}/{tool}",
+            delete(agents::revoke_tool_approval),
         )
         .route(
             "/api/v1/settings/model-providers",

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use trueforge_protocol::{
-    McpServerAuth, McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest,
+    McpServerAuth, McpServerManifest, McpServerType, ModelProviderManifest, SandboxProviderManifest, SkillManifest,
 };
 use trueforge_store::StoreError;
 use trueforge_store::redaction::{MissingSecret, redacted, restore_redacted_secrets};
@@ -230,17 +230,37 @@ pub async fn configured_mcp_server(
     })
 }
 
-fn check_mcp_server(manifest: &McpServerManifest) -> ApiResult<()> {
+fn check_mcp_server(state: &AppState, manifest: &McpServerManifest) -> ApiResult<()> {
     manifest
         .validate()
         .map_err(|error| ApiError::bad_request(error.to_string()))?;
-    if matches!(manifest.auth, Some(McpServerAuth::Dcr {})) {
-        // Registration needs the OAuth client of the MCP issue; storing a server nobody can authorise
-        // would only fail later.
-        return Err(ApiError::unprocessable(
-            "MCP servers with OAuth (auth.type \"dcr\") are not supported by this server yet",
-        ));
+    if manifest.kind == McpServerType::Stdio && !state.mcp.allow_stdio() {
+        return Err(ApiError::unprocessable(crate::mcp_tools::stdio_disabled_message(
+            &manifest.name,
+        )));
     }
+    Ok(())
+}
+
+/// Drops what OAuth state a server had when its address or auth changed: the registered client, every
+/// user's token and the authorizations in flight belong to the old authorization server.
+async fn forget_stale_oauth(
+    state: &AppState,
+    tenant: &str,
+    before: &McpServerRecord,
+    after: &McpServerRecord,
+) -> ApiResult<()> {
+    let still_same_oauth =
+        before.manifest.url == after.manifest.url && matches!(after.manifest.auth, Some(McpServerAuth::Dcr {}));
+    if still_same_oauth {
+        return Ok(());
+    }
+    state.settings.delete_oauth_client(tenant, &after.id).await?;
+    state.settings.delete_oauth_tokens_for_server(tenant, &after.id).await?;
+    state
+        .settings
+        .delete_pending_authorizations_for_server(tenant, &after.id)
+        .await?;
     Ok(())
 }
 
@@ -309,7 +329,7 @@ pub async fn create_mcp_server(
     let caller = state.caller();
     require_admin(&caller)?;
     let mut manifest = body.manifest;
-    check_mcp_server(&manifest)?;
+    check_mcp_server(&state, &manifest)?;
     restore_redacted_secrets(&mut manifest, None, MissingSecret::HeaderSecret)?;
     let record = state
         .settings
@@ -341,8 +361,9 @@ pub async fn put_mcp_server(
     let caller = state.caller();
     require_admin(&caller)?;
     let manifest = body.manifest;
-    check_mcp_server(&manifest)?;
+    check_mcp_server(&state, &manifest)?;
     let name = manifest.name().to_owned();
+    let before = state.settings.get_mcp_server(&caller.tenant, &name).await?;
     let record = state
         .settings
         .upsert_mcp_server_with(
@@ -351,6 +372,9 @@ pub async fn put_mcp_server(
             keeping_stored_secrets(manifest, MissingSecret::HeaderSecret),
         )
         .await?;
+    if let Some(before) = before {
+        forget_stale_oauth(&state, &caller.tenant, &before, &record).await?;
+    }
     Ok(Data::ok(configured_mcp_server(&state, &caller, record).await?).into_response())
 }
 

@@ -5,6 +5,7 @@
 //!
 //! One mutex guards all state; no `.await` happens while it is held, so a plain `std` mutex suffices.
 
+mod approvals;
 mod named;
 mod oauth;
 mod sandbox;
@@ -50,6 +51,8 @@ struct State {
     pending: HashMap<String, PendingAuthorizationRecord>,
     /// tenant → provider.
     sandbox: BTreeMap<String, SandboxProviderRecord>,
+    /// (tenant, agent id, MCP server id, tool name) → created at (ms).
+    agent_tool_approvals: BTreeMap<approvals::ApprovalKey, i64>,
 }
 
 impl Default for MemorySettingsStore {

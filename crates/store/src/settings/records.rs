@@ -34,6 +34,17 @@ pub type ModelProviderRecord = NamedRecord<ModelProviderManifest>;
 pub type McpServerRecord = NamedRecord<McpServerManifest>;
 pub type SkillRecord = NamedRecord<SkillManifest>;
 
+/// A tool the user allowed for every session of a saved agent (approval scope `agent`), until revoked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentToolApprovalRecord {
+    pub agent_id: String,
+    /// The tool set's id as calls record it (`tool_info.mcp_server_id`).
+    pub mcp_server_id: String,
+    /// The tool's name on its server (`tool_info.original_tool_name`).
+    pub tool_name: String,
+    pub created_at: Timestamp,
+}
+
 /// The build state of a tenant's sandbox provider (never on the wire except `status`/`status_reason`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxProviderStatus {
@@ -72,6 +83,10 @@ pub struct OAuthServerMetadata {
     pub token_endpoint: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code_challenge_methods_supported: Option<Vec<String>>,
+    /// The MCP server's canonical resource URI from its protected-resource metadata (RFC 9728), sent as
+    /// the RFC 8707 `resource` parameter; absent in clients stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
 }
 
 /// Client credentials obtained by dynamic client registration (RFC 7591). Without a secret the client
@@ -81,6 +96,10 @@ pub struct OAuthClientCredentials {
     pub client_id: String,
     #[serde(default)]
     pub client_secret: Option<String>,
+    /// How the client authenticates at the token endpoint (RFC 7591 `token_endpoint_auth_method`), as
+    /// registration answered; absent in clients stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_endpoint_auth_method: Option<String>,
 }
 
 impl fmt::Debug for OAuthClientCredentials {
@@ -88,6 +107,7 @@ impl fmt::Debug for OAuthClientCredentials {
         f.debug_struct("OAuthClientCredentials")
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| REDACTED))
+            .field("token_endpoint_auth_method", &self.token_endpoint_auth_method)
             .finish()
     }
 }

@@ -16,8 +16,9 @@ use trueforge_protocol::{AgentSpec, McpServerManifest, ModelProviderManifest, Sa
 
 use crate::error::StoreResult;
 use crate::settings::records::{
-    AgentRecord, McpServerRecord, ModelProviderRecord, OAuthClientRegistration, OAuthToken, OAuthTokenRecord,
-    PendingAuthorization, PendingAuthorizationRecord, SandboxProviderRecord, SandboxProviderStatus, SkillRecord,
+    AgentRecord, AgentToolApprovalRecord, McpServerRecord, ModelProviderRecord, OAuthClientRegistration, OAuthToken,
+    OAuthTokenRecord, PendingAuthorization, PendingAuthorizationRecord, SandboxProviderRecord, SandboxProviderStatus,
+    SkillRecord,
 };
 
 /// The read-modify-write step of an `upsert_*_with` call: stored manifest (if any) in, manifest to store out.
@@ -40,6 +41,35 @@ pub trait AgentStore: Send + Sync {
     /// Replaces the manifest; `NotFound` when the agent does not exist.
     async fn update_agent(&self, tenant: &str, id: &str, manifest: AgentSpec) -> StoreResult<AgentRecord>;
     async fn delete_agent(&self, tenant: &str, id: &str) -> StoreResult<bool>;
+}
+
+/// Tools allowed for every session of a saved agent. Keyed by (agent, MCP server id, tool name); rows go
+/// when their agent is deleted. Lists are ordered by MCP server id, then tool name, byte-wise.
+#[async_trait]
+pub trait AgentToolApprovalStore: Send + Sync {
+    async fn list_agent_tool_approvals(
+        &self,
+        tenant: &str,
+        agent_id: &str,
+    ) -> StoreResult<Vec<AgentToolApprovalRecord>>;
+    /// Idempotent: approving an approved tool again keeps the first `created_at`. `NotFound` when the agent
+    /// does not exist.
+    async fn add_agent_tool_approval(
+        &self,
+        tenant: &str,
+        agent_id: &str,
+        mcp_server_id: &str,
+        tool_name: &str,
+    ) -> StoreResult<AgentToolApprovalRecord>;
+    async fn delete_agent_tool_approval(
+        &self,
+        tenant: &str,
+        agent_id: &str,
+        mcp_server_id: &str,
+        tool_name: &str,
+    ) -> StoreResult<bool>;
+    /// Revokes every approval of the agent; returns how many there were.
+    async fn delete_agent_tool_approvals(&self, tenant: &str, agent_id: &str) -> StoreResult<u64>;
 }
 
 /// Model providers, keyed by the manifest's name (its type for well-known providers).
@@ -177,11 +207,23 @@ pub trait SkillStore: Send + Sync {
 
 /// All settings stores of one backend, as one object.
 pub trait SettingsStore:
-    AgentStore + ModelProviderStore + McpServerStore + OAuthTokenStore + SandboxProviderStore + SkillStore
+    AgentStore
+    + AgentToolApprovalStore
+    + ModelProviderStore
+    + McpServerStore
+    + OAuthTokenStore
+    + SandboxProviderStore
+    + SkillStore
 {
 }
 
 impl<T> SettingsStore for T where
-    T: AgentStore + ModelProviderStore + McpServerStore + OAuthTokenStore + SandboxProviderStore + SkillStore
+    T: AgentStore
+        + AgentToolApprovalStore
+        + ModelProviderStore
+        + McpServerStore
+        + OAuthTokenStore
+        + SandboxProviderStore
+        + SkillStore
 {
 }

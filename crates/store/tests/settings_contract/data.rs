@@ -107,10 +107,12 @@ pub fn client(client_id: &str, secret: Option<&str>) -> OAuthClientRegistration 
             authorization_endpoint: "https://auth.example.com/authorize".to_owned(),
             token_endpoint: "https://auth.example.com/token".to_owned(),
             code_challenge_methods_supported: Some(vec!["S256".to_owned()]),
+            resource: Some("https://mcp.example.com/mcp".to_owned()),
         },
         client: OAuthClientCredentials {
             client_id: client_id.to_owned(),
             client_secret: secret.map(str::to_owned),
+            token_endpoint_auth_method: Some("client_secret_post".to_owned()),
         },
     }
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::{MemorySettingsStore, State, StoredRow};
 use crate::error::{StoreError, StoreResult};
-use crate::settings::codec::{MCP_SERVERS, RowKey, Table, new_id, not_found};
+use crate::settings::codec::{AGENTS, MCP_SERVERS, RowKey, Table, new_id, not_found};
 use crate::settings::{ManifestUpdate, NamedRecord, OAuthClientRegistration, SettingsManifest};
 use crate::time::Timestamp;
 
@@ -174,6 +174,10 @@ impl MemorySettingsStore {
             .entry(table.name)
             .or_default()
             .remove(&(tenant.to_owned(), name));
+        if table.name == AGENTS.name {
+            // The SQL backends cascade through foreign keys; mirror that.
+            super::approvals::remove_for_agent(&mut state.agent_tool_approvals, tenant, &id);
+        }
         if table.name == MCP_SERVERS.name {
             // The SQL backends cascade through foreign keys; mirror that.
             state.oauth_clients.remove(&(tenant.to_owned(), id.clone()));

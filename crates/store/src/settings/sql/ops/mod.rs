@@ -12,6 +12,7 @@
 //   on Postgres).
 // The submodules split the statements by resource and reach the backend's items through the imports below.
 
+mod approvals;
 mod named;
 mod oauth;
 mod sandbox;

@@ -1,0 +1,208 @@
+//! What the runtime does with MCP tool sets beyond listing and calling: tools that change during a turn
+//! (`tools/list_changed`) are listed again before the next model call, and the sessions a conversation runs
+//! on are recorded with `mcp.initialize` when they are new.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use support::fixtures::{AsyncModel, session_events, steps_since_user};
+use support::model::{OneModel, calls, text};
+use support::{NoAgents, TENANT, user};
+use trueforge_agent::tools::{ToolContext, ToolError, ToolOutput, ToolSet, ToolSpec};
+use trueforge_agent::{PreviousTurn, Runtime, RuntimeOptions, StaticToolSets, TurnRequest};
+use trueforge_protocol::{
+    AgentSpec, McpServerInitInfo, McpServerRef, McpTransportType, SessionAgent, SessionEvent, ToolSource, TurnState,
+};
+use trueforge_store::db::{MigrateOnOpen, SqliteDb};
+use trueforge_store::session::model::NewSession;
+use trueforge_store::{SessionStore, SqliteSessionStore};
+
+/// An MCP-like set whose `add_tool` adds a tool `extra` (as a server would, then notify), on a session
+/// whose id the test sets.
+struct ChangingTools {
+    version: AtomicU64,
+    session: Mutex<Option<String>>,
+}
+
+impl ChangingTools {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            version: AtomicU64::new(0),
+            session: Mutex::new(Some("session-1".to_owned())),
+        })
+    }
+}
+
+fn spec_of(name: &str) -> ToolSpec {
+    ToolSpec::new(name, format!("The {name} tool."), json!({"type": "object"}))
+}
+
+#[async_trait]
+impl ToolSet for ChangingTools {
+    fn id(&self) -> &str {
+        "changing-id"
+    }
+
+    fn name(&self) -> &str {
+        "changing"
+    }
+
+    fn source(&self) -> ToolSource {
+        ToolSource::Mcp
+    }
+
+    async fn list_tools(&self, _cx: &ToolContext) -> Result<Vec<ToolSpec>, ToolError> {
+        let mut tools = vec![spec_of("add_tool")];
+        if self.version.load(Ordering::SeqCst) > 0 {
+            tools.push(spec_of("extra"));
+        }
+        Ok(tools)
+    }
+
+    async fn call_tool(&self, tool: &str, _arguments: Value, _cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if tool == "add_tool" {
+            self.version.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(ToolOutput::text(format!("ran {tool}")))
+    }
+
+    fn tools_version(&self) -> u64 {
+        self.version.load(Ordering::SeqCst)
+    }
+
+    fn mcp_session(&self) -> Option<McpServerInitInfo> {
+        Some(McpServerInitInfo {
+            id: self.id().to_owned(),
+            name: self.name().to_owned(),
+            session_id: self.session.lock().unwrap().clone(),
+            transport_type: Some(McpTransportType::StreamableHttp),
+        })
+    }
+}
+
+struct Setup {
+    runtime: Runtime,
+    store: Arc<dyn SessionStore>,
+    session_id: String,
+    _dir: tempfile::TempDir,
+}
+
+async fn setup(model: Arc<AsyncModel>, tools: Arc<ChangingTools>) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let db = SqliteDb::open(&dir.path().join("agent.sqlite"), MigrateOnOpen::Yes)
+        .await
+        .unwrap();
+    let store: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
+    let runtime = Runtime::new(
+        store.clone(),
+        Arc::new(OneModel {
+            model,
+            context_window: None,
+        }),
+        Arc::new(NoAgents),
+        Arc::new(StaticToolSets::new().with(tools)),
+        RuntimeOptions::default(),
+    );
+    let mut spec = AgentSpec::for_model("fake/model");
+    spec.mcp_servers = Some(vec![McpServerRef::named("changing")]);
+    let session_id = ulid::Ulid::new().to_string().to_lowercase();
+    store
+        .create_session(NewSession {
+            tenant_id: TENANT.to_owned(),
+            session_id: session_id.clone(),
+            agent: SessionAgent::Inline { spec },
+            created_by: "tester".to_owned(),
+            custom: None,
+        })
+        .await
+        .unwrap();
+    Setup {
+        runtime,
+        store,
+        session_id,
+        _dir: dir,
+    }
+}
+
+impl Setup {
+    async fn turn(&self, text: &str) -> (Vec<SessionEvent>, TurnState, trueforge_store::session::model::TurnKey) {
+        let started = self
+            .runtime
+            .create_turn(TurnRequest {
+                tenant_id: TENANT.to_owned(),
+                session_id: self.session_id.clone(),
+                turn_id: format!("{}.test", ulid::Ulid::new().to_string().to_lowercase()),
+                input: vec![user(text)],
+                previous_turn_id: PreviousTurn::Auto,
+                custom: None,
+            })
+            .await
+            .unwrap();
+        let key = started.key.clone();
+        let (items, state) = started.collect().await;
+        (session_events(&items), state.unwrap(), key)
+    }
+}
+
+fn offered(request: &trueforge_llm::ModelRequest) -> Vec<String> {
+    request.tools.iter().map(|tool| tool.name.clone()).collect()
+}
+
+#[tokio::test]
+async fn mcp_tools_changed_during_a_turn_are_offered_at_the_next_model_call() {
+    let model = AsyncModel::scripted(|request| match steps_since_user(request) {
+        0 => calls(&[("call_add", "add_tool", "{}")]),
+        _ => text("Added."),
+    });
+    let tools = ChangingTools::new();
+    let setup = setup(model.clone(), tools.clone()).await;
+    let (_, state, _) = setup.turn("add a tool").await;
+    assert!(matches!(state, TurnState::Done { .. }), "{state:?}");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(!offered(&requests[0]).contains(&"extra".to_owned()), "{:?}", offered(&requests[0]));
+    assert!(offered(&requests[1]).contains(&"extra".to_owned()), "{:?}", offered(&requests[1]));
+}
+
+#[tokio::test]
+async fn mcp_initialize_is_recorded_for_a_new_session_only() {
+    let model = AsyncModel::scripted(|_| text("Hello."));
+    let tools = ChangingTools::new();
+    let setup = setup(model, tools.clone()).await;
+    let initialized = |events: &[SessionEvent]| -> Vec<McpServerInitInfo> {
+        events
+            .iter()
+            .filter_map(|event| match event {
+                SessionEvent::McpInitialize(event) => Some(event.mcp_servers.clone()),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    };
+
+    let (events, _, key) = setup.turn("one").await;
+    let first = initialized(&events);
+    assert_eq!(first.len(), 1, "{events:?}");
+    assert_eq!(first[0].session_id.as_deref(), Some("session-1"));
+    let snapshot = setup.store.get_turn(&key).await.unwrap().unwrap().snapshot;
+    assert_eq!(snapshot.mcp_servers.unwrap()["changing-id"], first[0]);
+
+    let (events, _, _) = setup.turn("two").await;
+    assert!(initialized(&events).is_empty(), "same session: {events:?}");
+
+    *tools.session.lock().unwrap() = Some("session-2".to_owned());
+    let (events, _, key) = setup.turn("three").await;
+    let again = initialized(&events);
+    assert_eq!(again.len(), 1, "{events:?}");
+    assert_eq!(again[0].session_id.as_deref(), Some("session-2"));
+    let snapshot = setup.store.get_turn(&key).await.unwrap().unwrap().snapshot;
+    assert_eq!(
+        snapshot.mcp_servers.unwrap()["changing-id"].session_id.as_deref(),
+        Some("session-2")
+    );
+}
