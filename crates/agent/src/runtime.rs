@@ -10,8 +10,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use trueforge_protocol::{
     ActionRequiredEvent, AgentSpec, AgentThreadSnapshot, ApprovalScope, CancellationReason, MAIN_THREAD_ID,
-    McpAuthRequiredEvent, McpInitializeEvent, McpServerInitInfo, SessionAgent, SessionEvent, ThreadDoneEvent, ThreadState, ToolResponseEvent,
-    TurnCreatedEvent, TurnInputItem, TurnState, validate_turn_input,
+    McpAuthRequiredEvent, McpInitializeEvent, McpServerInitInfo, SessionAgent, SessionEvent, ThreadDoneEvent,
+    ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnInputItem, TurnState, validate_turn_input,
 };
 use trueforge_store::session::model::{
     ContextAppend, FreezeTurn, LeaseRequest, NewThread, NewTurn, StoredEvent, TurnDone, TurnKey,

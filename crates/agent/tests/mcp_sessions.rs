@@ -165,8 +165,16 @@ async fn mcp_tools_changed_during_a_turn_are_offered_at_the_next_model_call() {
     assert!(matches!(state, TurnState::Done { .. }), "{state:?}");
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
-    assert!(!offered(&requests[0]).contains(&"extra".to_owned()), "{:?}", offered(&requests[0]));
-    assert!(offered(&requests[1]).contains(&"extra".to_owned()), "{:?}", offered(&requests[1]));
+    assert!(
+        !offered(&requests[0]).contains(&"extra".to_owned()),
+        "{:?}",
+        offered(&requests[0])
+    );
+    assert!(
+        offered(&requests[1]).contains(&"extra".to_owned()),
+        "{:?}",
+        offered(&requests[1])
+    );
 }
 
 #[tokio::test]

@@ -11,10 +11,10 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams,
     ProtocolVersion, ServerPeerInfo, Tool,
 };
+use rmcp::service::NotificationContext;
 use rmcp::service::{ClientInitializeError, RunningService};
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};

@@ -53,10 +53,7 @@ impl RecordingClient {
             _ => None,
         };
         if let Some(assigned) = assigned {
-            *self
-                .session
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(assigned);
+            *self.session.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(assigned);
         }
         if sent_session
             && let StreamableHttpPostResponse::Json(JsonRpcMessage::Error(error), _) = &response

@@ -11,7 +11,6 @@ mod connection;
 mod content;
 mod error;
 mod http_client;
-pub mod names;
 pub mod oauth;
 pub mod selectors;
 mod toolset;

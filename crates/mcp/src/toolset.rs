@@ -12,7 +12,6 @@ use trueforge_agent::tools::{ToolAnnotations, ToolContext, ToolError, ToolKind, 
 use trueforge_protocol::{McpServerAuthInfo, McpServerInitInfo, McpServerRef, McpTransportType, ToolSource};
 
 use crate::content::map_call_result;
-use crate::names::function_names;
 use crate::selectors::{SelectorKind, ToolSelector, any_matches};
 use crate::{McpConnection, McpError};
 
@@ -55,9 +54,6 @@ struct Listing {
     all: BTreeMap<String, ToolSpec>,
     /// The tools the agent may use, by original name.
     allowed: Vec<ToolSpec>,
-    /// Original name → provider-safe function name, over every tool of the server so that
-    /// disabling one tool never renames another.
-    function_names: BTreeMap<String, String>,
 }
 
 impl McpToolSet {
@@ -123,12 +119,6 @@ impl McpToolSet {
         &self.connection
     }
 
-    /// Original tool name → the provider-safe function name, for every tool of the server (see
-    /// the `names` module for the rule).
-    pub async fn function_names(&self) -> Result<BTreeMap<String, String>, McpError> {
-        Ok(self.listing().await?.function_names.clone())
-    }
-
     async fn listing(&self) -> Result<Arc<Listing>, McpError> {
         let mut cached = self.listing.lock().await;
         let generation = self.connection.tools_generation();
@@ -168,12 +158,10 @@ impl McpToolSet {
             });
         }
         let allowed = all.values().filter(|spec| self.is_allowed(spec)).cloned().collect();
-        let function_names = function_names(all.keys().map(String::as_str));
         Ok(Listing {
             generation,
             all,
             allowed,
-            function_names,
         })
     }
 
@@ -200,16 +188,9 @@ impl McpToolSet {
         spec
     }
 
-    /// The server's tool named `tool`, by original name first and by function name second (the
-    /// rule in `names` never gives one tool's function name to another tool's valid name).
+    /// The server's tool named `tool` (its own name: the agent maps function names back before calling).
     fn resolve<'a>(listing: &'a Listing, tool: &str) -> Option<&'a ToolSpec> {
-        listing.all.get(tool).or_else(|| {
-            listing
-                .function_names
-                .iter()
-                .find(|(_, function)| function.as_str() == tool)
-                .and_then(|(original, _)| listing.all.get(original))
-        })
+        listing.all.get(tool)
     }
 }
 

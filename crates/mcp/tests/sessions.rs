@@ -35,7 +35,10 @@ async fn everything_on(port: u16) -> tokio::process::Child {
 async fn streamable_session_id_is_recorded_and_stdio_has_none() {
     let port = free_port();
     let _server = everything_on(port).await;
-    let http = connect(&McpServerConfig::streamable_http(format!("http://127.0.0.1:{port}/mcp"))).await;
+    let http = connect(&McpServerConfig::streamable_http(format!(
+        "http://127.0.0.1:{port}/mcp"
+    )))
+    .await;
     assert!(http.is_http());
     let session = http.session_id().expect("server-everything assigns a session");
     assert!(!session.is_empty());
@@ -79,7 +82,8 @@ async fn stdio_tools_list_changed_makes_the_tool_set_list_again() {
     let config = McpServerConfig::stdio("python3", [script.display().to_string()]);
     let connection = connect(&config).await;
     let set = tool_set(connection.clone(), McpServerRef::named("changing"));
-    let names = |tools: Vec<trueforge_agent::tools::ToolSpec>| tools.into_iter().map(|tool| tool.name).collect::<Vec<_>>();
+    let names =
+        |tools: Vec<trueforge_agent::tools::ToolSpec>| tools.into_iter().map(|tool| tool.name).collect::<Vec<_>>();
     assert_eq!(names(set.list_tools(&context()).await.unwrap()), ["add_tool"]);
     let version = set.tools_version();
 

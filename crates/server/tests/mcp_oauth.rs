@@ -311,10 +311,19 @@ async fn oauth_call_refused_mid_conversation_runs_again_after_the_user_authorize
         .await;
     let kinds = types(&frames);
     assert!(kinds.contains(&"mcp.auth_required".to_owned()), "{kinds:?}");
-    assert!(kinds.contains(&"model.message".to_owned()), "the model called the tool: {kinds:?}");
-    assert!(!kinds.contains(&"tool.response".to_owned()), "the call is kept, not answered: {kinds:?}");
+    assert!(
+        kinds.contains(&"model.message".to_owned()),
+        "the model called the tool: {kinds:?}"
+    );
+    assert!(
+        !kinds.contains(&"tool.response".to_owned()),
+        "the call is kept, not answered: {kinds:?}"
+    );
     let done = &frames.last().unwrap().1;
-    assert_eq!(done["state"]["required_actions"][0]["type"], "mcp.auth_required", "{done}");
+    assert_eq!(
+        done["state"]["required_actions"][0]["type"], "mcp.auth_required",
+        "{done}"
+    );
 
     assert_eq!(authorize(&server, "/").await.status().as_u16(), 302);
     let exchanges = oauth.counters().code_exchanges;
@@ -325,7 +334,11 @@ async fn oauth_call_refused_mid_conversation_runs_again_after_the_user_authorize
         .iter()
         .find(|(_, event)| event["type"] == "tool.response")
         .unwrap_or_else(|| panic!("{kinds:?}"));
-    assert!(response.1["content"].as_str().unwrap().contains("alice"), "{}", response.1);
+    assert!(
+        response.1["content"].as_str().unwrap().contains("alice"),
+        "{}",
+        response.1
+    );
     // The interrupted call ran: no model call came before its result.
     let first_model = kinds.iter().position(|kind| kind.starts_with("model."));
     let first_response = kinds.iter().position(|kind| kind == "tool.response");
@@ -354,6 +367,10 @@ async fn oauth_state_is_forgotten_when_the_servers_url_changes() {
     assert_eq!(body["data"]["auth_status"]["status"], "auth_required", "{body}");
     let (_, body) = server.get("/api/v1/mcp-servers/secure/authorize").await;
     assert_eq!(body["status"], "auth_required");
-    assert_eq!(oauth.counters().registrations, 2, "a new client is registered for the new address");
+    assert_eq!(
+        oauth.counters().registrations,
+        2,
+        "a new client is registered for the new address"
+    );
     server.stop().await;
 }

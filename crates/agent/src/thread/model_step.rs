@@ -206,7 +206,9 @@ impl AgentThread {
                 setup.registry = registry;
                 self.setup = Arc::new(setup);
             }
-            Err(error) => tracing::warn!(thread = %self.id, %error, "listing changed tools failed; keeping the old list"),
+            Err(error) => {
+                tracing::warn!(thread = %self.id, %error, "listing changed tools failed; keeping the old list")
+            }
         }
     }
 

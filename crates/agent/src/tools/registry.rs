@@ -88,9 +88,19 @@ pub struct ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// Lists the preloaded tools of every set. Built-in sets claim names first; within each group sets are
-    /// taken by name and tools by name, so the same sets always give the same function names. A name taken
-    /// already is qualified with its set's name, then numbered.
+    /// Lists the preloaded tools of every set and names them for the model. The rule (also in
+    /// `docs/architecture.md`, "Tool names"), chosen so that a name depends only on the tool, its set and
+    /// the tools it collides with, never on listing order:
+    ///
+    /// 1. A tool's name is made provider-safe: every character outside `[A-Za-z0-9_-]` becomes `_`, cut
+    ///    to 64 characters.
+    /// 2. Built-in tools keep that name (they are ours and do not collide).
+    /// 3. An agent's tool keeps it too, unless a built-in tool has it or another of the agent's tools
+    ///    (of any set) comes to the same name: then every such tool is qualified as `<set>__<tool>`,
+    ///    made safe the same way. Set names are unique, so qualified names only collide through the cut
+    ///    to 64 characters; those get `_2`, `_3`, … in the order of set and tool names.
+    ///
+    /// A name therefore changes only when a tool it collides with appears or disappears.
     pub async fn build(
         system: Vec<Arc<dyn ToolSet>>,
         user: Vec<Arc<dyn ToolSet>>,
@@ -102,32 +112,30 @@ impl ToolRegistry {
             user_sets: user.clone(),
             ..Self::default()
         };
-        for group in [system, user] {
-            let mut sets = group;
-            sets.sort_by(|a, b| a.name().cmp(b.name()));
-            let listings = futures::future::join_all(sets.iter().map(|set| async move {
-                if set.has_preloaded_tools() {
-                    set.list_tools(cx).await.map_err(|error| {
-                        ToolError::new(format!("listing the tools of {} failed: {}", set.name(), error.message))
-                    })
-                } else {
-                    Ok(Vec::new())
-                }
-            }))
-            .await;
-            for (set, listing) in sets.iter().zip(listings) {
-                let mut specs: Vec<ToolSpec> = listing?.into_iter().filter(|spec| spec.preload).collect();
-                specs.sort_by(|a, b| a.name.cmp(&b.name));
-                for spec in specs {
-                    registry.insert(set.clone(), spec);
-                }
-            }
+        for (set, spec) in list_preloaded(system, cx).await? {
+            let name = registry.free_name(sanitize_tool_name(&spec.name));
+            registry.insert(set, spec, name);
+        }
+        let user_tools = list_preloaded(user, cx).await?;
+        let mut plain_counts: HashMap<String, usize> = HashMap::new();
+        for (_, spec) in &user_tools {
+            *plain_counts.entry(sanitize_tool_name(&spec.name)).or_default() += 1;
+        }
+        for (set, spec) in user_tools {
+            let plain = sanitize_tool_name(&spec.name);
+            let collides =
+                plain_counts.get(&plain).is_some_and(|count| *count > 1) || registry.by_name.contains_key(&plain);
+            let name = if collides {
+                registry.free_name(sanitize_tool_name(&format!("{}__{}", set.name(), spec.name)))
+            } else {
+                plain
+            };
+            registry.insert(set, spec, name);
         }
         Ok(registry)
     }
 
-    fn insert(&mut self, set: Arc<dyn ToolSet>, spec: ToolSpec) {
-        let function_name = self.unique_name(set.name(), &spec.name);
+    fn insert(&mut self, set: Arc<dyn ToolSet>, spec: ToolSpec, function_name: String) {
         self.by_name.insert(function_name.clone(), self.tools.len());
         self.tools.push(RegisteredTool {
             function_name,
@@ -136,20 +144,16 @@ impl ToolRegistry {
         });
     }
 
-    fn unique_name(&self, set_name: &str, tool_name: &str) -> String {
-        let plain = sanitize_tool_name(tool_name);
-        if !self.by_name.contains_key(&plain) {
-            return plain;
+    /// `name`, or `name` numbered from 2 when it is taken.
+    fn free_name(&self, name: String) -> String {
+        if !self.by_name.contains_key(&name) {
+            return name;
         }
-        let qualified = sanitize_tool_name(&format!("{set_name}__{tool_name}"));
-        if !self.by_name.contains_key(&qualified) {
-            return qualified;
-        }
-        let stem: String = qualified.chars().take(MAX_TOOL_NAME_LEN - 4).collect();
+        let stem: String = name.chars().take(MAX_TOOL_NAME_LEN - 4).collect();
         (2..)
             .map(|n| format!("{stem}_{n}"))
             .find(|candidate| !self.by_name.contains_key(candidate))
-            .unwrap_or(qualified)
+            .unwrap_or(name)
     }
 
     /// Whether a user set's tools changed since they were listed (`tools/list_changed`).
@@ -160,7 +164,7 @@ impl ToolRegistry {
             .any(|(set, listed)| set.tools_version() != *listed)
     }
 
-    /// The same sets listed again. Names are given by the same rule, so tools that stayed keep theirs.
+    /// The same sets listed again, named by the same rule (see [`build`](Self::build)).
     pub async fn relisted(&self, cx: &ToolContext) -> Result<Self, ToolError> {
         Self::build(self.system_sets.clone(), self.user_sets.clone(), cx).await
     }
@@ -199,4 +203,31 @@ fn describe(tool: &RegisteredTool) -> Option<String> {
             None => format!("[tool of {}]", tool.set.name()),
         }),
     }
+}
+
+/// The preloaded tools of `sets`, sets by name and tools by name. A listing failure keeps what it says
+/// about authorization (the turn then waits for the user instead of failing).
+async fn list_preloaded(
+    mut sets: Vec<Arc<dyn ToolSet>>,
+    cx: &ToolContext,
+) -> Result<Vec<(Arc<dyn ToolSet>, ToolSpec)>, ToolError> {
+    sets.sort_by(|a, b| a.name().cmp(b.name()));
+    let listings = futures::future::join_all(sets.iter().map(|set| async move {
+        if set.has_preloaded_tools() {
+            set.list_tools(cx).await.map_err(|error| ToolError {
+                message: format!("listing the tools of {} failed: {}", set.name(), error.message),
+                ..error
+            })
+        } else {
+            Ok(Vec::new())
+        }
+    }))
+    .await;
+    let mut tools = Vec::new();
+    for (set, listing) in sets.iter().zip(listings) {
+        let mut specs: Vec<ToolSpec> = listing?.into_iter().filter(|spec| spec.preload).collect();
+        specs.sort_by(|a, b| a.name.cmp(&b.name));
+        tools.extend(specs.into_iter().map(|spec| (set.clone(), spec)));
+    }
+    Ok(tools)
 }
