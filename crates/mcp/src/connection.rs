@@ -69,6 +69,8 @@ pub struct McpConnection {
     tools_changed: Arc<AtomicU64>,
     /// Set once the server said our session expired: the connection can only be replaced.
     expired: AtomicBool,
+    /// Keeps the HTTP session on the server when closing (see [`McpConnection::close_keeping_session`]).
+    keep_session: Option<Arc<AtomicBool>>,
 }
 
 impl std::fmt::Debug for McpConnection {
@@ -82,6 +84,26 @@ impl std::fmt::Debug for McpConnection {
 impl McpConnection {
     /// Starts or reaches the server and runs the `initialize` handshake within `connect_timeout`.
     pub async fn connect(config: &McpServerConfig, connect_timeout: Duration) -> Result<Self, McpError> {
+        Self::open(config, connect_timeout, None).await
+    }
+
+    /// Resumes the Streamable HTTP session `session_id` that an earlier connection (another process)
+    /// opened, without a new handshake: the first request tells whether the server still knows it
+    /// (`SessionExpired` otherwise; then connect anew). A stdio config has no session and connects anew.
+    pub async fn resume(
+        config: &McpServerConfig,
+        session_id: &str,
+        server_name: &str,
+        connect_timeout: Duration,
+    ) -> Result<Self, McpError> {
+        Self::open(config, connect_timeout, Some((session_id, server_name))).await
+    }
+
+    async fn open(
+        config: &McpServerConfig,
+        connect_timeout: Duration,
+        resume: Option<(&str, &str)>,
+    ) -> Result<Self, McpError> {
         let label = config.label();
         let tools_changed = Arc::new(AtomicU64::new(0));
         let client = Notifications {
@@ -138,14 +160,21 @@ impl McpConnection {
                 let transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(custom)
                     .reinit_on_expired_session(false);
-                let http = RecordingClient::new().map_err(|error| McpError::ConnectFailed {
+                let http = match resume {
+                    Some((session_id, server_name)) => RecordingClient::resuming(session_id, server_name),
+                    None => RecordingClient::new(),
+                }
+                .map_err(|error| McpError::ConnectFailed {
                     server: label.clone(),
                     detail: error.to_string(),
                 })?;
                 let session = http.session();
+                let keep_session = http.keep_session();
                 let transport = StreamableHttpClientTransport::with_client(http, transport_config);
                 let service = initialize(client, transport, &label, connect_timeout).await?;
-                Ok(Self::new(label, service, None, Some(session), tools_changed))
+                let mut connection = Self::new(label, service, None, Some(session), tools_changed);
+                connection.keep_session = Some(keep_session);
+                Ok(connection)
             }
         }
     }
@@ -165,6 +194,7 @@ impl McpConnection {
             session,
             tools_changed,
             expired: AtomicBool::new(false),
+            keep_session: None,
         }
     }
 
@@ -278,6 +308,15 @@ impl McpConnection {
         {
             tracing::debug!(server = %self.label, %error, "closing the MCP connection failed");
         }
+    }
+
+    /// Closes the connection but leaves an HTTP session on the server, for the next process to
+    /// [`resume`](Self::resume); a stdio server is stopped as by [`close`](Self::close).
+    pub async fn close_keeping_session(&self) {
+        if let Some(keep) = &self.keep_session {
+            keep.store(true, Ordering::SeqCst);
+        }
+        self.close().await;
     }
 
     fn classify(&self, error: ServiceError, operation: &str) -> McpError {

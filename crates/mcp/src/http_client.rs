@@ -6,8 +6,13 @@
 //!   session. Some servers (server-everything among them) answer an unknown session that way instead of
 //!   with 404; rmcp drops id-less errors, so the request would otherwise wait for an answer that never
 //!   comes. Classified by the answer's shape, never by its text.
+//! - It can resume a session a previous process opened: rmcp always starts with `initialize`, so the
+//!   client answers that one locally (with the stored session id and a minimal result) and drops the
+//!   `notifications/initialized` that follows; every later request carries the stored session id. Whether
+//!   the server still knows the session shows on the first real request.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::stream::BoxStream;
@@ -24,19 +29,91 @@ type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest
 pub(crate) struct RecordingClient {
     inner: reqwest::Client,
     session: Arc<Mutex<Option<String>>>,
+    resume: Arc<Mutex<Resume>>,
+    /// Set when the session is to outlive the connection (a process shutting down that the next one
+    /// resumes): closing then does not delete it on the server.
+    keep_session: Arc<AtomicBool>,
+}
+
+/// Where a resumed session's local handshake stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Resume {
+    /// A fresh session: every request goes to the server.
+    Off,
+    /// `initialize` is still to be answered locally for this server, on this session.
+    Initialize { server_name: String },
+    /// The local answer was given; the `notifications/initialized` that follows is dropped.
+    Initialized,
 }
 
 impl RecordingClient {
     /// Redirects are not followed: a redirect to another origin would carry our headers (credentials
-    /// included) and the session id there.
+    /// included) and the session id there. Idle connections are not pooled, as in rmcp's own client:
+    /// reusing one whose previous response was not read to the end stalls ~40 ms on a delayed ACK.
     pub(crate) fn new() -> Result<Self, reqwest::Error> {
         let inner = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            .pool_max_idle_per_host(0)
             .build()?;
         Ok(Self {
             inner,
             session: Arc::new(Mutex::new(None)),
+            resume: Arc::new(Mutex::new(Resume::Off)),
+            keep_session: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// The switch that keeps the session on the server when the connection closes.
+    pub(crate) fn keep_session(&self) -> Arc<AtomicBool> {
+        self.keep_session.clone()
+    }
+
+    /// A client that resumes `session_id` on `server_name` instead of opening a new session.
+    pub(crate) fn resuming(session_id: &str, server_name: &str) -> Result<Self, reqwest::Error> {
+        let client = Self::new()?;
+        *lock(&client.session) = Some(session_id.to_owned());
+        *lock(&client.resume) = Resume::Initialize {
+            server_name: server_name.to_owned(),
+        };
+        Ok(client)
+    }
+
+    /// The local answer to a message while resuming, if it gets one.
+    fn answer_locally(&self, message: &ClientJsonRpcMessage) -> Option<PostResult> {
+        let mut resume = lock(&self.resume);
+        if *resume == Resume::Off {
+            return None;
+        }
+        let value = serde_json::to_value(message).ok()?;
+        let method = value.get("method").and_then(serde_json::Value::as_str);
+        match (&*resume, method) {
+            (Resume::Initialize { server_name }, Some("initialize")) => {
+                let answer = serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": value.get("id").cloned().unwrap_or(serde_json::Value::Null),
+                    "result": {
+                        "protocolVersion": value.pointer("/params/protocolVersion").cloned()
+                            .unwrap_or(serde_json::Value::Null),
+                        // What the server offered is not stored; tools (with change notifications) is
+                        // what this client uses.
+                        "capabilities": {"tools": {"listChanged": true}},
+                        "serverInfo": {"name": server_name, "version": "resumed"},
+                    },
+                });
+                let session = lock(&self.session).clone();
+                let parsed = serde_json::from_value(answer).map_err(StreamableHttpError::Deserialize);
+                *resume = Resume::Initialized;
+                Some(parsed.map(|message| StreamableHttpPostResponse::Json(message, session)))
+            }
+            (Resume::Initialized, Some("notifications/initialized")) => {
+                *resume = Resume::Off;
+                Some(Ok(StreamableHttpPostResponse::Accepted))
+            }
+            _ => {
+                *resume = Resume::Off;
+                None
+            }
+        }
     }
 
     /// Where the session id lands once the server assigned one.
@@ -76,6 +153,9 @@ impl StreamableHttpClient for RecordingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> PostResult {
+        if let Some(answer) = self.answer_locally(&message) {
+            return answer;
+        }
         let sent_session = session_id.is_some();
         let result = self
             .inner
@@ -93,6 +173,9 @@ impl StreamableHttpClient for RecordingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> PostResult {
+        if let Some(answer) = self.answer_locally(&message) {
+            return answer;
+        }
         let sent_session = session_id.is_some();
         let result = self
             .inner
@@ -117,6 +200,9 @@ impl StreamableHttpClient for RecordingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> PostResult {
+        if let Some(answer) = self.answer_locally(&message) {
+            return answer;
+        }
         let sent_session = session_id.is_some();
         let result = self
             .inner
@@ -132,6 +218,9 @@ impl StreamableHttpClient for RecordingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
+        if self.keep_session.load(Ordering::SeqCst) {
+            return Ok(());
+        }
         self.inner
             .delete_session(uri, session_id, auth_header, custom_headers)
             .await
@@ -170,4 +259,8 @@ impl StreamableHttpClient for RecordingClient {
             )
             .await
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

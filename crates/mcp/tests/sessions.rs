@@ -1,5 +1,6 @@
-//! Sessions: the Streamable HTTP session id is recorded, a session the server forgot ends the connection
-//! (without hanging and without re-sending the call), and `tools/list_changed` makes a tool set list again.
+//! Sessions: the Streamable HTTP session id is recorded and can be resumed by a new connection, a session
+//! the server forgot ends the connection (without hanging and without re-sending the call), and
+//! `tools/list_changed` makes a tool set list again.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -7,38 +8,20 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{CALL_TIMEOUT, bin, call, connect, context, everything_stdio, free_port, text_of, tool_set};
+use common::{
+    CALL_TIMEOUT, CONNECT_TIMEOUT, HttpEverything, call, connect, context, everything_stdio, free_port, text_of,
+    tool_set,
+};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use trueforge_agent::tools::ToolSet;
-use trueforge_mcp::{McpError, McpServerConfig};
+use trueforge_mcp::{McpConnection, McpError, McpServerConfig};
 use trueforge_protocol::{McpServerRef, McpTransportType};
-
-async fn everything_on(port: u16) -> tokio::process::Child {
-    let child = tokio::process::Command::new(bin("mcp-server-everything"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("server-everything starts");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        assert!(Instant::now() < deadline, "server-everything did not listen on {port}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    child
-}
 
 #[tokio::test]
 async fn streamable_session_id_is_recorded_and_stdio_has_none() {
-    let port = free_port();
-    let _server = everything_on(port).await;
-    let http = connect(&McpServerConfig::streamable_http(format!(
-        "http://127.0.0.1:{port}/mcp"
-    )))
-    .await;
+    let server = HttpEverything::start().await;
+    let http = connect(&server.config()).await;
     assert!(http.is_http());
     let session = http.session_id().expect("server-everything assigns a session");
     assert!(!session.is_empty());
@@ -56,17 +39,16 @@ async fn streamable_session_id_is_recorded_and_stdio_has_none() {
 #[tokio::test]
 async fn streamable_server_restart_ends_the_session_without_hanging_or_resending() {
     let port = free_port();
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    let mut server = everything_on(port).await;
-    let connection = connect(&McpServerConfig::streamable_http(url)).await;
+    let server = HttpEverything::start_on(port).await;
+    let connection = connect(&server.config()).await;
     let cancel = CancellationToken::new();
     let first = connection
         .call_tool("echo", json!({"message": "before"}), CALL_TIMEOUT, &cancel)
         .await;
     assert!(first.is_ok(), "{first:?}");
     // The server restarts and forgets every session.
-    server.kill().await.unwrap();
-    let _restarted = everything_on(port).await;
+    server.stop().await;
+    let _restarted = HttpEverything::start_on(port).await;
     let after = connection
         .call_tool("echo", json!({"message": "after"}), CALL_TIMEOUT, &cancel)
         .await;
@@ -97,4 +79,49 @@ async fn stdio_tools_list_changed_makes_the_tool_set_list_again() {
     }
     assert_eq!(names(set.list_tools(&context()).await.unwrap()), ["add_tool", "extra"]);
     connection.close().await;
+}
+
+#[tokio::test]
+async fn streamable_session_left_by_a_closed_connection_is_resumed_without_a_handshake() {
+    let server = HttpEverything::start().await;
+    let first = connect(&server.config()).await;
+    let session = first.session_id().unwrap();
+    // As a process shutting down does: close, but leave the session on the server.
+    first.close_keeping_session().await;
+
+    let resumed = McpConnection::resume(&server.config(), &session, "everything", CONNECT_TIMEOUT)
+        .await
+        .unwrap();
+    assert_eq!(resumed.session_id().as_deref(), Some(session.as_str()));
+    let cancel = CancellationToken::new();
+    let answer = resumed
+        .call_tool("echo", json!({"message": "resumed"}), CALL_TIMEOUT, &cancel)
+        .await
+        .unwrap();
+    assert!(format!("{answer:?}").contains("resumed"), "{answer:?}");
+    resumed.close().await;
+}
+
+#[tokio::test]
+async fn streamable_resuming_a_session_the_server_does_not_know_reports_it_expired() {
+    let server = HttpEverything::start().await;
+    let resumed = McpConnection::resume(&server.config(), "no-such-session", "everything", CONNECT_TIMEOUT)
+        .await
+        .unwrap();
+    let listed = resumed.list_tools(CALL_TIMEOUT).await;
+    assert!(matches!(listed, Err(McpError::SessionExpired { .. })), "{listed:?}");
+    assert!(resumed.is_closed());
+}
+
+#[tokio::test]
+async fn streamable_close_deletes_the_session_so_it_cannot_be_resumed() {
+    let server = HttpEverything::start().await;
+    let first = connect(&server.config()).await;
+    let session = first.session_id().unwrap();
+    first.close().await;
+    let resumed = McpConnection::resume(&server.config(), &session, "everything", CONNECT_TIMEOUT)
+        .await
+        .unwrap();
+    let listed = resumed.list_tools(CALL_TIMEOUT).await;
+    assert!(matches!(listed, Err(McpError::SessionExpired { .. })), "{listed:?}");
 }

@@ -10,6 +10,7 @@
 //!    if the server has none, and a pending authorization (state, PKCE verifier, user, `return_to`) is
 //!    saved for the callback to complete.
 
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -28,6 +29,9 @@ const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
 
 /// The token lifetime assumed when the authorization server does not say (the reference's).
 const DEFAULT_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
+
+/// Tenant, MCP server id, user: whose token for which server.
+type TokenKey = (String, String, String);
 
 /// What a user needs to use an OAuth MCP server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +79,7 @@ pub struct McpOAuth {
     client_name: String,
     /// `PUBLIC_BASE_URL`, or the address the server listens on once it is bound.
     public_base: OnceLock<String>,
+    token_locks: std::sync::Mutex<HashMap<TokenKey, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl McpOAuth {
@@ -93,6 +98,7 @@ impl McpOAuth {
             http: OAuthHttp::with_timeout(timeout)?,
             client_name,
             public_base: base,
+            token_locks: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
@@ -112,8 +118,23 @@ impl McpOAuth {
             })
     }
 
+    /// The lock of one user's token for one server. Refreshes of the same token are serialised: with a
+    /// rotating refresh token the second of two concurrent refreshes is refused, and it would then delete
+    /// the token the first one just saved. (Across replicas the race remains; the loser re-authorizes.)
+    fn token_lock(&self, tenant: &str, server_id: &str, user: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self
+            .token_locks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        locks
+            .entry((tenant.to_owned(), server_id.to_owned(), user.to_owned()))
+            .or_default()
+            .clone()
+    }
+
     /// A usable access token for the user, refreshing it if needed; `None` when the user must authorize.
-    pub async fn access_token(
+    /// The caller holds the token's lock.
+    async fn usable_token(
         &self,
         tenant: &str,
         user: &str,
@@ -168,10 +189,14 @@ impl McpOAuth {
         record: &McpServerRecord,
         return_to: Option<String>,
     ) -> Result<Resolution, FlowError> {
-        if let Some(access_token) = self.access_token(tenant, user, record).await? {
-            return Ok(Resolution::Authenticated { access_token });
+        {
+            let lock = self.token_lock(tenant, &record.id, user);
+            let _guard = lock.lock().await;
+            if let Some(access_token) = self.usable_token(tenant, user, record).await? {
+                return Ok(Resolution::Authenticated { access_token });
+            }
+            self.settings.delete_oauth_token(tenant, &record.id, user).await?;
         }
-        self.settings.delete_oauth_token(tenant, &record.id, user).await?;
         let registration = self.ensure_client(tenant, record).await?;
         let info = server_info(&registration, record);
         let redirect_uri = self.callback_url()?;

@@ -1,7 +1,8 @@
 //! MCP servers configured in the settings, as the runtime's tool sets. A server's connection is opened on
-//! first use and kept for later turns: one per tenant and server, and per user for OAuth servers (each user
-//! connects with their own token). It is replaced when the server's settings change, the user's token
-//! changes, or the connection closed.
+//! first use and kept for later turns: one per tenant, server and user, so that what a stateful server keeps
+//! in its session (and, for OAuth servers, the token it was opened with) is never shared between users. It is
+//! replaced when the server's settings change, the user's token changes, or the connection is over. A
+//! Streamable HTTP session id is remembered in the settings store and resumed by the next process.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -60,8 +61,8 @@ struct Cached {
     connection: Arc<McpConnection>,
 }
 
-/// Tenant, server name, and the user for OAuth servers.
-type ConnectionKey = (String, String, Option<String>);
+/// Tenant, server name, user.
+type ConnectionKey = (String, String, String);
 
 pub struct SettingsMcpToolSets {
     settings: Arc<dyn SettingsStore>,
@@ -168,7 +169,7 @@ impl SettingsMcpToolSets {
         } else {
             None
         };
-        let key = (tenant_id.to_owned(), name.to_owned(), oauth.then(|| user_id.to_owned()));
+        let key = (tenant_id.to_owned(), name.to_owned(), user_id.to_owned());
         let mut connections = self.connections.lock().await;
         if let Some(cached) = connections.get(&key)
             && cached.updated_at == record.updated_at
@@ -178,11 +179,17 @@ impl SettingsMcpToolSets {
             return Ok((record, cached.connection.clone()));
         }
         if let Some(stale) = connections.remove(&key) {
+            // Its session is over (expired, or replaced with the settings or the token): never resume it.
             stale.connection.close().await;
+            self.forget_session(tenant_id, &record.id, user_id).await;
         }
         let config = self.config(&record.manifest, token.as_deref())?;
+        let opened = match self.resume(tenant_id, user_id, &record, &config).await {
+            Some(resumed) => Ok(resumed),
+            None => McpConnection::connect(&config, DEFAULT_CONNECT_TIMEOUT).await,
+        };
         let connection =
-            match McpConnection::connect(&config, DEFAULT_CONNECT_TIMEOUT).await {
+            match opened {
                 Ok(connection) => Arc::new(connection),
                 Err(McpError::AuthRequired { .. }) if oauth => {
                     // The server refused a token we thought valid (revoked, or expired early): forget it and
@@ -207,6 +214,15 @@ impl SettingsMcpToolSets {
                     )));
                 }
             };
+        if let Some(session_id) = connection.session_id()
+            && let Err(error) = self
+                .settings
+                .save_mcp_session(tenant_id, &record.id, user_id, &session_id)
+                .await
+        {
+            // Only resumption after a restart is lost: the connection itself works.
+            tracing::warn!(server = %name, %error, "could not remember the MCP session");
+        }
         connections.insert(
             key,
             Cached {
@@ -218,11 +234,52 @@ impl SettingsMcpToolSets {
         Ok((record, connection))
     }
 
-    /// Closes every open connection (shutdown).
+    /// The session this user's connection to the server ran on before this process started, resumed
+    /// without a new handshake, if the server still knows it (checked with a `tools/list`, which the turn
+    /// needs anyway). `None`: connect anew.
+    async fn resume(
+        &self,
+        tenant_id: &str,
+        user_id: &str,
+        record: &McpServerRecord,
+        config: &McpServerConfig,
+    ) -> Option<McpConnection> {
+        if !matches!(config, McpServerConfig::StreamableHttp { .. }) {
+            return None;
+        }
+        let session_id = match self.settings.get_mcp_session(tenant_id, &record.id, user_id).await {
+            Ok(session_id) => session_id?,
+            Err(error) => {
+                tracing::warn!(server = %record.name, %error, "could not read the MCP session to resume");
+                return None;
+            }
+        };
+        let resumed = McpConnection::resume(config, &session_id, &record.name, DEFAULT_CONNECT_TIMEOUT)
+            .await
+            .ok()?;
+        match resumed.list_tools(trueforge_mcp::DEFAULT_LIST_TIMEOUT).await {
+            Ok(_) => Some(resumed),
+            Err(error) => {
+                tracing::debug!(server = %record.name, %error, "the MCP session could not be resumed; connecting anew");
+                resumed.close().await;
+                self.forget_session(tenant_id, &record.id, user_id).await;
+                None
+            }
+        }
+    }
+
+    async fn forget_session(&self, tenant_id: &str, server_id: &str, user_id: &str) {
+        if let Err(error) = self.settings.delete_mcp_session(tenant_id, server_id, user_id).await {
+            tracing::warn!(%error, "could not forget an MCP session");
+        }
+    }
+
+    /// Closes every open connection at shutdown. HTTP sessions are left on their servers, so the next
+    /// process resumes them (what a stateful server keeps in a session survives a restart).
     pub async fn close_all(&self) {
         let mut connections = self.connections.lock().await;
         for (_, cached) in connections.drain() {
-            cached.connection.close().await;
+            cached.connection.close_keeping_session().await;
         }
     }
 }

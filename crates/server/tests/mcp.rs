@@ -20,11 +20,7 @@ struct Everything {
 }
 
 async fn everything() -> Everything {
-    let dir = std::env::var_os("TRUEFORGE_TEST_MCP_DIR").unwrap_or_else(|| {
-        panic!("TRUEFORGE_TEST_MCP_DIR is not set: run scripts/test.sh, which installs the npm MCP test servers")
-    });
-    let bin = PathBuf::from(dir).join("node_modules/.bin/mcp-server-everything");
-    assert!(bin.exists(), "{} is missing: run scripts/test.sh", bin.display());
+    let bin = everything_bin();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -275,4 +271,104 @@ async fn stdio_manifests_with_fields_of_the_other_type_are_bad_requests() {
         assert!(message.contains(field), "{manifest}: {message}");
     }
     server.stop().await;
+}
+
+#[tokio::test]
+async fn everything_streamable_session_is_recorded_once_and_kept_across_turns() {
+    let everything = everything().await;
+    let server = TestServer::start().await;
+    configure(&server, &everything).await;
+    let session_id = session_with_everything(&server).await;
+    let initialized = |frames: &[(u64, Value)]| -> Vec<Value> {
+        frames
+            .iter()
+            .filter(|(_, event)| event["type"] == "mcp.initialize")
+            .flat_map(|(_, event)| event["mcp_servers"].as_array().unwrap().clone())
+            .collect()
+    };
+    let first = server
+        .stream_turn(
+            &session_id,
+            json!({"input": user("hello #steps=1 #tool=echo #args={\"message\":\"a\"}")}),
+        )
+        .await;
+    let servers = initialized(&first);
+    assert_eq!(servers.len(), 1, "{:?}", types(&first));
+    assert_eq!(servers[0]["name"], "everything");
+    assert_eq!(servers[0]["transport_type"], "streamable-http");
+    assert!(!servers[0]["session_id"].as_str().unwrap().is_empty(), "{}", servers[0]);
+
+    let second = server
+        .stream_turn(
+            &session_id,
+            json!({"input": user("again #steps=1 #tool=echo #args={\"message\":\"b\"}")}),
+        )
+        .await;
+    assert!(
+        initialized(&second).is_empty(),
+        "same MCP session: {:?}",
+        types(&second)
+    );
+    assert!(types(&second).contains(&"tool.response".to_owned()));
+    // The events list of the session keeps the record.
+    let (status, body) = server.get(&format!("/api/v1/sessions/{session_id}/events")).await;
+    assert_eq!(status, 200, "{body}");
+    let recorded = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["event"]["type"] == "mcp.initialize")
+        .count();
+    assert_eq!(recorded, 1, "{body}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn everything_streamable_session_is_resumed_by_the_next_server_process() {
+    let everything = everything().await;
+    let data = tempfile::tempdir().unwrap();
+    let on_data = |config: &mut trueforge_server::ServerConfig| {
+        config.data_dir = data.path().to_path_buf();
+        config.sqlite_path = data.path().join("db.sqlite");
+    };
+    let initialized = |frames: &[(u64, Value)]| -> Vec<Value> {
+        frames
+            .iter()
+            .filter(|(_, event)| event["type"] == "mcp.initialize")
+            .flat_map(|(_, event)| event["mcp_servers"].as_array().unwrap().clone())
+            .collect()
+    };
+
+    let first = TestServer::start_with(on_data).await;
+    configure(&first, &everything).await;
+    let session_id = session_with_everything(&first).await;
+    let frames = first
+        .stream_turn(
+            &session_id,
+            json!({"input": user("one #steps=1 #tool=echo #args={\"message\":\"a\"}")}),
+        )
+        .await;
+    let servers = initialized(&frames);
+    assert_eq!(servers.len(), 1, "{:?}", types(&frames));
+    // A graceful stop leaves the MCP session on the server for the next process.
+    first.stop().await;
+
+    let second = TestServer::start_with(on_data).await;
+    let frames = second
+        .stream_turn(
+            &session_id,
+            json!({"input": user("two #steps=1 #tool=echo #args={\"message\":\"b\"}")}),
+        )
+        .await;
+    assert!(
+        initialized(&frames).is_empty(),
+        "the same MCP session goes on: {:?}",
+        types(&frames)
+    );
+    let response = frames
+        .iter()
+        .find(|(_, event)| event["type"] == "tool.response")
+        .unwrap_or_else(|| panic!("{:?}", types(&frames)));
+    assert!(response.1["content"].as_str().unwrap().contains('b'), "{}", response.1);
+    second.stop().await;
 }

@@ -1,9 +1,9 @@
 //! The settings stores: agents, model providers, MCP servers with their OAuth client, per-user OAuth
-//! tokens and pending authorizations, the per-tenant sandbox provider, and skills. One trait per
-//! resource ([`AgentStore`], [`AgentToolApprovalStore`], [`ModelProviderStore`], [`McpServerStore`], [`OAuthTokenStore`],
-//! [`SandboxProviderStore`], [`SkillStore`]; [`SettingsStore`] is all of them), three backends
-//! ([`MemorySettingsStore`], [`SqliteSettingsStore`], [`PostgresSettingsStore`]) held to one contract
-//! suite (`tests/settings_contract.rs`).
+//! tokens, pending authorizations and MCP sessions, the per-tenant sandbox provider, and skills. One trait
+//! per resource ([`AgentStore`], [`AgentToolApprovalStore`], [`ModelProviderStore`], [`McpServerStore`],
+//! [`McpSessionStore`], [`OAuthTokenStore`], [`SandboxProviderStore`], [`SkillStore`]; [`SettingsStore`]
+//! is all of them), three backends ([`MemorySettingsStore`], [`SqliteSettingsStore`],
+//! [`PostgresSettingsStore`]) held to one contract suite (`tests/settings_contract.rs`).
 //!
 //! Decisions (the reference's gaps are in notes store.md §9–§10):
 //! - **Tenant on every call**, the OAuth client included (the reference keys it by server id alone).
@@ -13,7 +13,7 @@
 //!   and sort byte-wise on every backend.
 //! - **Deletes exist for every resource** (the reference has them for agents only) and are idempotent:
 //!   they return whether a row went away; the API layer decides whether that is a 404. Deleting an MCP
-//!   server deletes its OAuth client, tokens and pending authorizations.
+//!   server deletes its OAuth client, tokens, pending authorizations and MCP sessions.
 //! - **Read-modify-write** (keep the stored secret on PUT) is `upsert_*_with(closure)`: the closure runs
 //!   under the backend's write lock, so no second writer slips between the read and the write.
 //! - **Secrets are encrypted at rest** field by field ([`crate::crypto`]), bound by associated data to
@@ -47,6 +47,6 @@ pub use records::{
 };
 pub use sql::{PostgresSettingsStore, SqliteSettingsStore};
 pub use traits::{
-    AgentStore, AgentToolApprovalStore, ManifestUpdate, McpServerStore, ModelProviderStore, OAuthTokenStore,
-    SandboxProviderStore, SandboxProviderUpdate, SettingsStore, SkillStore,
+    AgentStore, AgentToolApprovalStore, ManifestUpdate, McpServerStore, McpSessionStore, ModelProviderStore,
+    OAuthTokenStore, SandboxProviderStore, SandboxProviderUpdate, SettingsStore, SkillStore,
 };

@@ -16,6 +16,8 @@ mod data;
 mod fixture;
 #[path = "settings_contract/mcp.rs"]
 mod mcp;
+#[path = "settings_contract/mcp_sessions.rs"]
+mod mcp_sessions;
 #[path = "settings_contract/named.rs"]
 mod named;
 #[path = "settings_contract/oauth.rs"]
@@ -69,6 +71,12 @@ macro_rules! contract {
             mcp::mcp_oauth_client_is_tenant_scoped,
             mcp::mcp_server_delete_cascades,
             mcp::mcp_servers_tenant_isolation,
+            mcp_sessions::mcp_session_save_get_replace,
+            mcp_sessions::mcp_session_per_user_and_server,
+            mcp_sessions::mcp_session_tenant_isolation,
+            mcp_sessions::mcp_session_needs_a_server,
+            mcp_sessions::mcp_session_delete_is_idempotent,
+            mcp_sessions::mcp_session_goes_with_its_server,
             oauth::oauth_tokens_upsert_per_user,
             oauth::oauth_tokens_tenant_isolation,
             oauth::pending_authorization_single_use,

@@ -6,7 +6,9 @@ use std::io::Write;
 
 use tokio::sync::mpsc;
 use trueforge_client::{Client, CreateTurn};
-use trueforge_protocol::{ApprovalDecision, TurnInputItem, TurnState, UserToolApproval, UserToolResponse};
+use trueforge_protocol::{
+    ApprovalDecision, SessionAgent, TurnInputItem, TurnState, UserToolApproval, UserToolResponse,
+};
 
 use crate::run::AgentChoice;
 use crate::terminal::{self, Output, PendingCall};
@@ -61,26 +63,25 @@ impl Lines {
 pub async fn chat(args: ChatArgs) -> Result<(), String> {
     let url = terminal::server_url(args.server);
     let client = terminal::client(&url)?;
-    let session_id = match (&args.session, &args.agent) {
-        (Some(session_id), _) => {
-            client
-                .get_session(session_id)
-                .await
-                .map_err(|error| terminal::describe(&error, &url))?;
-            session_id.clone()
-        }
-        (None, Some(agent)) => {
-            let session = client
-                .create_session(agent.session_agent())
-                .await
-                .map_err(|error| terminal::describe(&error, &url))?;
-            session.id
-        }
+    let session = match (&args.session, &args.agent) {
+        (Some(session_id), _) => client
+            .get_session(session_id)
+            .await
+            .map_err(|error| terminal::describe(&error, &url))?,
+        (None, Some(agent)) => client
+            .create_session(agent.session_agent())
+            .await
+            .map_err(|error| terminal::describe(&error, &url))?,
         (None, None) => {
             return Err(
                 "say which agent to talk to: --agent NAME or --model PROVIDER/MODEL (or --session ID)".to_owned(),
             );
         }
+    };
+    let session_id = session.id;
+    // Only a saved agent can remember an approval for all of its sessions.
+    let approvals = ApprovalChoices {
+        for_agent: matches!(session.agent, SessionAgent::Reference { .. }),
     };
     eprintln!(
         "session {session_id} on {url}. Empty line, Ctrl-D or Ctrl-C at the prompt to leave; Ctrl-C cancels a running turn."
@@ -128,7 +129,8 @@ pub async fn chat(args: ChatArgs) -> Result<(), String> {
                     continue;
                 }
                 let Some(turn_id) = ended.turn_id else { continue };
-                next_input = answer_required(&client, &mut lines, &session_id, &turn_id, &required_actions).await?;
+                next_input =
+                    answer_required(&client, &mut lines, &session_id, &turn_id, &required_actions, approvals).await?;
             }
             Some(TurnState::Error { message, .. }) => eprintln!("[the turn failed: {message}]"),
             Some(TurnState::Cancelled { .. }) => eprintln!("[cancelled]"),
@@ -145,6 +147,7 @@ async fn answer_required(
     session_id: &str,
     turn_id: &str,
     actions: &[trueforge_protocol::ActionRequiredEvent],
+    choices: ApprovalChoices,
 ) -> Result<Option<Vec<TurnInputItem>>, String> {
     let authorisations = terminal::auth_requests(actions);
     if !authorisations.is_empty() {
@@ -162,7 +165,7 @@ async fn answer_required(
         .map_err(|error| error.to_string())?;
     let mut input = Vec::new();
     for pending in approvals {
-        let Some(decision) = ask_approval(lines, &pending).await else {
+        let Some(decision) = ask_approval(lines, &pending, choices).await else {
             return Ok(None);
         };
         input.push(TurnInputItem::ToolApproval(UserToolApproval {
@@ -184,18 +187,31 @@ async fn answer_required(
     Ok((!input.is_empty()).then_some(input))
 }
 
-async fn ask_approval(lines: &mut Lines, pending: &PendingCall) -> Option<ApprovalDecision> {
+/// Which approval scopes the person is offered beyond this call and this session.
+#[derive(Debug, Clone, Copy)]
+struct ApprovalChoices {
+    /// `[a]gent`: the session belongs to a saved agent.
+    for_agent: bool,
+}
+
+async fn ask_approval(lines: &mut Lines, pending: &PendingCall, choices: ApprovalChoices) -> Option<ApprovalDecision> {
     let arguments = terminal::preview(&pending.call.function.arguments, 200);
+    let agent_choice = if choices.for_agent {
+        " / [a]gent (always, for every session of this agent)"
+    } else {
+        ""
+    };
     loop {
         let answer = lines
             .ask(&format!(
-                "allow {}({arguments})? [y]es / [s]ession (allow for the rest of this session) / [n]o: ",
+                "allow {}({arguments})? [y]es / [s]ession (allow for the rest of this session){agent_choice} / [n]o: ",
                 pending.call.function.name
             ))
             .await?;
         match answer.trim().to_ascii_lowercase().as_str() {
             "y" | "yes" => return Some(ApprovalDecision::allow()),
             "s" | "session" => return Some(ApprovalDecision::allow_for_session()),
+            "a" | "agent" if choices.for_agent => return Some(ApprovalDecision::allow_for_agent()),
             "n" | "no" => {
                 let reason = lines.ask("reason (optional): ").await?;
                 let reason = reason.trim();
@@ -203,6 +219,7 @@ async fn ask_approval(lines: &mut Lines, pending: &PendingCall) -> Option<Approv
                     reason: (!reason.is_empty()).then(|| reason.to_owned()),
                 });
             }
+            _ if choices.for_agent => eprintln!("answer y, s, a or n"),
             _ => eprintln!("answer y, s or n"),
         }
     }

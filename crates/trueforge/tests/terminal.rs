@@ -223,3 +223,70 @@ async fn chat_ctrl_c_at_the_prompt_leaves() {
         .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_offers_the_agent_approval_scope_for_a_saved_agent() {
+    let server = server().await;
+    let http = reqwest::Client::new();
+    let mcp_dir = std::env::var("TRUEFORGE_TEST_MCP_DIR")
+        .expect("TRUEFORGE_TEST_MCP_DIR is not set: run scripts/test.sh, which installs the npm MCP test servers");
+    let everything = format!("{mcp_dir}/node_modules/.bin/mcp-server-everything");
+    let response = http
+        .post(format!("{}/api/v1/settings/mcp-servers", server.url))
+        .json(
+            &json!({"manifest": {"type": "stdio", "name": "everything", "command": everything,
+            "args": ["stdio"], "description": "The MCP test server."}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 201);
+    let response = http
+        .post(format!("{}/api/v1/agents", server.url))
+        .json(
+            &json!({"name": "helper", "manifest": {"model": {"name": "fake/fake-model"},
+            "mcp_servers": [{"name": "everything", "preload": true}]}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let agent: Value = response.json().await.unwrap();
+    assert_eq!(status, 201, "{agent}");
+    let agent_id = agent["data"]["id"].as_str().unwrap().to_owned();
+
+    let mut child = trueforge(&server.url)
+        .args(["chat", "--agent", "helper"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // A write tool needs approval by default; "a" allows it for every session of the agent.
+    stdin
+        .write_all(b"toggle #steps=1 #tool=toggle-simulated-logging\na\n\n")
+        .await
+        .unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("chat leaves at the empty line")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("[a]gent"), "{stderr}");
+    let approvals: Value = http
+        .get(format!("{}/api/v1/agents/{agent_id}/tool-approvals", server.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let tools: Vec<&str> = approvals["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|approval| approval["tool_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["toggle-simulated-logging"], "{approvals}");
+}

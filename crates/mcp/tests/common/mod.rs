@@ -47,12 +47,16 @@ pub fn filesystem_stdio(root: &std::path::Path) -> McpServerConfig {
 /// A server-everything over Streamable HTTP on a free port; killed when dropped.
 pub struct HttpEverything {
     pub url: String,
-    _child: tokio::process::Child,
+    child: tokio::process::Child,
 }
 
 impl HttpEverything {
     pub async fn start() -> Self {
-        let port = free_port();
+        Self::start_on(free_port()).await
+    }
+
+    /// On `port` (a restart test starts a second server where the first one was).
+    pub async fn start_on(port: u16) -> Self {
         let child = tokio::process::Command::new(bin("mcp-server-everything"))
             .arg("streamableHttp")
             .env("PORT", port.to_string())
@@ -68,8 +72,13 @@ impl HttpEverything {
         }
         Self {
             url: format!("http://127.0.0.1:{port}/mcp"),
-            _child: child,
+            child,
         }
+    }
+
+    /// Kills the server and waits until it is gone (its port is free again).
+    pub async fn stop(mut self) {
+        self.child.kill().await.expect("server-everything stops");
     }
 
     pub fn config(&self) -> McpServerConfig {

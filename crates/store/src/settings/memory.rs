@@ -6,6 +6,7 @@
 //! One mutex guards all state; no `.await` happens while it is held, so a plain `std` mutex suffices.
 
 mod approvals;
+mod mcp_sessions;
 mod named;
 mod oauth;
 mod sandbox;
@@ -53,6 +54,8 @@ struct State {
     sandbox: BTreeMap<String, SandboxProviderRecord>,
     /// (tenant, agent id, MCP server id, tool name) → created at (ms).
     agent_tool_approvals: BTreeMap<approvals::ApprovalKey, i64>,
+    /// (tenant, server id, user id) → MCP session id.
+    mcp_sessions: BTreeMap<mcp_sessions::SessionKey, String>,
 }
 
 impl Default for MemorySettingsStore {

@@ -111,7 +111,7 @@ pub trait McpServerStore: Send + Sync {
         name: &str,
         update: ManifestUpdate<'_, McpServerManifest>,
     ) -> StoreResult<McpServerRecord>;
-    /// Deletes the server with its OAuth client, all users' tokens and pending authorizations.
+    /// Deletes the server with its OAuth client, all users' tokens, pending authorizations and MCP sessions.
     async fn delete_mcp_server(&self, tenant: &str, name: &str) -> StoreResult<bool>;
 
     async fn get_oauth_client(&self, tenant: &str, server_id: &str) -> StoreResult<Option<OAuthClientRegistration>>;
@@ -170,6 +170,18 @@ pub trait OAuthTokenStore: Send + Sync {
     async fn sweep_expired_pending_authorizations(&self) -> StoreResult<u64>;
 }
 
+/// The MCP session each user's connection to an MCP server last ran on (Streamable HTTP `Mcp-Session-Id`),
+/// so a restarted process can resume it instead of starting over. Rows go when their server is deleted.
+#[async_trait]
+pub trait McpSessionStore: Send + Sync {
+    async fn get_mcp_session(&self, tenant: &str, server_id: &str, user_id: &str) -> StoreResult<Option<String>>;
+    /// Inserts or replaces; `NotFound` when the server does not exist.
+    async fn save_mcp_session(&self, tenant: &str, server_id: &str, user_id: &str, session_id: &str)
+    -> StoreResult<()>;
+    /// Idempotent; returns whether a row was deleted.
+    async fn delete_mcp_session(&self, tenant: &str, server_id: &str, user_id: &str) -> StoreResult<bool>;
+}
+
 /// The sandbox provider: at most one per tenant, with its image build status.
 #[async_trait]
 pub trait SandboxProviderStore: Send + Sync {
@@ -211,6 +223,7 @@ pub trait SettingsStore:
     + AgentToolApprovalStore
     + ModelProviderStore
     + McpServerStore
+    + McpSessionStore
     + OAuthTokenStore
     + SandboxProviderStore
     + SkillStore
@@ -222,6 +235,7 @@ impl<T> SettingsStore for T where
         + AgentToolApprovalStore
         + ModelProviderStore
         + McpServerStore
+        + McpSessionStore
         + OAuthTokenStore
         + SandboxProviderStore
         + SkillStore

@@ -187,6 +187,9 @@ impl MemorySettingsStore {
             state
                 .pending
                 .retain(|_, pending| !(pending.tenant_id == tenant && pending.authorization.server_id == id));
+            state
+                .mcp_sessions
+                .retain(|(session_tenant, server_id, _), _| !(session_tenant == tenant && *server_id == id));
         }
         Ok(true)
     }

@@ -13,6 +13,7 @@
 // The submodules split the statements by resource and reach the backend's items through the imports below.
 
 mod approvals;
+mod mcp_sessions;
 mod named;
 mod oauth;
 mod sandbox;

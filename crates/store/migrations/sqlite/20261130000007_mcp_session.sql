@@ -1,0 +1,13 @@
+-- The MCP session (Streamable HTTP `Mcp-Session-Id`) each user's connection to an MCP server last ran on,
+-- so a restarted process can resume it. The id is the MCP server's to assign and is no credential (the
+-- MCP spec forbids using sessions for authentication), so it is stored as is. The rows go with their
+-- server; the server code deletes them itself when a session must not be resumed (e.g. the URL changed).
+CREATE TABLE mcp_session (
+    tenant_id  TEXT    NOT NULL,
+    server_id  TEXT    NOT NULL,
+    user_id    TEXT    NOT NULL,
+    session_id TEXT    NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, server_id, user_id),
+    FOREIGN KEY (tenant_id, server_id) REFERENCES mcp_server (tenant_id, id) ON DELETE CASCADE
+) STRICT;
