@@ -245,6 +245,7 @@ pub struct OAuthCallbackQuery {
         (status = 200, description = "Authorized (when no return address was given).", body = OAuthCallbackSuccess),
         (status = 302, description = "Authorized; back to the address the authorization started from."),
         (status = 400, description = "Unknown or expired `state`, or the authorization failed.", body = RequestErrorResponse),
+        (status = 403, description = "The authorization was started by another user.", body = RequestErrorResponse),
         (status = 500, description = "The token could not be obtained or stored.", body = RequestErrorResponse),
     )
 )]
