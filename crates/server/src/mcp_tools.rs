@@ -64,10 +64,14 @@ struct Cached {
 /// Tenant, server name, user.
 type ConnectionKey = (String, String, String);
 
+/// One key's connection, locked while it is opened: turns of the same user share one connection instead of
+/// racing to open several, and a slow server holds up only its own users.
+type Slot = Arc<Mutex<Option<Cached>>>;
+
 pub struct SettingsMcpToolSets {
     settings: Arc<dyn SettingsStore>,
     oauth: Arc<McpOAuth>,
-    connections: Mutex<HashMap<ConnectionKey, Cached>>,
+    connections: std::sync::Mutex<HashMap<ConnectionKey, Slot>>,
     call_timeout: Duration,
     /// The operator's `TRUEFORGE_MCP_ALLOW_STDIO`: whether configured stdio servers may be started.
     allow_stdio: bool,
@@ -91,7 +95,7 @@ impl SettingsMcpToolSets {
         Self {
             settings,
             oauth,
-            connections: Mutex::new(HashMap::new()),
+            connections: std::sync::Mutex::new(HashMap::new()),
             call_timeout,
             allow_stdio,
         }
@@ -149,8 +153,7 @@ impl SettingsMcpToolSets {
         }
     }
 
-    /// The open connection of `user_id` to a configured server, opening it when needed. The lock is held
-    /// while connecting, so concurrent turns share one connection instead of racing to open several.
+    /// The open connection of `user_id` to a configured server, opening it when needed (see [`Slot`]).
     pub async fn connection(
         &self,
         tenant_id: &str,
@@ -170,15 +173,16 @@ impl SettingsMcpToolSets {
             None
         };
         let key = (tenant_id.to_owned(), name.to_owned(), user_id.to_owned());
-        let mut connections = self.connections.lock().await;
-        if let Some(cached) = connections.get(&key)
+        let slot = self.slot(key);
+        let mut connections = slot.lock().await;
+        if let Some(cached) = connections.as_ref()
             && cached.updated_at == record.updated_at
             && cached.token == token
             && !cached.connection.is_closed()
         {
             return Ok((record, cached.connection.clone()));
         }
-        if let Some(stale) = connections.remove(&key) {
+        if let Some(stale) = connections.take() {
             // Its session is over (expired, or replaced with the settings or the token): never resume it.
             stale.connection.close().await;
             self.forget_session(tenant_id, &record.id, user_id).await;
@@ -223,14 +227,11 @@ impl SettingsMcpToolSets {
             // Only resumption after a restart is lost: the connection itself works.
             tracing::warn!(server = %name, %error, "could not remember the MCP session");
         }
-        connections.insert(
-            key,
-            Cached {
-                updated_at: record.updated_at,
-                token,
-                connection: connection.clone(),
-            },
-        );
+        *connections = Some(Cached {
+            updated_at: record.updated_at,
+            token,
+            connection: connection.clone(),
+        });
         Ok((record, connection))
     }
 
@@ -277,10 +278,27 @@ impl SettingsMcpToolSets {
     /// Closes every open connection at shutdown. HTTP sessions are left on their servers, so the next
     /// process resumes them (what a stateful server keeps in a session survives a restart).
     pub async fn close_all(&self) {
-        let mut connections = self.connections.lock().await;
-        for (_, cached) in connections.drain() {
-            cached.connection.close_keeping_session().await;
+        let slots: Vec<Slot> = self
+            .connections
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .drain()
+            .map(|(_, slot)| slot)
+            .collect();
+        for slot in slots {
+            if let Some(cached) = slot.lock().await.take() {
+                cached.connection.close_keeping_session().await;
+            }
         }
+    }
+
+    fn slot(&self, key: ConnectionKey) -> Slot {
+        self.connections
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(key)
+            .or_default()
+            .clone()
     }
 }
 
