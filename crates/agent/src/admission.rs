@@ -148,6 +148,7 @@ fn admit_messages(
             tool_call_id: call.id.clone(),
             content,
             full_content: None,
+            images: Vec::new(),
         }));
     }
     for content in messages {

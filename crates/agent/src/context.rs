@@ -101,7 +101,10 @@ pub fn estimate_text_tokens(text: &str) -> u64 {
 pub fn estimate_rows(rows: &[ContextMessage]) -> u64 {
     rows.iter()
         .map(|row| match row {
-            ContextMessage::Tool(tool) => estimate_text_tokens(&tool.content),
+            ContextMessage::Tool(tool) => {
+                estimate_text_tokens(&tool.content)
+                    + tool.images.len() as u64 * trueforge_llm::tokens::IMAGE_TOKEN_ESTIMATE
+            }
             ContextMessage::ToolApproval(_) => 0,
             other => estimate_text_tokens(&other.search_text()),
         })
@@ -129,9 +132,18 @@ pub fn to_model_messages(context: &[ContextMessage], source: &str, origin: &Orig
                 name: call_names
                     .get(tool.tool_call_id.as_str())
                     .map_or_else(String::new, |name| (*name).to_owned()),
-                content: vec![ToolResultPart::Text {
+                // The text first (it names each image with a marker), then the images: adapters of
+                // providers that take no images in tool results pass them the way the provider can.
+                content: std::iter::once(ToolResultPart::Text {
                     text: tool.content.clone(),
-                }],
+                })
+                .chain(tool.images.iter().map(|image| ToolResultPart::Image {
+                    source: MediaSource::Base64 {
+                        media_type: image.media_type.clone(),
+                        data: image.data.clone(),
+                    },
+                }))
+                .collect(),
                 is_error: false,
             })),
             ContextMessage::ToolApproval(_) => {}

@@ -253,6 +253,7 @@ impl Orchestrator {
                     tool_call_id: parent.tool_call_id,
                     content: sub_agent_failure_text(&error, &output.text()),
                     full_content: None,
+                    images: Vec::new(),
                 },
                 output,
                 error_message: Some(error),

@@ -1,6 +1,6 @@
 //! What the runtime does with MCP tool sets beyond listing and calling: tools that change during a turn
-//! (`tools/list_changed`) are listed again before the next model call, and the sessions a conversation runs
-//! on are recorded with `mcp.initialize` when they are new.
+//! (`tools/list_changed`) are listed again before the next model call, the sessions a conversation runs on
+//! are recorded with `mcp.initialize` when they are new, and images a tool returns reach the model as images.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -92,7 +92,7 @@ struct Setup {
     _dir: tempfile::TempDir,
 }
 
-async fn setup(model: Arc<AsyncModel>, tools: Arc<ChangingTools>) -> Setup {
+async fn setup(model: Arc<AsyncModel>, tools: Arc<dyn ToolSet>) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let db = SqliteDb::open(&dir.path().join("agent.sqlite"), MigrateOnOpen::Yes)
         .await
@@ -105,11 +105,11 @@ async fn setup(model: Arc<AsyncModel>, tools: Arc<ChangingTools>) -> Setup {
             context_window: None,
         }),
         Arc::new(NoAgents),
-        Arc::new(StaticToolSets::new().with(tools)),
+        Arc::new(StaticToolSets::new().with(tools.clone())),
         RuntimeOptions::default(),
     );
     let mut spec = AgentSpec::for_model("fake/model");
-    spec.mcp_servers = Some(vec![McpServerRef::named("changing")]);
+    spec.mcp_servers = Some(vec![McpServerRef::named(tools.name())]);
     let session_id = ulid::Ulid::new().to_string().to_lowercase();
     store
         .create_session(NewSession {
@@ -212,5 +212,69 @@ async fn mcp_initialize_is_recorded_for_a_new_session_only() {
     assert_eq!(
         snapshot.mcp_servers.unwrap()["changing-id"].session_id.as_deref(),
         Some("session-2")
+    );
+}
+
+#[tokio::test]
+async fn images_a_tool_returns_reach_the_model_as_images_next_to_the_text() {
+    use trueforge_agent::tools::{LocalTool, LocalToolSet, ToolContent, ToolPart};
+    use trueforge_llm::{MediaSource, Message, ToolResultPart};
+
+    let screenshot = LocalTool::new(
+        ToolSpec::new("screenshot", "Takes a screenshot.", json!({"type": "object"})),
+        |_, _| async {
+            Ok(ToolOutput::Content(ToolContent {
+                parts: vec![
+                    ToolPart::Text("the screen".to_owned()),
+                    ToolPart::Image {
+                        media_type: "image/png".to_owned(),
+                        data: "iVBORw0KGgo=".to_owned(),
+                    },
+                ],
+                structured: None,
+                is_error: false,
+            }))
+        },
+    );
+    let tools: Arc<dyn ToolSet> = Arc::new(LocalToolSet::server("shots-id", "shots", vec![screenshot]));
+    let model = AsyncModel::scripted(|request| match steps_since_user(request) {
+        0 => calls(&[("call_shot", "screenshot", "{}")]),
+        _ => text("Seen."),
+    });
+    let setup = setup(model.clone(), tools).await;
+    let (events, _, _) = setup.turn("look").await;
+    let response = events
+        .iter()
+        .find_map(|event| match event {
+            SessionEvent::ToolResponse(response) => Some(response.content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        response, "the screen\n[image: image/png]",
+        "the wire keeps the text with a marker"
+    );
+    let requests = model.requests();
+    let parts = requests[1]
+        .messages
+        .iter()
+        .find_map(|message| match message {
+            Message::Tool(result) => Some(result.content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        parts,
+        [
+            ToolResultPart::Text {
+                text: "the screen\n[image: image/png]".to_owned()
+            },
+            ToolResultPart::Image {
+                source: MediaSource::Base64 {
+                    media_type: "image/png".to_owned(),
+                    data: "iVBORw0KGgo=".to_owned()
+                }
+            },
+        ]
     );
 }

@@ -70,6 +70,7 @@ impl ContextMessage {
             tool_call_id: tool_call_id.into(),
             content: content.into(),
             full_content: None,
+            images: Vec::new(),
         })
     }
 
@@ -344,9 +345,20 @@ pub struct ContextToolMessage {
     /// a model, kept so the agent can read it back through recall.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full_content: Option<String>,
+    /// Images the tool returned (an MCP server's image content), given to models that take images in tool
+    /// results; `content` names them with a marker for the others. Our addition.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ToolResultImage>,
 }
 
 tagged_struct!(ContextToolMessage, role = "tool");
+
+/// An image in a tool result: base64 data and its media type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResultImage {
+    pub media_type: String,
+    pub data: String,
+}
 
 /// The approval row, `{"type": "user.tool_approval", "tool_call_id", "approval"}`: records the
 /// user's decision so the tool step can honour it; filtered out before a model call.

@@ -75,7 +75,8 @@ pub use turn_events::{TurnCreatedEvent, TurnDoneEvent};
 
 pub use context::{
     ContextAssistantMessage, ContextContentPart, ContextMessage, ContextToolApproval, ContextToolCall, ContextToolInfo,
-    ContextToolMessage, ContextUserContent, ContextUserMessage, FileData, ImageUrl, InputAudio, ToolSource,
+    ContextToolMessage, ContextUserContent, ContextUserMessage, FileData, ImageUrl, InputAudio, ToolResultImage,
+    ToolSource,
 };
 pub use thread::{
     AgentInfo, AgentParent, AgentThreadSnapshot, CurrentContextUsage, MAIN_THREAD_ID, SubAgentCompletion,

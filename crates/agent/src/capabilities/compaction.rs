@@ -185,12 +185,15 @@ pub fn drop_oldest_tool_outputs(context: &[ContextMessage], tokens_to_free: u64)
             continue;
         };
         let note = removed_note(&row.tool_call_id);
-        let saving = estimate_tokens(&row.content).saturating_sub(estimate_tokens(&note));
+        // Old images go with their text: they are the most expensive part of an old result.
+        let saving = estimate_tokens(&row.content).saturating_sub(estimate_tokens(&note))
+            + row.images.len() as u64 * trueforge_llm::tokens::IMAGE_TOKEN_ESTIMATE;
         if saving == 0 {
             continue;
         }
         let original = std::mem::replace(&mut row.content, note);
         row.full_content.get_or_insert(original);
+        row.images.clear();
         freed += saving;
     }
     (freed > 0).then_some((result, freed))
@@ -380,6 +383,7 @@ mod tests {
             tool_call_id: "c1".into(),
             content: "preview ".repeat(100),
             full_content: Some("the complete original".into()),
+            images: Vec::new(),
         };
         let context = vec![
             ContextMessage::Tool(shortened.clone()),

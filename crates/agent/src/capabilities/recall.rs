@@ -340,6 +340,7 @@ mod tests {
                         tool_call_id: "call_1".into(),
                         content: "[output removed]".into(),
                         full_content: Some(weather_report()),
+                        images: Vec::new(),
                     }),
                 ],
                 CurrentContextUsage {

@@ -376,6 +376,7 @@ impl AgentThread {
                     tool_call_id: call.id.clone(),
                     content,
                     full_content: None,
+                    images: Vec::new(),
                 }));
             }
         }
@@ -417,6 +418,7 @@ fn completion_for(parent_call_id: String, output: &ModelMessageEvent, failure: O
                     text
                 },
                 full_content: None,
+                images: Vec::new(),
             },
         },
         Some(error) => SubAgentCompletion::Error {
@@ -426,6 +428,7 @@ fn completion_for(parent_call_id: String, output: &ModelMessageEvent, failure: O
                 tool_call_id: parent_call_id,
                 content: sub_agent_failure_text(error, &text),
                 full_content: None,
+                images: Vec::new(),
             },
         },
     }

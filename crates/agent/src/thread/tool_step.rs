@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 use trueforge_protocol::{
     ActionRequiredEvent, AgentInfo, ApprovalDecision, ContextMessage, ContextToolCall, ContextToolMessage,
-    McpAuthRequiredEvent, McpServerAuthInfo, SessionEvent, ToolResponseEvent,
+    McpAuthRequiredEvent, McpServerAuthInfo, SessionEvent, ToolResponseEvent, ToolResultImage,
 };
 
 use super::{AgentThread, ThreadExit, TurnEnv};
@@ -15,7 +15,7 @@ use crate::context::{approval_decisions, open_calls};
 use crate::error::AgentError;
 use crate::ids::now_iso;
 use crate::journal::Publish;
-use crate::tools::{ToolContent, ToolError, ToolKind, ToolOutput};
+use crate::tools::{ToolContent, ToolError, ToolKind, ToolOutput, ToolPart};
 
 /// Capability-state key listing the calls whose execution began. A call listed here but without a result
 /// after a crash may have run: it is closed as interrupted, never run again.
@@ -241,6 +241,7 @@ impl AgentThread {
                     tool_call_id: draft.result.tool_call_id,
                     content: draft.result.content,
                     full_content: draft.result.full_content,
+                    images: draft.images,
                 })
             })
             .collect();
@@ -252,6 +253,8 @@ impl AgentThread {
 /// A result on its way to the context: when its call finished, and whether large-response limits apply.
 pub(crate) struct Draft {
     result: ToolResultDraft,
+    /// The result's images, passed to the model beside the text (not limited: they are not text).
+    images: Vec<ToolResultImage>,
     finished_at: String,
     limited: bool,
 }
@@ -265,6 +268,17 @@ fn draft(call: &ContextToolCall, tool_name: String, content: &ToolContent, limit
             full_content: None,
             is_error: content.is_error,
         },
+        images: content
+            .parts
+            .iter()
+            .filter_map(|part| match part {
+                ToolPart::Image { media_type, data } => Some(ToolResultImage {
+                    media_type: media_type.clone(),
+                    data: data.clone(),
+                }),
+                ToolPart::Text(_) => None,
+            })
+            .collect(),
         finished_at: now_iso(),
         limited,
     }

@@ -115,6 +115,7 @@ pub async fn step_without_a_completion_keeps_the_stored_one(store: Store) {
                 tool_call_id: "call-1".into(),
                 content: text.into(),
                 full_content: None,
+                images: Vec::new(),
             },
         }
     };
