@@ -19,4 +19,4 @@ pub use config::McpServerConfig;
 pub use connection::{DEFAULT_CONNECT_TIMEOUT, McpConnection};
 pub use content::map_call_result;
 pub use error::McpError;
-pub use toolset::{DEFAULT_LIST_TIMEOUT, McpToolSet, Reauthorize};
+pub use toolset::{DEFAULT_LIST_TIMEOUT, McpToolSet, Reauthorize, Reconnect};

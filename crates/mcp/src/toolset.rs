@@ -24,7 +24,8 @@ pub const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct McpToolSet {
     id: String,
     name: String,
-    connection: Arc<McpConnection>,
+    /// Replaced when it ended and a [`Reconnect`] hook gives a new one.
+    connection: std::sync::RwLock<Arc<McpConnection>>,
     enable: Vec<ToolSelector>,
     disable: Vec<ToolSelector>,
     preload_tools: Vec<ToolSelector>,
@@ -36,6 +37,16 @@ pub struct McpToolSet {
     listing: Mutex<Option<Arc<Listing>>>,
     /// Where the user re-authorizes when the server refuses our credentials (OAuth servers).
     reauthorize: Option<Arc<dyn Reauthorize>>,
+    /// Where a new connection comes from when this one ended.
+    reconnect: Option<Arc<dyn Reconnect>>,
+}
+
+/// Gives a tool set a new connection when its own ended (the server forgot the session, the process
+/// exited). The call that found it ended is answered with that error, never sent again: reconnecting only
+/// serves the calls after it.
+#[async_trait]
+pub trait Reconnect: Send + Sync {
+    async fn reconnect(&self) -> Result<Arc<McpConnection>, String>;
 }
 
 /// What a tool set does when its server refuses the credentials it was opened with (HTTP 401): forget
@@ -69,7 +80,7 @@ impl McpToolSet {
         Ok(Self {
             id: id.into(),
             name: server.name.clone(),
-            connection,
+            connection: std::sync::RwLock::new(connection),
             enable: ToolSelector::parse_all(&server.enable_tools, availability, "enable_tools")?,
             disable: ToolSelector::parse_all(&server.disable_tools, availability, "disable_tools")?,
             preload_tools: ToolSelector::parse_all(&server.preload_tools, availability, "preload_tools")?,
@@ -83,7 +94,40 @@ impl McpToolSet {
             list_timeout: DEFAULT_LIST_TIMEOUT,
             listing: Mutex::new(None),
             reauthorize: None,
+            reconnect: None,
         })
+    }
+
+    /// When the connection ended, calls after the one that found out get a new one from `reconnect`.
+    pub fn with_reconnect(mut self, reconnect: Arc<dyn Reconnect>) -> Self {
+        self.reconnect = Some(reconnect);
+        self
+    }
+
+    /// The live connection, first replaced through the [`Reconnect`] hook if it ended.
+    async fn live_connection(&self) -> Arc<McpConnection> {
+        let current = self.connection();
+        let Some(reconnect) = &self.reconnect else {
+            return current;
+        };
+        if !current.is_closed() {
+            return current;
+        }
+        match reconnect.reconnect().await {
+            Ok(fresh) => {
+                *self
+                    .connection
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = fresh.clone();
+                // The new session's tools are listed anew.
+                *self.listing.lock().await = None;
+                fresh
+            }
+            Err(reason) => {
+                tracing::warn!(server = %self.name, %reason, "reconnecting to the MCP server failed");
+                current
+            }
+        }
     }
 
     /// Refused credentials become a request for the user's authorization through `reauthorize`, which
@@ -115,19 +159,24 @@ impl McpToolSet {
         self
     }
 
-    pub fn connection(&self) -> &Arc<McpConnection> {
-        &self.connection
+    pub fn connection(&self) -> Arc<McpConnection> {
+        self.connection
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     async fn listing(&self) -> Result<Arc<Listing>, McpError> {
+        // Before taking the listing's lock: a reconnect clears the listing under that same lock.
+        let connection = self.live_connection().await;
         let mut cached = self.listing.lock().await;
-        let generation = self.connection.tools_generation();
+        let generation = connection.tools_generation();
         if let Some(listing) = cached.as_ref()
             && listing.generation == generation
         {
             return Ok(listing.clone());
         }
-        let tools = self.connection.list_tools(self.list_timeout).await?;
+        let tools = connection.list_tools(self.list_timeout).await?;
         let listing = Arc::new(self.apply_selectors(tools, generation)?);
         *cached = Some(listing.clone());
         Ok(listing)
@@ -209,15 +258,15 @@ impl ToolSet for McpToolSet {
     }
 
     fn tools_version(&self) -> u64 {
-        self.connection.tools_generation()
+        self.connection().tools_generation()
     }
 
     fn mcp_session(&self) -> Option<McpServerInitInfo> {
         Some(McpServerInitInfo {
             id: self.id.clone(),
             name: self.name.clone(),
-            session_id: self.connection.session_id(),
-            transport_type: self.connection.is_http().then_some(McpTransportType::StreamableHttp),
+            session_id: self.connection().session_id(),
+            transport_type: self.connection().is_http().then_some(McpTransportType::StreamableHttp),
         })
     }
 
@@ -258,8 +307,9 @@ impl ToolSet for McpToolSet {
                 self.name
             )));
         }
+        // The connection the listing above ran on (replaced first if it had ended).
         match self
-            .connection
+            .connection()
             .call_tool(&spec.name, arguments, self.call_timeout, &cx.cancel)
             .await
         {

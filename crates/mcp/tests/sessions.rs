@@ -125,3 +125,42 @@ async fn streamable_close_deletes_the_session_so_it_cannot_be_resumed() {
     let listed = resumed.list_tools(CALL_TIMEOUT).await;
     assert!(matches!(listed, Err(McpError::SessionExpired { .. })), "{listed:?}");
 }
+
+/// Opens a new connection to the same server, as the server's pool does.
+struct Fresh(McpServerConfig);
+
+#[async_trait::async_trait]
+impl trueforge_mcp::Reconnect for Fresh {
+    async fn reconnect(&self) -> Result<std::sync::Arc<McpConnection>, String> {
+        McpConnection::connect(&self.0, CONNECT_TIMEOUT)
+            .await
+            .map(std::sync::Arc::new)
+            .map_err(|error| error.to_string())
+    }
+}
+
+#[tokio::test]
+async fn streamable_tool_set_reconnects_after_an_expired_session_without_resending_the_call() {
+    let port = free_port();
+    let server = HttpEverything::start_on(port).await;
+    let config = server.config();
+    let set = tool_set(connect(&config).await, McpServerRef::named("everything"))
+        .with_reconnect(std::sync::Arc::new(Fresh(config.clone())));
+    assert_eq!(
+        text_of(&call(&set, "echo", json!({"message": "one"})).await),
+        "Echo: one"
+    );
+    let first_session = set.connection().session_id();
+
+    server.stop().await;
+    let _restarted = HttpEverything::start_on(port).await;
+    // The call that meets the forgotten session fails and is not sent again on a new one.
+    let failed = set.call_tool("echo", json!({"message": "two"}), &context()).await;
+    assert!(failed.is_err(), "{failed:?}");
+    // The next call runs on a new session.
+    assert_eq!(
+        text_of(&call(&set, "echo", json!({"message": "three"})).await),
+        "Echo: three"
+    );
+    assert_ne!(set.connection().session_id(), first_session);
+}

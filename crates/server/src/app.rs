@@ -114,12 +114,12 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
         config.oauth_timeout,
     )
     .map_err(|error| StartError::OAuthHttp(error.to_string()))?;
-    let mcp = Arc::new(SettingsMcpToolSets::new(
+    let mcp = SettingsMcpToolSets::new(
         settings.clone(),
         Arc::new(oauth),
         DEFAULT_CALL_TIMEOUT,
         config.allow_stdio_mcp,
-    ));
+    );
     let runtime = Arc::new(
         Runtime::new(
             sessions.clone(),

@@ -12,7 +12,9 @@ use async_trait::async_trait;
 use tokio::sync::Mutex;
 use trueforge_agent::ToolSetResolver;
 use trueforge_agent::tools::{ToolError, ToolSet};
-use trueforge_mcp::{DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerConfig, McpToolSet, Reauthorize};
+use trueforge_mcp::{
+    DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerConfig, McpToolSet, Reauthorize, Reconnect,
+};
 use trueforge_protocol::{McpServerAuth, McpServerAuthInfo, McpServerManifest, McpServerRef, McpServerType};
 use trueforge_store::Timestamp;
 use trueforge_store::settings::{McpServerRecord, SettingsStore};
@@ -75,6 +77,8 @@ pub struct SettingsMcpToolSets {
     call_timeout: Duration,
     /// The operator's `TRUEFORGE_MCP_ALLOW_STDIO`: whether configured stdio servers may be started.
     allow_stdio: bool,
+    /// This value itself, for the tool sets' reconnect hooks (which outlive the call that made them).
+    me: std::sync::Weak<SettingsMcpToolSets>,
 }
 
 /// Why a stdio server is refused, naming the switch that allows them.
@@ -91,14 +95,15 @@ impl SettingsMcpToolSets {
         oauth: Arc<McpOAuth>,
         call_timeout: Duration,
         allow_stdio: bool,
-    ) -> Self {
-        Self {
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
             settings,
             oauth,
             connections: std::sync::Mutex::new(HashMap::new()),
             call_timeout,
             allow_stdio,
-        }
+            me: me.clone(),
+        })
     }
 
     pub fn allow_stdio(&self) -> bool {
@@ -313,6 +318,14 @@ impl ToolSetResolver for SettingsMcpToolSets {
         let (record, connection) = self.connection(tenant_id, user_id, &server.name).await?;
         let mut set = McpToolSet::new(record.id.clone(), connection, server, self.call_timeout)
             .map_err(|error| ToolError::new(error.to_string()))?;
+        if let Some(me) = self.me.upgrade() {
+            set = set.with_reconnect(Arc::new(PooledReconnect {
+                sets: me,
+                tenant_id: tenant_id.to_owned(),
+                user_id: user_id.to_owned(),
+                name: server.name.clone(),
+            }));
+        }
         if matches!(record.manifest.auth, Some(McpServerAuth::Dcr {})) {
             set = set.with_reauthorize(Arc::new(UserReauthorization {
                 oauth: self.oauth.clone(),
@@ -323,6 +336,26 @@ impl ToolSetResolver for SettingsMcpToolSets {
             }));
         }
         Ok(Arc::new(set))
+    }
+}
+
+/// A tool set's connection ended mid-turn (the server forgot the session): the pool replaces it, and
+/// the set's later calls go over the new one.
+struct PooledReconnect {
+    sets: Arc<SettingsMcpToolSets>,
+    tenant_id: String,
+    user_id: String,
+    name: String,
+}
+
+#[async_trait]
+impl Reconnect for PooledReconnect {
+    async fn reconnect(&self) -> Result<Arc<McpConnection>, String> {
+        self.sets
+            .connection(&self.tenant_id, &self.user_id, &self.name)
+            .await
+            .map(|(_, connection)| connection)
+            .map_err(|error| error.message())
     }
 }
 
