@@ -9,9 +9,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use trueforge_protocol::{
-    ActionRequiredEvent, AgentSpec, AgentThreadSnapshot, ApprovalScope, CancellationReason, MAIN_THREAD_ID,
-    McpAuthRequiredEvent, McpInitializeEvent, McpServerInitInfo, SessionAgent, SessionEvent, ThreadDoneEvent,
-    ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnInputItem, TurnState, validate_turn_input,
+    AgentSpec, AgentThreadSnapshot, ApprovalScope, CancellationReason, MAIN_THREAD_ID, McpInitializeEvent,
+    McpServerInitInfo, SessionAgent, SessionEvent, ThreadDoneEvent, ThreadState, ToolResponseEvent, TurnCreatedEvent,
+    TurnInputItem, TurnState, validate_turn_input,
 };
 use trueforge_store::session::model::{
     ContextAppend, FreezeTurn, LeaseRequest, NewThread, NewTurn, StoredEvent, TurnDone, TurnKey,
@@ -649,18 +649,10 @@ async fn announce_mcp_sessions(env: &TurnEnv, resources: &TurnResources) -> Resu
 /// and becomes the turn's required action; the model is not called, so the user's input waits in the
 /// conversation for the next turn.
 async fn wait_for_authorization(env: &TurnEnv, resources: &TurnResources) -> Result<TurnEnd, AgentError> {
-    let event = McpAuthRequiredEvent {
-        id: env.journal.next_id(),
-        created_at: now_iso(),
-        thread_id: None,
-        mcp_servers: resources.auth_required.clone(),
-    };
-    env.journal
-        .persist(SessionEvent::McpAuthRequired(event.clone()))
-        .await?;
+    let action = env.ask_for_authorization(resources.auth_required.clone()).await?;
     Ok(TurnEnd::Done {
         output: None,
-        required_actions: vec![ActionRequiredEvent::McpAuthRequired(event)],
+        required_actions: vec![action],
     })
 }
 

@@ -8,37 +8,13 @@ mod support;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use support::fixtures::{AsyncModel, answer_text, session_events, steps_since_user, user_texts};
-use support::model::{calls, text};
+use support::fixtures::{answer_text, approvals_required, deleting_model};
 use support::tools::executed;
 use support::{Harness, TENANT, approve, spec, user};
 use trueforge_agent::{AgentApprovals, AgentError, PreviousTurn, StoredAgentApprovals, StoredAgents};
-use trueforge_protocol::{ApprovalDecision, ApprovalScope, SessionAgent, SessionEvent, TurnState};
+use trueforge_protocol::{ApprovalDecision, ApprovalScope, SessionAgent, TurnState};
 use trueforge_store::session::model::NewSession;
 use trueforge_store::settings::{AgentStore, AgentToolApprovalStore, MemorySettingsStore};
-
-/// A model that deletes `file<N>.txt` as call `call_del_<N>`, N the number of user messages so far, then
-/// says "Deleted.".
-fn deleting_model() -> Arc<AsyncModel> {
-    AsyncModel::scripted(|request| {
-        let n = user_texts(request).len();
-        match steps_since_user(request) {
-            0 => {
-                let id = format!("call_del_{n}");
-                let arguments = format!(r#"{{"path": "file{n}.txt"}}"#);
-                calls(&[(id.as_str(), "delete_file", arguments.as_str())])
-            }
-            _ => text("Deleted."),
-        }
-    })
-}
-
-fn approvals_required(items: &[trueforge_agent::StreamItem]) -> usize {
-    session_events(items)
-        .iter()
-        .filter(|event| matches!(event, SessionEvent::ToolApprovalRequired(_)))
-        .count()
-}
 
 fn is_paused(state: &TurnState) -> bool {
     matches!(state, TurnState::Done { required_actions, .. } if !required_actions.is_empty())

@@ -4,9 +4,9 @@
 
 mod support;
 
-use std::sync::Arc;
-
-use support::fixtures::{AsyncModel, answer_text, session_events, steps_since_user, user_texts};
+use support::fixtures::{
+    AsyncModel, answer_text, approvals_required, deleting_model, session_events, steps_since_user, user_texts,
+};
 use support::model::{calls, text};
 use support::tools::executed;
 use support::{Harness, TENANT, answer, approve, spec, user};
@@ -14,29 +14,6 @@ use trueforge_agent::{AgentError, PreviousTurn};
 use trueforge_protocol::{
     ActionRequiredEvent, ApprovalDecision, ContextMessage, SessionEvent, TurnInputItem, TurnState,
 };
-
-/// A model that deletes `file<N>.txt` as call `call_del_<N>`, N the number of user messages so far, then
-/// says "Deleted.".
-fn deleting_model() -> Arc<AsyncModel> {
-    AsyncModel::scripted(|request| {
-        let n = user_texts(request).len();
-        match steps_since_user(request) {
-            0 => {
-                let id = format!("call_del_{n}");
-                let arguments = format!(r#"{{"path": "file{n}.txt"}}"#);
-                calls(&[(id.as_str(), "delete_file", arguments.as_str())])
-            }
-            _ => text("Deleted."),
-        }
-    })
-}
-
-fn approvals_required(items: &[trueforge_agent::StreamItem]) -> usize {
-    session_events(items)
-        .iter()
-        .filter(|event| matches!(event, SessionEvent::ToolApprovalRequired(_)))
-        .count()
-}
 
 fn pending_approval_ids(state: &TurnState) -> Vec<String> {
     let TurnState::Done { required_actions, .. } = state else {

@@ -11,16 +11,13 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use support::fixtures::{AsyncModel, session_events, steps_since_user};
-use support::model::{OneModel, calls, text};
-use support::{NoAgents, TENANT, user};
+use support::model::{calls, text};
+use support::{Harness, user};
 use trueforge_agent::tools::{ToolContext, ToolError, ToolOutput, ToolSet, ToolSpec};
-use trueforge_agent::{PreviousTurn, Runtime, RuntimeOptions, StaticToolSets, TurnRequest};
 use trueforge_protocol::{
-    AgentSpec, McpServerInitInfo, McpServerRef, McpTransportType, SessionAgent, SessionEvent, ToolSource, TurnState,
+    AgentSpec, McpServerInitInfo, McpServerRef, McpTransportType, SessionEvent, ToolSource, TurnState,
 };
-use trueforge_store::db::{MigrateOnOpen, SqliteDb};
-use trueforge_store::session::model::NewSession;
-use trueforge_store::{SessionStore, SqliteSessionStore};
+use trueforge_store::session::model::TurnKey;
 
 /// An MCP-like set whose `add_tool` adds a tool `extra` (as a server would, then notify), on a session
 /// whose id the test sets.
@@ -85,68 +82,15 @@ impl ToolSet for ChangingTools {
     }
 }
 
-struct Setup {
-    runtime: Runtime,
-    store: Arc<dyn SessionStore>,
-    session_id: String,
-    _dir: tempfile::TempDir,
-}
-
-async fn setup(model: Arc<AsyncModel>, tools: Arc<dyn ToolSet>) -> Setup {
-    let dir = tempfile::tempdir().unwrap();
-    let db = SqliteDb::open(&dir.path().join("agent.sqlite"), MigrateOnOpen::Yes)
-        .await
-        .unwrap();
-    let store: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
-    let runtime = Runtime::new(
-        store.clone(),
-        Arc::new(OneModel {
-            model,
-            context_window: None,
-        }),
-        Arc::new(NoAgents),
-        Arc::new(StaticToolSets::new().with(tools.clone())),
-        RuntimeOptions::default(),
-    );
+async fn setup(model: Arc<AsyncModel>, tools: Arc<dyn ToolSet>) -> Harness {
     let mut spec = AgentSpec::for_model("fake/model");
     spec.mcp_servers = Some(vec![McpServerRef::named(tools.name())]);
-    let session_id = ulid::Ulid::new().to_string().to_lowercase();
-    store
-        .create_session(NewSession {
-            tenant_id: TENANT.to_owned(),
-            session_id: session_id.clone(),
-            agent: SessionAgent::Inline { spec },
-            created_by: "tester".to_owned(),
-            custom: None,
-        })
-        .await
-        .unwrap();
-    Setup {
-        runtime,
-        store,
-        session_id,
-        _dir: dir,
-    }
+    Harness::with_tool_set(model, spec, tools).await
 }
 
-impl Setup {
-    async fn turn(&self, text: &str) -> (Vec<SessionEvent>, TurnState, trueforge_store::session::model::TurnKey) {
-        let started = self
-            .runtime
-            .create_turn(TurnRequest {
-                tenant_id: TENANT.to_owned(),
-                session_id: self.session_id.clone(),
-                turn_id: format!("{}.test", ulid::Ulid::new().to_string().to_lowercase()),
-                input: vec![user(text)],
-                previous_turn_id: PreviousTurn::Auto,
-                custom: None,
-            })
-            .await
-            .unwrap();
-        let key = started.key.clone();
-        let (items, state) = started.collect().await;
-        (session_events(&items), state.unwrap(), key)
-    }
+async fn turn(harness: &Harness, text: &str) -> (Vec<SessionEvent>, TurnState, TurnKey) {
+    let (items, state, key) = harness.turn(vec![user(text)]).await;
+    (session_events(&items), state, key)
 }
 
 fn offered(request: &trueforge_llm::ModelRequest) -> Vec<String> {
@@ -161,7 +105,7 @@ async fn mcp_tools_changed_during_a_turn_are_offered_at_the_next_model_call() {
     });
     let tools = ChangingTools::new();
     let setup = setup(model.clone(), tools.clone()).await;
-    let (_, state, _) = setup.turn("add a tool").await;
+    let (_, state, _) = turn(&setup, "add a tool").await;
     assert!(matches!(state, TurnState::Done { .. }), "{state:?}");
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
@@ -193,18 +137,18 @@ async fn mcp_initialize_is_recorded_for_a_new_session_only() {
             .collect()
     };
 
-    let (events, _, key) = setup.turn("one").await;
+    let (events, _, key) = turn(&setup, "one").await;
     let first = initialized(&events);
     assert_eq!(first.len(), 1, "{events:?}");
     assert_eq!(first[0].session_id.as_deref(), Some("session-1"));
     let snapshot = setup.store.get_turn(&key).await.unwrap().unwrap().snapshot;
     assert_eq!(snapshot.mcp_servers.unwrap()["changing-id"], first[0]);
 
-    let (events, _, _) = setup.turn("two").await;
+    let (events, _, _) = turn(&setup, "two").await;
     assert!(initialized(&events).is_empty(), "same session: {events:?}");
 
     *tools.session.lock().unwrap() = Some("session-2".to_owned());
-    let (events, _, key) = setup.turn("three").await;
+    let (events, _, key) = turn(&setup, "three").await;
     let again = initialized(&events);
     assert_eq!(again.len(), 1, "{events:?}");
     assert_eq!(again[0].session_id.as_deref(), Some("session-2"));
@@ -242,7 +186,7 @@ async fn images_a_tool_returns_reach_the_model_as_images_next_to_the_text() {
         _ => text("Seen."),
     });
     let setup = setup(model.clone(), tools).await;
-    let (events, _, _) = setup.turn("look").await;
+    let (events, _, _) = turn(&setup, "look").await;
     let response = events
         .iter()
         .find_map(|event| match event {

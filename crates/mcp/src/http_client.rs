@@ -145,6 +145,8 @@ impl RecordingClient {
 impl StreamableHttpClient for RecordingClient {
     type Error = reqwest::Error;
 
+    // rmcp's worker sends every message through `post_message_with_response_limits`; the two other entry
+    // points of the trait come down to it with the default limits, so one body does the recording.
     async fn post_message(
         &self,
         uri: Arc<str>,
@@ -153,15 +155,9 @@ impl StreamableHttpClient for RecordingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> PostResult {
-        if let Some(answer) = self.answer_locally(&message) {
-            return answer;
-        }
-        let sent_session = session_id.is_some();
-        let result = self
-            .inner
-            .post_message(uri, message, session_id, auth_header, custom_headers)
-            .await;
-        self.record(sent_session, result)
+        let limits = StreamableHttpResponseLimits::default();
+        self.post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
+            .await
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -173,22 +169,10 @@ impl StreamableHttpClient for RecordingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> PostResult {
-        if let Some(answer) = self.answer_locally(&message) {
-            return answer;
-        }
-        let sent_session = session_id.is_some();
-        let result = self
-            .inner
-            .post_message_with_max_sse_event_size(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await;
-        self.record(sent_session, result)
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        self.post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
+            .await
     }
 
     async fn post_message_with_response_limits(

@@ -55,9 +55,9 @@ pub enum FlowError {
     /// The authorization server refused the code or the client (400).
     #[error("{0}")]
     Rejected(String),
-    /// No public address is known to receive the callback (500).
+    /// This server cannot run the flow: no public address for the callback, no randomness (500).
     #[error("{0}")]
-    NoCallbackAddress(String),
+    Internal(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -66,7 +66,7 @@ impl FlowError {
     fn from_oauth(error: OAuthError) -> Self {
         match error {
             OAuthError::Configuration(detail) => Self::Configuration(detail),
-            OAuthError::Randomness(detail) => Self::NoCallbackAddress(detail),
+            OAuthError::Randomness(detail) => Self::Internal(detail),
             other => Self::Unavailable(other.to_string()),
         }
     }
@@ -114,7 +114,7 @@ impl McpOAuth {
             .get()
             .map(|base| format!("{base}{CALLBACK_PATH}"))
             .ok_or_else(|| {
-                FlowError::NoCallbackAddress("no public address for the OAuth callback; set PUBLIC_BASE_URL".to_owned())
+                FlowError::Internal("no public address for the OAuth callback; set PUBLIC_BASE_URL".to_owned())
             })
     }
 

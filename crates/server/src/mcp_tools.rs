@@ -241,8 +241,8 @@ impl SettingsMcpToolSets {
     }
 
     /// The session this user's connection to the server ran on before this process started, resumed
-    /// without a new handshake, if the server still knows it (checked with a `tools/list`, which the turn
-    /// needs anyway). `None`: connect anew.
+    /// without a new handshake, if the server still knows it (checked with one `tools/list`, a request every
+    /// server answers; it costs one extra round trip, once per process and connection). `None`: connect anew.
     async fn resume(
         &self,
         tenant_id: &str,

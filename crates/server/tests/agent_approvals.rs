@@ -7,51 +7,12 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
-use support::{TestServer, types};
+use support::{Everything, TestServer, types};
 use trueforge_protocol::ApprovalScope;
 
 /// The tool of server-everything the tests approve: not read-only, so it asks by default.
 const TOOL: &str = "toggle-simulated-logging";
-
-/// A server-everything on Streamable HTTP on a free port, killed when dropped.
-struct Everything {
-    url: String,
-    _child: tokio::process::Child,
-}
-
-async fn everything() -> Everything {
-    let dir = std::env::var_os("TRUEFORGE_TEST_MCP_DIR").unwrap_or_else(|| {
-        panic!("TRUEFORGE_TEST_MCP_DIR is not set: run scripts/test.sh, which installs the npm MCP test servers")
-    });
-    let bin = PathBuf::from(dir).join("node_modules/.bin/mcp-server-everything");
-    assert!(bin.exists(), "{} is missing: run scripts/test.sh", bin.display());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = tokio::process::Command::new(bin)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        assert!(Instant::now() < deadline, "server-everything did not start");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Everything {
-        url: format!("http://127.0.0.1:{port}/mcp"),
-        _child: child,
-    }
-}
 
 /// Configures server-everything and saves two agents using it; returns their ids.
 async fn two_agents(server: &TestServer, everything: &Everything) -> (String, String) {
@@ -119,7 +80,7 @@ fn error_message(body: &Value) -> String {
 
 #[tokio::test]
 async fn approval_for_the_agent_reaches_its_other_sessions_until_revoked() {
-    let everything = everything().await;
+    let everything = Everything::start().await;
     let server = TestServer::start().await;
     let (helper, other) = two_agents(&server, &everything).await;
 

@@ -7,43 +7,8 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
-use support::{TestServer, types};
-
-/// A server-everything on Streamable HTTP on a free port, killed when dropped.
-struct Everything {
-    url: String,
-    _child: tokio::process::Child,
-}
-
-async fn everything() -> Everything {
-    let bin = everything_bin();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = tokio::process::Command::new(bin)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        assert!(Instant::now() < deadline, "server-everything did not start");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Everything {
-        url: format!("http://127.0.0.1:{port}/mcp"),
-        _child: child,
-    }
-}
+use support::{Everything, TestServer, everything_bin, types};
 
 async fn configure(server: &TestServer, everything: &Everything) {
     let (status, body) = server
@@ -74,7 +39,7 @@ fn user(text: &str) -> Value {
 
 #[tokio::test]
 async fn everything_streamable_tools_are_listed_by_the_api() {
-    let everything = everything().await;
+    let everything = Everything::start().await;
     let server = TestServer::start().await;
     configure(&server, &everything).await;
     let (status, body) = server.get("/api/v1/mcp-servers/everything/tools").await;
@@ -95,7 +60,7 @@ async fn everything_streamable_tools_are_listed_by_the_api() {
 
 #[tokio::test]
 async fn everything_streamable_tool_called_by_the_agent() {
-    let everything = everything().await;
+    let everything = Everything::start().await;
     let server = TestServer::start().await;
     configure(&server, &everything).await;
     let session_id = session_with_everything(&server).await;
@@ -105,14 +70,11 @@ async fn everything_streamable_tool_called_by_the_agent() {
             json!({"input": user(r#"echo it #steps=1 #tool=echo #args={"message":"hello-mcp"}"#)}),
         )
         .await;
-    let response = frames
-        .iter()
-        .find(|(_, event)| event["type"] == "tool.response")
-        .unwrap_or_else(|| panic!("{:?}", types(&frames)));
+    let response = support::first_event(&frames, "tool.response");
     assert!(
-        response.1["content"].as_str().unwrap().contains("hello-mcp"),
+        response["content"].as_str().unwrap().contains("hello-mcp"),
         "{}",
-        response.1
+        response
     );
     let done = &frames.last().unwrap().1;
     assert_eq!(done["state"]["status"], "done");
@@ -121,7 +83,7 @@ async fn everything_streamable_tool_called_by_the_agent() {
 
 #[tokio::test]
 async fn everything_streamable_approval_for_the_session_runs_the_second_call_without_asking() {
-    let everything = everything().await;
+    let everything = Everything::start().await;
     let server = TestServer::start().await;
     configure(&server, &everything).await;
     let session_id = session_with_everything(&server).await;
@@ -159,15 +121,6 @@ async fn everything_streamable_approval_for_the_session_runs_the_second_call_wit
     assert_eq!(done["state"]["status"], "done", "{done}");
     assert_eq!(done["state"]["required_actions"], json!([]));
     server.stop().await;
-}
-
-fn everything_bin() -> String {
-    let dir = std::env::var_os("TRUEFORGE_TEST_MCP_DIR").unwrap_or_else(|| {
-        panic!("TRUEFORGE_TEST_MCP_DIR is not set: run scripts/test.sh, which installs the npm MCP test servers")
-    });
-    let bin = PathBuf::from(dir).join("node_modules/.bin/mcp-server-everything");
-    assert!(bin.exists(), "{} is missing: run scripts/test.sh", bin.display());
-    bin.to_string_lossy().into_owned()
 }
 
 fn stdio_manifest() -> Value {
@@ -213,11 +166,8 @@ async fn everything_stdio_server_from_the_settings_is_called_by_the_agent_and_it
             json!({"input": user("show the environment #steps=1 #tool=get-env")}),
         )
         .await;
-    let response = frames
-        .iter()
-        .find(|(_, event)| event["type"] == "tool.response")
-        .unwrap_or_else(|| panic!("{:?}", types(&frames)));
-    let content = response.1["content"].as_str().unwrap();
+    let response = support::first_event(&frames, "tool.response");
+    let content = response["content"].as_str().unwrap();
     // The stored (encrypted) env value reaches the process decrypted; our own environment does not.
     assert!(content.contains("secret-value"), "{content}");
     assert!(content.contains("PATH"), "{content}");
@@ -275,24 +225,17 @@ async fn stdio_manifests_with_fields_of_the_other_type_are_bad_requests() {
 
 #[tokio::test]
 async fn everything_streamable_session_is_recorded_once_and_kept_across_turns() {
-    let everything = everything().await;
+    let everything = Everything::start().await;
     let server = TestServer::start().await;
     configure(&server, &everything).await;
     let session_id = session_with_everything(&server).await;
-    let initialized = |frames: &[(u64, Value)]| -> Vec<Value> {
-        frames
-            .iter()
-            .filter(|(_, event)| event["type"] == "mcp.initialize")
-            .flat_map(|(_, event)| event["mcp_servers"].as_array().unwrap().clone())
-            .collect()
-    };
     let first = server
         .stream_turn(
             &session_id,
             json!({"input": user("hello #steps=1 #tool=echo #args={\"message\":\"a\"}")}),
         )
         .await;
-    let servers = initialized(&first);
+    let servers = support::initialized_mcp_servers(&first);
     assert_eq!(servers.len(), 1, "{:?}", types(&first));
     assert_eq!(servers[0]["name"], "everything");
     assert_eq!(servers[0]["transport_type"], "streamable-http");
@@ -305,7 +248,7 @@ async fn everything_streamable_session_is_recorded_once_and_kept_across_turns() 
         )
         .await;
     assert!(
-        initialized(&second).is_empty(),
+        support::initialized_mcp_servers(&second).is_empty(),
         "same MCP session: {:?}",
         types(&second)
     );
@@ -325,20 +268,12 @@ async fn everything_streamable_session_is_recorded_once_and_kept_across_turns() 
 
 #[tokio::test]
 async fn everything_streamable_session_is_resumed_by_the_next_server_process() {
-    let everything = everything().await;
+    let everything = Everything::start().await;
     let data = tempfile::tempdir().unwrap();
     let on_data = |config: &mut trueforge_server::ServerConfig| {
         config.data_dir = data.path().to_path_buf();
         config.sqlite_path = data.path().join("db.sqlite");
     };
-    let initialized = |frames: &[(u64, Value)]| -> Vec<Value> {
-        frames
-            .iter()
-            .filter(|(_, event)| event["type"] == "mcp.initialize")
-            .flat_map(|(_, event)| event["mcp_servers"].as_array().unwrap().clone())
-            .collect()
-    };
-
     let first = TestServer::start_with(on_data).await;
     configure(&first, &everything).await;
     let session_id = session_with_everything(&first).await;
@@ -348,7 +283,7 @@ async fn everything_streamable_session_is_resumed_by_the_next_server_process() {
             json!({"input": user("one #steps=1 #tool=echo #args={\"message\":\"a\"}")}),
         )
         .await;
-    let servers = initialized(&frames);
+    let servers = support::initialized_mcp_servers(&frames);
     assert_eq!(servers.len(), 1, "{:?}", types(&frames));
     // A graceful stop leaves the MCP session on the server for the next process.
     first.stop().await;
@@ -361,14 +296,11 @@ async fn everything_streamable_session_is_resumed_by_the_next_server_process() {
         )
         .await;
     assert!(
-        initialized(&frames).is_empty(),
+        support::initialized_mcp_servers(&frames).is_empty(),
         "the same MCP session goes on: {:?}",
         types(&frames)
     );
-    let response = frames
-        .iter()
-        .find(|(_, event)| event["type"] == "tool.response")
-        .unwrap_or_else(|| panic!("{:?}", types(&frames)));
-    assert!(response.1["content"].as_str().unwrap().contains('b'), "{}", response.1);
+    let response = support::first_event(&frames, "tool.response");
+    assert!(response["content"].as_str().unwrap().contains('b'), "{}", response);
     second.stop().await;
 }

@@ -129,15 +129,8 @@ async fn oauth_turn_waits_for_authorization_then_the_next_turn_uses_the_users_to
     // The waiting question is answered now: an empty input continues the conversation, and the tool runs
     // with the user's token (the server tells whose).
     let frames = server.stream_turn(&session_id, json!({"input": []})).await;
-    let response = frames
-        .iter()
-        .find(|(_, event)| event["type"] == "tool.response")
-        .unwrap_or_else(|| panic!("{:?}", types(&frames)));
-    assert!(
-        response.1["content"].as_str().unwrap().contains("alice"),
-        "{}",
-        response.1
-    );
+    let response = support::first_event(&frames, "tool.response");
+    assert!(response["content"].as_str().unwrap().contains("alice"), "{}", response);
     assert_eq!(frames.last().unwrap().1["state"]["required_actions"], json!([]));
 
     // Disconnecting forgets the token: the server needs authorization again.
@@ -330,15 +323,8 @@ async fn oauth_call_refused_mid_conversation_runs_again_after_the_user_authorize
     assert_eq!(exchanges, 2);
     let frames = server.stream_turn(&session_id, json!({"input": []})).await;
     let kinds = types(&frames);
-    let response = frames
-        .iter()
-        .find(|(_, event)| event["type"] == "tool.response")
-        .unwrap_or_else(|| panic!("{kinds:?}"));
-    assert!(
-        response.1["content"].as_str().unwrap().contains("alice"),
-        "{}",
-        response.1
-    );
+    let response = support::first_event(&frames, "tool.response");
+    assert!(response["content"].as_str().unwrap().contains("alice"), "{}", response);
     // The interrupted call ran: no model call came before its result.
     let first_model = kinds.iter().position(|kind| kind.starts_with("model."));
     let first_response = kinds.iter().position(|kind| kind == "tool.response");

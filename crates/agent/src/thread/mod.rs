@@ -14,7 +14,8 @@ use serde_json::{Map, Value};
 use trueforge_llm::{Message, SamplingParams};
 use trueforge_protocol::{
     ActionRequiredEvent, AgentInfo, AgentParent, AgentThreadSnapshot, ContextMessage, CurrentContextUsage,
-    InputTokensBreakdown, ModelMessageEvent, ResponseFormat, SessionEvent, SubAgentCompletion,
+    InputTokensBreakdown, McpAuthRequiredEvent, McpServerAuthInfo, ModelMessageEvent, ResponseFormat, SessionEvent,
+    SubAgentCompletion,
 };
 
 use crate::cancel::TurnCancel;
@@ -59,6 +60,32 @@ pub struct TurnEnv {
     /// Tools the user allowed beyond one call, for the whole session or for every session of its saved
     /// agent (read when the turn started): `(tool set id, tool name)`.
     pub session_approvals: HashSet<(String, String)>,
+}
+
+impl TurnEnv {
+    /// Stores and streams `mcp.auth_required` for `servers` (each once); the event is the turn's required
+    /// action. Run-level, so it names no thread.
+    pub async fn ask_for_authorization(
+        &self,
+        servers: impl IntoIterator<Item = McpServerAuthInfo>,
+    ) -> Result<ActionRequiredEvent, AgentError> {
+        let mut unique: Vec<McpServerAuthInfo> = Vec::new();
+        for server in servers {
+            if !unique.iter().any(|known| known.id == server.id) {
+                unique.push(server);
+            }
+        }
+        let event = McpAuthRequiredEvent {
+            id: self.journal.next_id(),
+            created_at: crate::ids::now_iso(),
+            thread_id: None,
+            mcp_servers: unique,
+        };
+        self.journal
+            .persist(SessionEvent::McpAuthRequired(event.clone()))
+            .await?;
+        Ok(ActionRequiredEvent::McpAuthRequired(event))
+    }
 }
 
 /// Why a thread stopped running.

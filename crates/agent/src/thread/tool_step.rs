@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 use trueforge_protocol::{
-    ActionRequiredEvent, AgentInfo, ApprovalDecision, ContextMessage, ContextToolCall, ContextToolMessage,
-    McpAuthRequiredEvent, McpServerAuthInfo, SessionEvent, ToolResponseEvent, ToolResultImage,
+    AgentInfo, ApprovalDecision, ContextMessage, ContextToolCall, ContextToolMessage, McpServerAuthInfo,
+    ToolResponseEvent, ToolResultImage,
 };
 
 use super::{AgentThread, ThreadExit, TurnEnv};
@@ -134,22 +134,10 @@ impl AgentThread {
                 .await?;
             self.capability_state.insert(key.to_owned(), value);
         }
-        let mut servers: Vec<McpServerAuthInfo> = Vec::new();
-        for (_, server) in unauthorized {
-            if !servers.iter().any(|known| known.id == server.id) {
-                servers.push(server);
-            }
-        }
-        let event = McpAuthRequiredEvent {
-            id: env.journal.next_id(),
-            created_at: now_iso(),
-            thread_id: None,
-            mcp_servers: servers,
-        };
-        env.journal
-            .persist(SessionEvent::McpAuthRequired(event.clone()))
+        let action = env
+            .ask_for_authorization(unauthorized.into_iter().map(|(_, server)| server))
             .await?;
-        Ok(ThreadExit::NeedsUser(vec![ActionRequiredEvent::McpAuthRequired(event)]))
+        Ok(ThreadExit::NeedsUser(vec![action]))
     }
 
     async fn execute(&self, env: &TurnEnv, call: &ContextToolCall) -> CallOutcome {

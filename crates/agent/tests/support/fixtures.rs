@@ -526,3 +526,27 @@ pub async fn bind_named_agent(harness: &mut Harness, directory: Arc<Directory>, 
     harness.session_id = session_id;
     harness.runtime.agents = directory;
 }
+
+/// A model that deletes `file<N>.txt` as call `call_del_<N>`, N the number of user messages so far, then
+/// says "Deleted.".
+pub fn deleting_model() -> Arc<AsyncModel> {
+    AsyncModel::scripted(|request| {
+        let n = user_texts(request).len();
+        match steps_since_user(request) {
+            0 => {
+                let id = format!("call_del_{n}");
+                let arguments = format!(r#"{{"path": "file{n}.txt"}}"#);
+                super::model::calls(&[(id.as_str(), "delete_file", arguments.as_str())])
+            }
+            _ => super::model::text("Deleted."),
+        }
+    })
+}
+
+/// How many `tool.approval_required` events a turn streamed.
+pub fn approvals_required(items: &[StreamItem]) -> usize {
+    session_events(items)
+        .iter()
+        .filter(|event| matches!(event, SessionEvent::ToolApprovalRequired(_)))
+        .count()
+}

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use trueforge_agent::tools::ToolSet;
 use trueforge_agent::{
     AgentDirectory, AgentError, Model, PreviousTurn, Runtime, RuntimeOptions, StaticToolSets, StreamItem, TurnRequest,
 };
@@ -81,6 +82,33 @@ impl Harness {
     ) -> Self {
         let executions = Executions::default();
         let tools = StaticToolSets::new().with(Arc::new(workbench(executions.clone())));
+        Self::on_store_with(store, model, spec, options, context_window, dir, tools, executions).await
+    }
+
+    /// A runtime on a fresh SQLite store whose agent uses `tool_set` (named in `spec`) instead of the
+    /// workbench.
+    pub async fn with_tool_set(model: Arc<dyn Model>, spec: AgentSpec, tool_set: Arc<dyn ToolSet>) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDb::open(&dir.path().join("agent.sqlite"), MigrateOnOpen::Yes)
+            .await
+            .unwrap();
+        let store: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
+        let tools = StaticToolSets::new().with(tool_set);
+        let options = RuntimeOptions::default();
+        Self::on_store_with(store, model, spec, options, None, dir, tools, Executions::default()).await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn on_store_with(
+        store: Arc<dyn SessionStore>,
+        model: Arc<dyn Model>,
+        spec: AgentSpec,
+        options: RuntimeOptions,
+        context_window: Option<u64>,
+        dir: tempfile::TempDir,
+        tools: StaticToolSets,
+        executions: Executions,
+    ) -> Self {
         let runtime = Runtime::new(
             store.clone(),
             Arc::new(OneModel { model, context_window }),

@@ -186,7 +186,7 @@ pub(crate) fn flow_error(error: FlowError) -> ApiError {
         FlowError::Configuration(message) => ApiError::unprocessable(message),
         FlowError::Unavailable(message) => ApiError::new(StatusCode::FAILED_DEPENDENCY, message),
         FlowError::Rejected(message) => ApiError::bad_request(message),
-        FlowError::NoCallbackAddress(message) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message),
+        FlowError::Internal(message) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message),
         FlowError::Store(error) => ApiError::from(error),
     }
 }

@@ -170,3 +170,64 @@ pub fn types(frames: &[(u64, Value)]) -> Vec<String> {
         .map(|(_, event)| event["type"].as_str().unwrap().to_owned())
         .collect()
 }
+
+/// The first event of `kind` in a turn's frames; panics listing the types when there is none.
+pub fn first_event<'a>(frames: &'a [(u64, Value)], kind: &str) -> &'a Value {
+    frames
+        .iter()
+        .map(|(_, event)| event)
+        .find(|event| event["type"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in {:?}", types(frames)))
+}
+
+/// The MCP servers the `mcp.initialize` events of a turn's frames record.
+pub fn initialized_mcp_servers(frames: &[(u64, Value)]) -> Vec<Value> {
+    frames
+        .iter()
+        .filter(|(_, event)| event["type"] == "mcp.initialize")
+        .flat_map(|(_, event)| event["mcp_servers"].as_array().unwrap().clone())
+        .collect()
+}
+
+/// server-everything from npm, installed by `scripts/test.sh` into `TRUEFORGE_TEST_MCP_DIR`.
+pub fn everything_bin() -> String {
+    let dir = std::env::var_os("TRUEFORGE_TEST_MCP_DIR").unwrap_or_else(|| {
+        panic!("TRUEFORGE_TEST_MCP_DIR is not set: run scripts/test.sh, which installs the npm MCP test servers")
+    });
+    let bin = std::path::PathBuf::from(dir).join("node_modules/.bin/mcp-server-everything");
+    assert!(bin.exists(), "{} is missing: run scripts/test.sh", bin.display());
+    bin.to_string_lossy().into_owned()
+}
+
+/// A server-everything on Streamable HTTP on a free port, killed when dropped.
+pub struct Everything {
+    pub url: String,
+    _child: tokio::process::Child,
+}
+
+impl Everything {
+    pub async fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = tokio::process::Command::new(everything_bin())
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+            assert!(std::time::Instant::now() < deadline, "server-everything did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Self {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            _child: child,
+        }
+    }
+}
