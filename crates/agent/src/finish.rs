@@ -11,9 +11,10 @@ use crate::orchestrator::TurnEnd;
 use crate::thread::TurnEnv;
 
 /// Writes the terminal state and streams `turn.done`. When someone else ended the turn first (a new turn
-/// froze it, a cancel through the store), their `turn.done` is streamed instead. Returns the state the
-/// turn ended with, or `None` when the store could not be reached (the turn stays `running` and is left to
-/// crash recovery).
+/// froze it, a cancel through the store), their `turn.done` is streamed instead. A turn the store failed
+/// under (a full disk) ends with an `error` state saying so. Returns the stored end state, or `None` when
+/// it was not stored: the turn then stays `running` in the store, though its live stream has ended (see
+/// [`stream_unstored_done`]).
 pub async fn finish_turn(
     env: &TurnEnv,
     end: Result<TurnEnd, AgentError>,
@@ -42,9 +43,14 @@ pub async fn finish_turn(
             metrics,
         },
         Err(AgentError::Store(StoreError::TurnNotRunning { .. })) => return stream_stored_done(env).await,
-        // The store failed mid-turn: writing a terminal state would fail too; the lease lets another
-        // executor resume the turn.
-        Err(AgentError::Store(_)) => return None,
+        // The store failed mid-turn (its disk is full, say): the turn cannot go on, but it can still end,
+        // with a message saying why. The terminal write is small and may well succeed where the failed
+        // write did not (or once the store's trouble is over).
+        Err(AgentError::Store(error)) => TurnState::Error {
+            message: format!("the turn stopped because its progress could not be stored: {error}"),
+            completed_at,
+            metrics,
+        },
         Err(error) => TurnState::Error {
             message: error.to_string(),
             completed_at,
@@ -58,7 +64,7 @@ pub async fn finish_turn(
     };
     let event_id = done.event_id.clone();
     let seq = done.min_seq;
-    match journal.store.update_turn_state(&journal.key, state, done).await {
+    match journal.store.update_turn_state(&journal.key, state.clone(), done).await {
         Ok(written) => {
             let event = TurnDoneEvent {
                 id: event_id,
@@ -70,8 +76,27 @@ pub async fn finish_turn(
             Some(written)
         }
         Err(StoreError::TurnNotRunning { .. }) => stream_stored_done(env).await,
-        Err(_) => None,
+        Err(error) => {
+            tracing::warn!(turn = %journal.key.turn_id, %error, "the end of a turn could not be stored");
+            stream_unstored_done(env, seq, event_id, state).await;
+            None
+        }
     }
+}
+
+/// Streams a `turn.done` the store refused to write. This breaks "persist before yield" on purpose: the
+/// alternative is a live stream that never ends, its subscribers held with pings by a turn that stopped.
+/// The event is the one the store would have written (same id, state and number), so the host can store it
+/// once the store writes again (the server's executor retries it) and readers of the store then see the end
+/// the stream announced; a host that does not leaves the still-`running` turn to crash recovery.
+async fn stream_unstored_done(env: &TurnEnv, seq: u64, event_id: String, state: TurnState) {
+    let event = TurnDoneEvent {
+        id: event_id,
+        created_at: state.completed_at().unwrap_or_default().to_owned(),
+        thread_id: None,
+        state,
+    };
+    env.journal.stream_stored(seq, SessionEvent::TurnDone(event)).await;
 }
 
 async fn stream_stored_done(env: &TurnEnv) -> Option<TurnState> {

@@ -217,7 +217,8 @@ impl Journal {
         }
     }
 
-    /// Streams an event the store already wrote with `seq` (the terminal `turn.done`). When another writer
+    /// Streams an event the store already wrote with `seq` (the terminal `turn.done`; or, when the store
+    /// failed, the one it was asked to write, see `finish::stream_unstored_done`). When another writer
     /// stored it (a freeze), its number may not be above what this stream already used for streamed-only
     /// items; the stream then gives it the next number, so the stream's numbers keep increasing and the
     /// stream's last event is never refused.

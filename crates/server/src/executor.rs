@@ -1,18 +1,19 @@
 //! Runs turns for the HTTP API: every started turn's live events go to the bus in order (each serialised
-//! once), whoever listens. A client disconnect never touches a turn; cancel, shutdown and a frozen turn
-//! always end the turn's stream with `turn.done`. The executor also renews its turns' leases and resumes
-//! turns whose executor died (their lease ran out).
+//! once), whoever listens. A client disconnect never touches a turn; cancel, shutdown, a frozen turn and a
+//! failing store always end the turn's stream with `turn.done`. The executor also renews its turns' leases
+//! and resumes turns whose executor died (their lease ran out).
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
-use tokio::task::JoinSet;
-use trueforge_agent::{Runtime, StartedTurn, StreamItem};
-use trueforge_protocol::{CancellationReason, SessionEvent, TurnStreamingEvent};
-use trueforge_store::SessionStore;
+use tokio::task::{JoinError, JoinSet};
+use trueforge_agent::{Runtime, StartedTurn, StreamItem, now_iso};
+use trueforge_protocol::{CancellationReason, SessionEvent, TurnDoneEvent, TurnState, TurnStreamingEvent};
 use trueforge_store::session::model::{FreezeTurn, StoredEvent, TurnDone, TurnKey};
+use trueforge_store::{SessionStore, StoreError};
 
 use crate::bus::{BusEvent, EventBus, StreamKey};
 
@@ -32,6 +33,10 @@ impl LeaseTiming {
         }
     }
 }
+
+/// The first and the longest wait between attempts to store a turn's end while the store fails.
+const END_RETRY_FIRST: Duration = Duration::from_millis(100);
+const END_RETRY_MAX: Duration = Duration::from_secs(2);
 
 pub struct TurnExecutor {
     runtime: Arc<Runtime>,
@@ -117,11 +122,14 @@ impl TurnExecutor {
         let key = started.key.clone();
         let stream = stream_key(&key);
         let mut first = Some(first);
-        let mut ended = false;
+        // The `turn.done` the stream ended with, and its number.
+        let mut end: Option<(u64, TurnDoneEvent)> = None;
         while let Some(StreamItem { seq, event }) = started.events.recv().await {
+            if let TurnStreamingEvent::Event(SessionEvent::TurnDone(done)) = &event {
+                end = Some((seq, done.clone()));
+            }
             match bus_event(seq, &event) {
                 Ok(entry) => {
-                    ended |= entry.terminal;
                     if let Err(error) = self.bus.publish(&stream, entry, self.stream_ttl_after_end).await {
                         // The turn goes on (it is stored); live subscribers fall back to the store.
                         tracing::warn!(turn = %key.turn_id, %error, "could not publish a turn event");
@@ -133,29 +141,116 @@ impl TurnExecutor {
                 let _ = first.send(());
             }
         }
-        // The runtime always ends a turn with `turn.done`; if its task died first, end the turn in the
-        // store so that nobody waits for it forever.
-        if !ended {
-            let outcome = started.task.await;
-            if !self.still_ours(&key).await {
-                // Another executor holds the turn now (it claimed our expired lease), or it ended: not ours
-                // to end. A store failure also lands here; the lease lets someone resume the turn.
-                tracing::warn!(turn = %key.turn_id, ?outcome, "a turn stopped here without turn.done; left to its owner");
-                return;
+        let outcome = started.task.await;
+        match end {
+            // The usual end: stored, then streamed.
+            Some(_) if matches!(outcome, Ok(Some(_))) => {}
+            // The runtime streamed an end its store refused (the store failed under the turn).
+            Some((seq, done)) => self.store_streamed_end(&key, seq, done).await,
+            // The runtime always ends a turn with `turn.done`; its task died first.
+            None => self.end_orphan(&key, outcome).await,
+        }
+    }
+
+    /// Stores the end a turn streamed but could not store, retrying until the store takes it. Its live
+    /// stream has ended with that `turn.done`, so the store must end the turn the same way: leaving the turn
+    /// to lease recovery instead would resume a turn its subscribers were told had ended. The retries stop
+    /// when the turn ended otherwise (the first end written wins) and at shutdown; the turn is then still
+    /// `running` with an expiring lease, and the next start resumes it, as after a crash.
+    async fn store_streamed_end(&self, key: &TurnKey, seq: u64, end: TurnDoneEvent) {
+        let done = TurnDone {
+            event_id: end.id.clone(),
+            min_seq: seq,
+        };
+        let stored = self
+            .retry_store(key, || {
+                self.store.update_turn_state(key, end.state.clone(), done.clone())
+            })
+            .await;
+        match stored {
+            Ok(_) => tracing::info!(turn = %key.turn_id, "stored the end of a turn once the store wrote again"),
+            Err(StoreError::TurnNotRunning { .. }) => {
+                tracing::info!(turn = %key.turn_id, "a turn whose end was not stored had ended otherwise")
             }
-            tracing::error!(turn = %key.turn_id, ?outcome, "a turn ended without turn.done; freezing it");
-            if let Err(error) = self.freeze(&key, CancellationReason::Abandoned).await {
-                tracing::error!(turn = %key.turn_id, %error, "could not freeze a turn that ended without turn.done");
+            Err(error) => tracing::warn!(turn = %key.turn_id, %error, "the streamed end of a turn was not stored"),
+        }
+    }
+
+    /// Ends a turn whose task stopped without streaming `turn.done`: it is frozen as abandoned, unless another
+    /// executor holds it now (it claimed our expired lease, so the stream is its). When the store cannot
+    /// take the freeze, the stream gets that same `turn.done` anyway, so nobody waits for it forever, and the
+    /// freeze is retried as in [`Self::store_streamed_end`].
+    async fn end_orphan(&self, key: &TurnKey, outcome: Result<Option<TurnState>, JoinError>) {
+        if self.held_by_other(key).await {
+            tracing::warn!(turn = %key.turn_id, ?outcome, "a turn stopped here without turn.done; left to its owner");
+            return;
+        }
+        tracing::error!(turn = %key.turn_id, ?outcome, "a turn ended without turn.done; freezing it");
+        let freeze = self.freezing(CancellationReason::Abandoned);
+        let error = match self.freeze_with(key, freeze.clone()).await {
+            Ok(()) => return,
+            Err(error) => error,
+        };
+        tracing::error!(turn = %key.turn_id, %error, "could not freeze a turn that ended without turn.done");
+        let now = now_iso();
+        let done = TurnDoneEvent {
+            id: freeze.done.event_id.clone(),
+            created_at: now.clone(),
+            thread_id: None,
+            state: TurnState::Cancelled {
+                reason: freeze.reason,
+                completed_at: now,
+                metrics: None,
+            },
+        };
+        self.publish_stored(key, 0, SessionEvent::TurnDone(done)).await;
+        if error.is_retryable() {
+            let frozen = self
+                .retry_store(key, || async {
+                    if self.held_by_other(key).await {
+                        return Ok(());
+                    }
+                    self.freeze_with(key, freeze.clone()).await
+                })
+                .await;
+            if let Err(error) = frozen {
+                tracing::warn!(turn = %key.turn_id, %error, "a turn that ended without turn.done was not frozen");
             }
         }
     }
 
-    /// Whether the turn is still running with this executor's lease (or no lease).
-    async fn still_ours(&self, key: &TurnKey) -> bool {
+    /// Runs a store write until it succeeds, fails for a reason a retry cannot change (the turn ended or is
+    /// gone), or shutdown begins; returns its last result. The wait between attempts doubles up to
+    /// [`END_RETRY_MAX`], so a store that stays broken costs one failed write every two seconds.
+    async fn retry_store<T, F, Fut>(&self, key: &TurnKey, mut write: F) -> Result<T, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
+        let mut wait = END_RETRY_FIRST;
+        loop {
+            match write().await {
+                Err(error) if error.is_retryable() && !self.is_stopping() => {
+                    tracing::debug!(turn = %key.turn_id, %error, "the store still fails; retrying the turn's end");
+                }
+                result => return result,
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(END_RETRY_MAX);
+        }
+    }
+
+    /// Whether another executor holds the running turn now. A turn that cannot be read is not known to be
+    /// someone else's.
+    async fn held_by_other(&self, key: &TurnKey) -> bool {
         match self.store.get_turn(key).await {
             Ok(Some(record)) => {
                 !record.turn.state.is_terminal()
-                    && record.turn.lease.as_ref().is_none_or(|lease| lease.owner == self.owner)
+                    && record
+                        .turn
+                        .lease
+                        .as_ref()
+                        .is_some_and(|lease| lease.owner != self.owner)
             }
             Ok(None) | Err(_) => false,
         }
@@ -164,28 +259,32 @@ impl TurnExecutor {
     /// Cancels a running turn, wherever it runs. Here: its task is cancelled and its own `turn.done`
     /// follows. Not here (its executor is gone): the turn is frozen in the store and the stored
     /// `turn.done` is published, so subscribers end too. A turn that already ended is left alone.
-    pub async fn cancel(&self, key: &TurnKey, reason: CancellationReason) -> Result<(), trueforge_store::StoreError> {
+    pub async fn cancel(&self, key: &TurnKey, reason: CancellationReason) -> Result<(), StoreError> {
         if self.runtime.cancel_turn(key, reason) {
             return Ok(());
         }
         self.freeze(key, reason).await
     }
 
-    async fn freeze(&self, key: &TurnKey, reason: CancellationReason) -> Result<(), trueforge_store::StoreError> {
-        let record = self
-            .store
-            .freeze_and_get_turn(
-                key,
-                FreezeTurn {
-                    reason,
-                    metrics: None,
-                    done: TurnDone {
-                        event_id: self.runtime.ids.next(),
-                        min_seq: 0,
-                    },
-                },
-            )
-            .await?;
+    async fn freeze(&self, key: &TurnKey, reason: CancellationReason) -> Result<(), StoreError> {
+        self.freeze_with(key, self.freezing(reason)).await
+    }
+
+    /// A freeze of a turn, its `turn.done` id minted here (so a retried freeze stores the same event).
+    fn freezing(&self, reason: CancellationReason) -> FreezeTurn {
+        FreezeTurn {
+            reason,
+            metrics: None,
+            done: TurnDone {
+                event_id: self.runtime.ids.next(),
+                min_seq: 0,
+            },
+        }
+    }
+
+    /// Freezes the turn (a no-op on an ended one) and publishes the `turn.done` it stored.
+    async fn freeze_with(&self, key: &TurnKey, freeze: FreezeTurn) -> Result<(), StoreError> {
+        let record = self.store.freeze_and_get_turn(key, freeze).await?;
         let last_seq = record.turn.last_seq;
         let stored = self
             .store
@@ -199,9 +298,9 @@ impl TurnExecutor {
         Ok(())
     }
 
-    /// Publishes a stored event to the turn's stream if the stream exists here, after the stream's last
-    /// event (the store numbered it after the stored events only; the stream may have gone further with
-    /// deltas).
+    /// Publishes a turn's end to its stream if the stream exists here, after the stream's last event: the
+    /// stored `turn.done` (the store numbered it after the stored events only; the stream may have gone
+    /// further with deltas), or the one the store could not take yet.
     async fn publish_stored(&self, key: &TurnKey, seq: u64, event: SessionEvent) {
         let stream = stream_key(key);
         let Ok(last) = self.bus.last_seq(&stream).await else {
@@ -301,7 +400,8 @@ impl TurnExecutor {
             if self.is_stopping() {
                 return;
             }
-            if self.runtime.is_running(&key) {
+            // A turn still draining here may be storing its end (its store failed): not an orphan.
+            if self.runtime.is_running(&key) || lock(&self.drains).contains_key(&key) {
                 continue;
             }
             if let Err(error) = self.store.claim_expired_lease(&key, &self.owner, ttl_ms).await {

@@ -55,6 +55,10 @@ pub enum StoreError {
     Corrupt(String),
     #[error("storage backend error: {0}")]
     Backend(String),
+    /// The database could not store or read its files: the disk is full, an I/O error, a read-only or
+    /// damaged file. Nothing was written; the same call can succeed once the cause is gone.
+    #[error("the database cannot store data: {0}")]
+    Storage(String),
     /// The database gave up on the write because of a concurrent one (deadlock, serialization failure, a
     /// lock conflict it could not record); nothing was written and the same call may succeed when retried.
     #[error("the write collided with a concurrent one: {0}")]
@@ -89,6 +93,12 @@ impl StoreError {
                 | Self::NameConflict { .. }
         )
     }
+
+    /// True when the database, not the call, failed (its storage, a collision, anything unexpected): the
+    /// same call may succeed later. False for the answers about the data (not found, conflict, bad input).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Storage(_) | Self::Backend(_) | Self::Transient(_))
+    }
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -111,10 +121,55 @@ impl From<sqlx::Error> for StoreError {
             if transient {
                 return Self::Transient(db.message().to_owned());
             }
+            if is_storage_failure(db.as_ref()) {
+                return Self::Storage(db.to_string());
+            }
         }
         Self::Backend(error.to_string())
     }
 }
+
+/// Whether the database reports that its storage failed rather than the statement: SQLite's result codes for
+/// a full disk, I/O errors, and files it cannot open, write or read; Postgres's SQLSTATEs for the same.
+fn is_storage_failure(db: &dyn sqlx::error::DatabaseError) -> bool {
+    match sqlite_primary_code(db) {
+        Some(code) => SQLITE_STORAGE_FAILURES.contains(&code),
+        None => matches!(db.code().as_deref(), Some(DISK_FULL | OUT_OF_MEMORY | IO_ERROR)),
+    }
+}
+
+/// The primary result code (the low byte of the extended one) of a SQLite error; `None` for other backends.
+fn sqlite_primary_code(db: &dyn sqlx::error::DatabaseError) -> Option<i32> {
+    db.try_downcast_ref::<sqlx::sqlite::SqliteError>()?;
+    let extended: i32 = db.code()?.parse().ok()?;
+    Some(extended & 0xff)
+}
+
+/// True when SQLite refused a statement for a constraint (a trigger's `RAISE(ABORT)`, a unique or foreign key):
+/// the data was refused, the database works.
+pub(crate) fn is_sqlite_constraint(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(db) => sqlite_primary_code(db.as_ref()) == Some(SQLITE_CONSTRAINT),
+        _ => false,
+    }
+}
+
+/// SQLite primary result codes (<https://www.sqlite.org/rescode.html>).
+const SQLITE_CONSTRAINT: i32 = 19;
+const SQLITE_STORAGE_FAILURES: [i32; 7] = [
+    7,  // SQLITE_NOMEM
+    8,  // SQLITE_READONLY
+    10, // SQLITE_IOERR
+    11, // SQLITE_CORRUPT
+    13, // SQLITE_FULL
+    14, // SQLITE_CANTOPEN
+    26, // SQLITE_NOTADB
+];
+
+/// Postgres SQLSTATEs of a server that cannot store data.
+const DISK_FULL: &str = "53100";
+const OUT_OF_MEMORY: &str = "53200";
+const IO_ERROR: &str = "58030";
 
 const SERIALIZATION_FAILURE: &str = "40001";
 const DEADLOCK_DETECTED: &str = "40P01";

@@ -15,8 +15,9 @@ use crate::openapi::{
 use crate::state::{AppState, VERSION};
 use crate::wire::Data;
 
-/// Liveness plus readiness: the reference's `{status, version}`, with the database's state added; 503 when
-/// the database does not answer, so a probe takes the process out of rotation.
+/// Liveness plus readiness: the reference's `{status, version}`, with the database's state added; 503 with
+/// the reason when the database does not answer or cannot write (a full disk), so a probe takes the process
+/// out of rotation. While writes succeed this costs one read; after a failed write, one small write.
 pub async fn healthz(State(state): State<AppState>) -> Response {
     match state.database.ready().await {
         Ok(()) => Json(json!({"status": "ok", "version": VERSION, "database": {"status": "ok"}})).into_response(),

@@ -3,7 +3,7 @@
 use sqlx::Transaction;
 
 use crate::db::SqliteDb;
-use crate::error::StoreResult;
+use crate::error::{StoreResult, is_sqlite_constraint};
 use crate::time::Timestamp;
 
 type Db = sqlx::Sqlite;
@@ -64,8 +64,9 @@ fn search_expression(terms: &[String]) -> String {
 
 // Deliberate: the shared SQL is compiled once per backend, against that backend's `Db`.
 /// Commits a step with one statement (the `step_commit` trigger, migration 3): one round trip to the driver's
-/// worker thread instead of seven. When the trigger refuses the step (nothing is written), the step is replayed
-/// statement by statement, which reports the exact typed error (or succeeds, if the refusal was a race).
+/// worker thread instead of seven. When the trigger refuses the step (a constraint error; nothing is written), the
+/// step is replayed statement by statement, which reports the exact typed error (or succeeds, if the refusal was
+/// a race).
 async fn commit_thread_step(
     store: &Store,
     key: &crate::session::model::TurnKey,
@@ -109,7 +110,10 @@ async fn commit_thread_step(
         .await;
     match applied {
         Ok(_) => Ok(()),
-        Err(_) => ops::commit_thread_step_by_statements(store, key, step).await,
+        Err(error) if is_sqlite_constraint(&error) => ops::commit_thread_step_by_statements(store, key, step).await,
+        // Anything else is the database failing (a full disk, an I/O error): replaying the step would only
+        // hide that behind a second attempt.
+        Err(error) => Err(error.into()),
     }
 }
 
@@ -140,7 +144,10 @@ async fn patch_thread_capability_state(
     .await;
     match applied {
         Ok(_) => Ok(()),
-        Err(_) => ops::patch_capability_state_by_statements(store, key, thread_id, state_key, state).await,
+        Err(error) if is_sqlite_constraint(&error) => {
+            ops::patch_capability_state_by_statements(store, key, thread_id, state_key, state).await
+        }
+        Err(error) => Err(error.into()),
     }
 }
 
