@@ -1,8 +1,152 @@
 #!/usr/bin/env bash
 # The one test command: provisions a throwaway Postgres 15 (installing it when missing and running as root),
-# exports its URL, runs the whole workspace's tests with nextest, and stops Postgres whatever happens.
+# exports its URL, runs the whole workspace's tests with nextest, and stops Postgres whatever happens; then
+# fuzzes a real server against its own OpenAPI document with schemathesis (see run_schemathesis below).
+#
+#   scripts/test.sh [nextest arguments]   everything (with arguments, a filtered nextest run and no fuzzing)
+#   scripts/test.sh --schemathesis-only   the fuzzing alone (no Postgres needed)
+#   (--schemathesis-isolated is the script calling itself inside the fuzzing's network namespace)
+#
+# TRUEFORGE_TEST_SCHEMATHESIS=0 skips the fuzzing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# Schemathesis (pinned, from PyPI) in a venv of its own, installed once; the stamp names the version, so
+# bumping it reinstalls.
+SCHEMATHESIS_DIR="${TRUEFORGE_TEST_SCHEMATHESIS_DIR:-$HOME/.cache/trueforge-test-schemathesis}"
+SCHEMATHESIS_VERSION=4.32.5
+SCHEMATHESIS_STAMP="$SCHEMATHESIS_DIR/.installed-$SCHEMATHESIS_VERSION"
+install_schemathesis() {
+  [ -f "$SCHEMATHESIS_STAMP" ] && return 0
+  command -v python3 >/dev/null 2>&1 || { echo "test.sh: python3 is needed to install schemathesis" >&2; return 1; }
+  echo "test.sh: installing schemathesis $SCHEMATHESIS_VERSION into $SCHEMATHESIS_DIR" >&2
+  rm -rf "$SCHEMATHESIS_DIR/venv" "$SCHEMATHESIS_DIR"/.installed-*
+  mkdir -p "$SCHEMATHESIS_DIR"
+  python3 -m venv "$SCHEMATHESIS_DIR/venv"
+  "$SCHEMATHESIS_DIR/venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" >&2
+  "$SCHEMATHESIS_DIR/venv/bin/st" --version >/dev/null
+  touch "$SCHEMATHESIS_STAMP"
+}
+
+# Fuzzes a server built from this tree with inputs generated from the OpenAPI document it serves: it fails
+# on any 5xx and on any answer outside the document's schema for its status. Bounded (a fixed number of
+# examples per operation and a fixed seed) so it takes a minute or two on two cores. The server runs in local
+# mode on a temporary data directory, with the fake model server configured as the provider `fake`, so the
+# routes that need a configured model have one. Runs after nextest (which builds most of the same code) and
+# whatever nextest's outcome, so one run reports both.
+#
+# Fuzzed settings name arbitrary URLs (MCP servers, model providers) and commands (stdio MCP servers): the
+# server, the fake model server and schemathesis run in a network namespace of their own with only loopback,
+# so nothing leaves the machine, and stdio MCP servers are turned off, so no fuzzed command is started.
+SCHEMATHESIS_EXAMPLES="${TRUEFORGE_TEST_SCHEMATHESIS_EXAMPLES:-25}"
+SCHEMATHESIS_SEED="${TRUEFORGE_TEST_SCHEMATHESIS_SEED:-20261201}"
+run_schemathesis() (
+  set -euo pipefail
+  install_schemathesis
+  cargo build --quiet -p trueforge --bin trueforge -p trueforge-testkit --bin fake-llm
+  local target_dir
+  target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+  if ! command -v ip >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+    echo "test.sh: installing iproute2 (ip) from Debian packages" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null \
+      || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null; }
+  fi
+  local isolate=(unshare --net)
+  [ "$(id -u)" -eq 0 ] || isolate=(unshare --user --map-root-user --net)
+  if ! "${isolate[@]}" true 2>/dev/null; then
+    echo "test.sh: cannot make a network namespace (${isolate[*]}); the fuzzing needs one and is not run" >&2
+    return 1
+  fi
+  "${isolate[@]}" bash "$0" --schemathesis-isolated "$target_dir"
+)
+
+# Inside the namespace: loopback up, the two servers started (and always stopped), schemathesis run.
+schemathesis_isolated() (
+  set -euo pipefail
+  local target_dir="$1"
+  ip link set lo up
+  local work server_pid="" fake_pid=""
+  work="$(mktemp -d /tmp/trueforge-schemathesis.XXXXXX)"
+  # A subshell of its own, so this trap stops exactly the processes started here, whatever happens.
+  stop() {
+    for pid in $server_pid $fake_pid; do kill "$pid" 2>/dev/null || true; done
+    for pid in $server_pid $fake_pid; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$work"
+  }
+  trap stop EXIT
+  trap 'exit 130' INT TERM
+
+  local fake_port port base
+  fake_port="$(free_port)"
+  "$target_dir/debug/fake-llm" --port "$fake_port" >"$work/fake-llm.log" 2>&1 &
+  fake_pid=$!
+  port="$(free_port)"
+  base="http://127.0.0.1:$port"
+  TRUEFORGE_DATA_DIR="$work/data" TRUEFORGE_MCP_ALLOW_STDIO=false RUST_LOG="${RUST_LOG:-warn}" \
+    "$target_dir/debug/trueforge" serve --port "$port" >"$work/server.log" 2>&1 &
+  server_pid=$!
+  local ready=""
+  for _ in $(seq 1 100); do
+    # Any HTTP answer from the fake (even a 404) means it is listening.
+    if curl -fsS "$base/healthz" >/dev/null 2>&1 && curl -sS -o /dev/null "http://127.0.0.1:$fake_port/" 2>/dev/null; then
+      ready=1
+      break
+    fi
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$ready" ]; then
+    echo "test.sh: the server or the fake model server did not start" >&2
+    cat "$work/server.log" "$work/fake-llm.log" >&2
+    return 1
+  fi
+  curl -fsS -X PUT "$base/api/v1/settings/model-providers" -H 'content-type: application/json' -d "{\"manifest\": {
+    \"type\": \"custom\", \"name\": \"fake\", \"base_url\": \"http://127.0.0.1:$fake_port/v1\",
+    \"auth\": {\"api_key\": \"fake-key\"},
+    \"models\": [{\"model_id\": \"fake-model\", \"name\": \"fake-model\", \"properties\": {}}]}}" >/dev/null
+
+  # Listing an MCP server's tools answers 502 when the server cannot be reached, which every fuzzed one
+  # cannot (no network here): the documented answer, not a failure of ours.
+  cat >"$work/schemathesis.toml" <<'TOML'
+[[operations]]
+include-operation-id = "list_mcp_server_tools"
+checks.not_a_server_error.expected-statuses = ["2XX", "3XX", "4XX", "502"]
+TOML
+
+  echo "test.sh: schemathesis $SCHEMATHESIS_VERSION against $base ($SCHEMATHESIS_EXAMPLES examples per operation)" >&2
+  local status=0
+  # `timeout` only guards against a hung run; the example count is what bounds it. The hooks make
+  # schemathesis read event streams as the document means them (see the file). Run from the temporary
+  # directory, where Hypothesis and schemathesis leave their databases: each run starts afresh from the seed.
+  local scripts="$PWD/scripts"
+  (cd "$work" && SCHEMATHESIS_HOOKS=schemathesis_hooks PYTHONPATH="$scripts" \
+    timeout 900 "$SCHEMATHESIS_DIR/venv/bin/st" --config-file "$work/schemathesis.toml" \
+    run "$base/api/v1/openapi.json" --url "$base" \
+    --checks not_a_server_error,response_schema_conformance \
+    --phases examples,coverage,fuzzing \
+    --max-examples "$SCHEMATHESIS_EXAMPLES" --seed "$SCHEMATHESIS_SEED" \
+    --workers 2 --request-timeout 30 --no-color) || status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "test.sh: schemathesis failed; the server's log:" >&2
+    tail -n 50 "$work/server.log" >&2
+  fi
+  return "$status"
+)
+
+case "${1:-}" in
+  --schemathesis-only)
+    run_schemathesis
+    exit $?
+    ;;
+  --schemathesis-isolated)
+    schemathesis_isolated "$2"
+    exit $?
+    ;;
+esac
 
 PG_BIN=""
 find_pg_bin() {
@@ -65,10 +209,6 @@ if [ ! -f "$CONFORMANCE_STAMP" ]; then
 fi
 export TRUEFORGE_TEST_CONFORMANCE_DIR="$CONFORMANCE_DIR"
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
 PG_DIR="$(mktemp -d /tmp/trueforge-pg.XXXXXX)"
 PG_PORT="$(free_port)"
 # initdb refuses to run as root: run the server as the 'postgres' user when we are root.
@@ -94,4 +234,16 @@ trap stop_postgres EXIT INT TERM
 export TRUEFORGE_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
 echo "test.sh: Postgres $("$PG_BIN/postgres" --version | awk '{print $3}') on port $PG_PORT" >&2
 
-cargo nextest run --workspace --no-fail-fast "$@"
+# nextest's failure must not skip the fuzzing (nor the other way round): both run, the worse outcome wins.
+nextest_status=0
+cargo nextest run --workspace --no-fail-fast "$@" || nextest_status=$?
+if [ "$#" -gt 0 ] || [ "${TRUEFORGE_TEST_SCHEMATHESIS:-1}" = "0" ]; then
+  exit "$nextest_status"
+fi
+# Called as a plain command (not in `||`), so `set -e` holds inside it.
+set +e
+run_schemathesis
+schemathesis_status=$?
+set -e
+[ "$nextest_status" -eq 0 ] || exit "$nextest_status"
+exit "$schemathesis_status"

@@ -22,7 +22,7 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::http_client::RecordingClient;
-use crate::{McpError, McpServerConfig};
+use crate::{McpError, McpServerConfig, describe};
 
 /// How many of a stdio server's last stderr lines are kept to explain a failed start.
 const STDERR_TAIL_LINES: usize = 20;
@@ -333,13 +333,13 @@ impl McpConnection {
                 McpError::SessionExpired { server }
             }
             ServiceError::TransportClosed => McpError::Closed { server },
-            ServiceError::TransportSend(transport) => McpError::Transport {
+            ServiceError::TransportSend(ref transport) => McpError::Transport {
                 server,
-                detail: format!("{operation}: {}", transport.error),
+                detail: format!("{operation}: {}", describe::transport_error(transport)),
             },
             other => McpError::Protocol {
                 server,
-                detail: format!("{operation}: {other}"),
+                detail: format!("{operation}: {}", describe::service_error(&other)),
             },
         }
     }
@@ -372,7 +372,7 @@ where
         }),
         Ok(Ok(service)) => Ok(service),
         Ok(Err(error)) => {
-            let detail = error.to_string();
+            let detail = describe::initialize_error(&error);
             let server = label.to_owned();
             if error.is_authorization_required() || error.auth_challenge().is_some() {
                 return Err(McpError::AuthRequired {

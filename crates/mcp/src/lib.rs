@@ -9,6 +9,7 @@
 mod config;
 mod connection;
 mod content;
+mod describe;
 mod error;
 mod http_client;
 pub mod oauth;

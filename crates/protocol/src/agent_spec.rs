@@ -75,8 +75,8 @@ impl AgentSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[schema(as = Model)]
 pub struct ModelRef {
-    /// Fully qualified `provider/model`.
-    #[schema(min_length = 1)]
+    /// Fully qualified `provider/model`: a configured provider's name, one slash, one of its models.
+    #[schema(min_length = 1, pattern = "^[^/]+/[^/]+$")]
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
@@ -151,7 +151,8 @@ pub struct ModelParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(remote = "Self")]
 pub struct InitialUserMessage {
-    #[schema(min_length = 1)]
+    /// Not blank: at least one character that is not whitespace.
+    #[schema(min_length = 1, pattern = "\\S")]
     pub content: String,
 }
 
@@ -163,8 +164,14 @@ tagged_struct!(InitialUserMessage, type = "user.message");
 #[serde(deny_unknown_fields)]
 #[schema(as = Skill)]
 pub struct SkillRef {
+    /// Letters, digits, `.`, `_` and `-`; not `.` or `..`, and not starting with the reserved `.tfy-`.
+    /// Surrounding whitespace is trimmed first.
     #[serde(deserialize_with = "trimmed")]
-    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]+$")]
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^(?!\\.\\.?$)(?!\\.tfy-)[A-Za-z0-9._-]+$"
+    )]
     pub name: String,
 }
 

@@ -13,6 +13,7 @@ mod nullable;
 pub mod openapi;
 mod rules;
 mod tagged;
+pub mod whole_number;
 
 mod error;
 

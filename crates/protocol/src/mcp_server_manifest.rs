@@ -9,29 +9,26 @@ use utoipa::ToSchema;
 use crate::ProtocolError;
 use crate::rules;
 
-/// Schema `MCPServerManifest` (closed object). One flat object for both types, so that remote manifests
+/// Schema `MCPServerManifest` (closed object). One flat struct for both types, so that remote manifests
 /// stay exactly the reference's: `url` (and `auth`) belong to `remote`, `command`, `args` and `env` to
-/// `stdio`; [`validate`](Self::validate) refuses the fields of the other type.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+/// `stdio`; [`validate`](Self::validate) refuses the fields of the other type. The document describes the
+/// two types as two closed variants (see `openapi`), which states that rule too.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[schema(as = MCPServerManifest)]
 pub struct McpServerManifest {
     #[serde(rename = "type")]
     pub kind: McpServerType,
     pub name: String,
     /// The server's Streamable HTTP endpoint (`remote` only, required there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false, format = "uri")]
     pub url: Option<String>,
     /// Shown to the model to decide when the server is useful.
     pub description: String,
     /// Absent when the server needs no credentials (`remote` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
     pub auth: Option<McpServerAuth>,
     /// The program to start (`stdio` only, required there): a path or a name looked up on `PATH`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
     pub command: Option<String>,
     /// The program's arguments (`stdio` only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -54,11 +51,10 @@ pub enum McpServerType {
     Stdio,
 }
 
-/// Schema `MCPServerManifestAuth`, discriminated by `type`; both variants are closed objects. `Debug`
-/// prints header names, never their values.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+/// Schema `MCPServerManifestAuth`, discriminated by `type`; both variants are closed objects (their schema is
+/// written in `openapi`, after the reference's). `Debug` prints header names, never their values.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", deny_unknown_fields)]
-#[schema(as = MCPServerManifestAuth)]
 pub enum McpServerAuth {
     /// Static request headers; every value is a secret.
     #[serde(rename = "header")]
@@ -131,6 +127,7 @@ impl McpServerManifest {
         if command.trim().is_empty() {
             return Err(ProtocolError::invalid("command", "must not be empty"));
         }
+        // The document states the same rule (`ENV_NAME_PATTERN` in `openapi::mcp`).
         for name in self.env.keys() {
             let plain = name
                 .chars()

@@ -29,14 +29,19 @@ fn default_require_approval_for_tools() -> Vec<String> {
 #[schema(as = MCPServer)]
 pub struct McpServerRef {
     /// Name of a configured MCP server (settings row).
+    #[schema(min_length = 1)]
     pub name: String,
     #[serde(default = "default_enable_tools")]
+    #[schema(value_type = Vec<crate::openapi::McpToolSelector>)]
     pub enable_tools: Vec<String>,
     #[serde(default)]
+    #[schema(value_type = Vec<crate::openapi::McpToolSelector>)]
     pub disable_tools: Vec<String>,
     #[serde(default)]
+    #[schema(value_type = Vec<crate::openapi::McpToolSelector>)]
     pub preload_tools: Vec<String>,
     #[serde(default = "default_require_approval_for_tools")]
+    #[schema(value_type = Vec<crate::openapi::McpApprovalToolSelector>)]
     pub require_approval_for_tools: Vec<String>,
     #[serde(default)]
     pub preload: bool,

@@ -131,6 +131,7 @@ pub struct CustomModelProvider {
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelProviderAuth {
+    #[schema(min_length = 1)]
     pub api_key: String,
 }
 
@@ -147,9 +148,11 @@ impl std::fmt::Debug for ModelProviderAuth {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConfiguredModel {
-    /// The identifier sent to the provider.
+    /// The identifier sent to the provider; unique within the provider.
+    #[schema(min_length = 1)]
     pub model_id: String,
-    /// The name agents use, as `<provider row key>/<name>`.
+    /// The name agents use, as `<provider row key>/<name>`; unique within the provider.
+    #[schema(value_type = crate::openapi::ResourceName)]
     pub name: String,
     /// Required by the contract, may be `{}`.
     pub properties: ModelProperties,
@@ -159,16 +162,24 @@ pub struct ConfiguredModel {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelProperties {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::whole_number::option"
+    )]
+    #[schema(nullable = false, minimum = 1)]
     pub context_length: Option<u64>,
     /// Becomes the default `max_tokens` of calls to this model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::whole_number::option"
+    )]
+    #[schema(nullable = false, minimum = 1)]
     pub max_output_tokens: Option<u64>,
     /// The reasoning efforts an agent may ask of this model; absent means not configurable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
+    #[schema(nullable = false, min_items = 1)]
     pub reasoning_efforts: Option<Vec<ReasoningEffort>>,
 }
 

@@ -6,7 +6,9 @@
 //!   derived schema lacks it; [`finish_schemas`] adds it, and a discriminator to unions of them;
 //! - types whose serde impls are hand-written (`ModelProviderManifest`, the event unions, the provider type
 //!   enum) get a `ToSchema` written here with utoipa's builders, describing the JSON those impls produce;
-//! - the `state` of `turn.created` / `turn.done`, whose deserializers accept only some states.
+//! - the `state` of `turn.created` / `turn.done`, whose deserializers accept only some states;
+//! - the MCP server manifest, its authentication, tool selectors and `ResourceName` (see `mcp`), whose value
+//!   rules a derive cannot state.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -18,6 +20,10 @@ use utoipa::openapi::schema::{
 };
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
+
+mod mcp;
+
+pub use mcp::{McpApprovalToolSelector, McpToolSelector, ResourceName};
 
 use crate::{
     AgentInfo, ConfiguredModel, DaytonaSandboxProvider, InitialUserMessage, McpAuthRequiredEvent, McpInitializeEvent,
@@ -227,14 +233,7 @@ fn custom_provider_schema() -> Schema {
         ))
         .property("type", string_enum(&[crate::CUSTOM_PROVIDER_TYPE]))
         .required("type")
-        .property(
-            "name",
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .min_length(Some(2))
-                .max_length(Some(64))
-                .pattern(Some("^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")),
-        )
+        .property("name", reference::<ResourceName>())
         .required("name")
         .property("base_url", uri())
         .required("base_url")
@@ -279,6 +278,7 @@ impl ToSchema for ModelProviderManifest {
             ));
         }
         schemas.push((CUSTOM_PROVIDER_SCHEMA.to_owned(), custom_provider_schema().into()));
+        collect::<ResourceName>(schemas);
         collect::<ModelProviderAuth>(schemas);
         collect::<ConfiguredModel>(schemas);
     }

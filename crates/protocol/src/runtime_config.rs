@@ -29,8 +29,11 @@ const fn default_iteration_limit() -> u32 {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct RuntimeConfig {
     /// Model calls allowed per thread and turn, 1 to 1024 (the range is checked by `validate`; fractions
-    /// and negative numbers already fail to parse).
-    #[serde(default = "default_iteration_limit")]
+    /// and negative numbers already fail to parse, whole floats such as `10.0` are integers).
+    #[serde(
+        default = "default_iteration_limit",
+        deserialize_with = "crate::whole_number::deserialize"
+    )]
     #[schema(minimum = 1, maximum = 1024)]
     pub iteration_limit: u32,
     #[serde(default)]
@@ -124,7 +127,11 @@ pub struct CompactionConfig {
     pub enabled: bool,
     /// Context size, in tokens, at which compaction starts; 50 000 when absent. The reference keeps it
     /// absent rather than writing the default, and so does this.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::whole_number::option"
+    )]
     #[schema(nullable = false, minimum = 1)]
     pub compaction_threshold_tokens: Option<u64>,
 }

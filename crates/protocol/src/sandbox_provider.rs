@@ -21,9 +21,14 @@ pub enum SandboxProviderManifest {
 pub struct DaytonaSandboxProvider {
     pub auth: SandboxProviderAuth,
     /// Default timeout of one command; must be positive.
+    #[serde(deserialize_with = "crate::whole_number::deserialize")]
+    #[schema(minimum = 1)]
     pub exec_timeout_ms: u64,
+    #[serde(deserialize_with = "crate::whole_number::deserialize")]
     pub auto_stop_interval_in_minutes: u64,
+    #[serde(deserialize_with = "crate::whole_number::deserialize")]
     pub auto_archive_interval_in_minutes: u64,
+    #[serde(deserialize_with = "crate::whole_number::deserialize")]
     pub auto_delete_interval_in_minutes: u64,
 }
 
@@ -32,6 +37,7 @@ pub struct DaytonaSandboxProvider {
 #[serde(deny_unknown_fields)]
 #[schema(as = DaytonaSandboxProviderAuth)]
 pub struct SandboxProviderAuth {
+    #[schema(min_length = 1)]
     pub api_key: String,
 }
 

@@ -18,6 +18,7 @@ pub enum SessionAgent {
     /// (`null` for legacy or orphaned rows); the spec itself is looked up live at each turn.
     #[serde(rename = "reference")]
     Reference {
+        #[schema(min_length = 1)]
         id: String,
         #[serde(deserialize_with = "crate::nullable::required")]
         #[schema(required = true)]

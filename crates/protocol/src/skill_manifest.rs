@@ -12,16 +12,28 @@ use crate::rules;
 pub struct SkillManifest {
     #[serde(rename = "type")]
     pub kind: SkillType,
+    #[schema(value_type = crate::openapi::ResourceName)]
     pub name: String,
-    /// HTTPS URL of a GitHub or GitLab repository.
+    /// HTTPS URL of a GitHub or GitLab repository (the reference's pattern, as `is_repository_url` reads it).
+    #[schema(
+        min_length = 1,
+        pattern = r"^https:\/\/(github\.com\/[A-Za-z0-9._-]+\/[A-Za-z0-9._-]+|gitlab\.com\/[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)+)(\/|\.git)?$"
+    )]
     pub url: String,
-    /// Directory of the skill within the repository; absent for the repository root.
+    /// Directory of the skill within the repository; absent for the repository root. The reference's
+    /// alphabet, and (as `rules::safe_relative_path` checks) no `.` or `..` segment, not only slashes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
+    #[schema(
+        nullable = false,
+        min_length = 1,
+        pattern = r"^(?!/*$)(?!(?:.*/)?\.\.?(?:/|$))[A-Za-z0-9._\-/]+$"
+    )]
     pub path: Option<String>,
-    /// Branch, tag or commit.
+    /// Branch, tag or commit: the reference's alphabet, no `..` segment, not only slashes.
     #[serde(rename = "ref")]
+    #[schema(min_length = 1, pattern = r"^(?!/*$)(?!(?:.*/)?\.\.(?:/|$))[A-Za-z0-9._\-/]+$")]
     pub git_ref: String,
+    #[schema(min_length = 1)]
     pub description: String,
 }
 

@@ -78,9 +78,9 @@ pub struct AgentInfo {
     pub name: String,
     /// The self-contained task the sub-agent receives as its only user message.
     pub input: String,
-    /// Model override (`provider/model`).
+    /// Model override (`provider/model`), one of the configured models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
+    #[schema(nullable = false, min_length = 1)]
     pub model: Option<String>,
 }
 

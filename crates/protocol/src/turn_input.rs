@@ -145,7 +145,9 @@ pub enum UserContentPart {
 #[serde(remote = "Self")]
 #[schema(as = UserToolApprovalEvent)]
 pub struct UserToolApproval {
+    #[schema(min_length = 1)]
     pub thread_id: String,
+    #[schema(min_length = 1)]
     pub tool_call_id: String,
     pub approval: ApprovalDecision,
 }
@@ -157,8 +159,11 @@ tagged_struct!(UserToolApproval, type = "user.tool_approval");
 #[serde(remote = "Self")]
 #[schema(as = UserToolResponseEvent)]
 pub struct UserToolResponse {
+    #[schema(min_length = 1)]
     pub thread_id: String,
+    #[schema(min_length = 1)]
     pub tool_call_id: String,
+    #[schema(min_length = 1)]
     pub content: String,
 }
 

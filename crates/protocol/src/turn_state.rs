@@ -133,7 +133,7 @@ pub struct TurnMetrics {
     #[schema(nullable = false)]
     pub total_reasoning_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
+    #[schema(nullable = false, minimum = 0.0)]
     pub total_cost_in_usd: Option<f64>,
     /// Our addition: tool calls executed (all threads).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -119,6 +119,17 @@ fn iteration_limit_range_is_enforced() {
         &json!({"model": {"name": "p/m"}, "config": {"iteration_limit": 2.5}}),
         "invalid type",
     );
+    // A whole number written as a float is that integer (JSON Schema's `integer`), and is written back as one.
+    let spec: AgentSpec = serde_json::from_value(
+        json!({"model": {"name": "p/m"}, "config": {"iteration_limit": 10.0, "context_management": {"compaction": {"compaction_threshold_tokens": 2e4}}}}),
+    )
+    .unwrap();
+    let written = serde_json::to_value(&spec).unwrap();
+    assert_eq!(written["config"]["iteration_limit"], json!(10));
+    assert_eq!(
+        written["config"]["context_management"]["compaction"]["compaction_threshold_tokens"],
+        json!(20000)
+    );
     rejects::<AgentSpec>(
         &json!({"model": {"name": "p/m"}, "config": {"iteration_limit": "100"}}),
         "invalid type",

@@ -6,7 +6,9 @@
 //! accepts (every property the reference requires is always sent, our enum values ⊆ the reference's, no
 //! property the reference's closed objects do not declare). `$ref`s are resolved on both sides, `allOf`
 //! merged, and `oneOf`/`anyOf` variants matched by their discriminator value or, failing that, by finding a
-//! compatible variant. Deliberate differences live in `tests/reference/allowed-differences.json` with a
+//! compatible variant. Value rules (lengths, counts, ranges, patterns) follow the same directions: a request's
+//! may not refuse what the reference's document admits, a response's must refuse what it refuses (see
+//! [`value_rules`]). Deliberate differences live in `tests/reference/allowed-differences.json` with a
 //! reason each; an entry that no longer matches anything fails too, so the list stays true.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -472,6 +474,97 @@ fn the_comparison_is_directional() {
     assert_eq!(differences, Vec::new());
 }
 
+#[test]
+fn value_rules_are_compared_in_the_direction_of_the_data() {
+    let document = |input: Value, output: Value| {
+        json!({"openapi": "3.1.0", "paths": {"/x": {"post": {
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/In"}}}},
+            "responses": {"200": {"description": "", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Out"}}}}}
+        }}}, "components": {"schemas": {
+            "In": {"type": "object", "properties": {"name": input}},
+            "Out": {"type": "object", "required": ["count"], "properties": {"count": output}}
+        }}})
+    };
+    let reference = document(
+        json!({"type": "string", "minLength": 1}),
+        json!({"type": "integer", "exclusiveMinimum": 0}),
+    );
+    let found = |ours: &Value| -> BTreeSet<(String, String)> {
+        compare(&reference, ours)
+            .into_iter()
+            .map(|difference| (difference.at, difference.kind))
+            .collect()
+    };
+    let pair = |at: &str, kind: &str| (at.to_owned(), kind.to_owned());
+
+    // A request rule the reference lacks, a response rule we lack: both reported.
+    let stricter_in_looser_out = document(
+        json!({"type": "string", "minLength": 1, "pattern": "^[a-z]+$"}),
+        json!({"type": "integer"}),
+    );
+    let differences = found(&stricter_in_looser_out);
+    assert!(
+        differences.contains(&pair("In.name", "narrower-rule")),
+        "{differences:?}"
+    );
+    assert!(
+        differences.contains(&pair("Out.count", "wider-rule")),
+        "{differences:?}"
+    );
+
+    // The same rules written differently (`minimum: 1` is `exclusiveMinimum: 0` for integers), a looser request
+    // and a stricter response: nothing to report.
+    let compatible = document(
+        json!({"type": "string"}),
+        json!({"type": "integer", "minimum": 1, "maximum": 10}),
+    );
+    assert_eq!(found(&compatible), BTreeSet::new());
+
+    // A pattern with lookaheads put in front refuses more than the pattern: narrower in a request, and
+    // within the reference's rule in a response. An enum is checked value by value.
+    let mut reference_patterns = reference.clone();
+    reference_patterns["components"]["schemas"]["In"]["properties"]["name"] =
+        json!({"anyOf": [{"type": "string", "enum": ["auto"]}, {"type": "string", "pattern": "^[a-z]+$"}]});
+    reference_patterns["components"]["schemas"]["Out"]["properties"]["label"] =
+        json!({"type": "string", "pattern": "^[a-z]+$"});
+    let mut ours = document(
+        json!({"type": "string", "minLength": 1, "pattern": "^(?!x)[a-z]+$"}),
+        json!({"type": "integer", "minimum": 1}),
+    );
+    ours["components"]["schemas"]["Out"]["properties"]["label"] =
+        json!({"type": "string", "pattern": "^(?!\\.)(?!x)[a-z]+$"});
+    let differences: Vec<Difference> = compare(&reference_patterns, &ours);
+    let rules: Vec<(&str, &str)> = differences
+        .iter()
+        .map(|difference| (difference.at.as_str(), difference.kind.as_str()))
+        .collect();
+    assert_eq!(
+        rules,
+        vec![("In.name", "narrower-rule"), ("In.name", "narrower-rule")],
+        "{differences:#?}"
+    );
+    // "auto" is long enough for `minLength: 1`; only the pattern is reported against it.
+    assert!(
+        differences.iter().any(|difference| difference.message
+            == "refuses what the reference's document admits: pattern ^(?!x)[a-z]+$ (by \"auto\")"),
+        "{differences:#?}"
+    );
+
+    // For numbers, `minimum: 0` admits the 0 that `exclusiveMinimum: 0` refuses.
+    let mut reference_number = reference.clone();
+    reference_number["components"]["schemas"]["Out"]["properties"]["count"] =
+        json!({"type": "number", "exclusiveMinimum": 0});
+    let ours = document(json!({"type": "string"}), json!({"type": "number", "minimum": 0}));
+    let differences: BTreeSet<(String, String)> = compare(&reference_number, &ours)
+        .into_iter()
+        .map(|difference| (difference.at, difference.kind))
+        .collect();
+    assert!(
+        differences.contains(&pair("Out.count", "wider-rule")),
+        "{differences:?}"
+    );
+}
+
 fn workspace_file(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
@@ -525,7 +618,7 @@ struct Difference {
     /// `missing-operation`, `missing-parameter`, `parameter-in`, `parameter-required`, `missing-status`,
     /// `missing-body`, `body-required`, `missing-media-type`, `type`, `enum`, `missing-property`,
     /// `property-required`, `extra-property`, `closed-object`, `open-object`, `missing-variant`,
-    /// `no-compatible-variant`.
+    /// `no-compatible-variant`, `narrower-rule`, `wider-rule`.
     kind: String,
     message: String,
 }
@@ -756,6 +849,270 @@ fn is_open(schema: &Value) -> bool {
     )
 }
 
+// ---- value rules ----
+
+/// The kinds of difference [`value_rules`] reports.
+const RULE_KINDS: [&str; 2] = ["narrower-rule", "wider-rule"];
+
+/// The value rules of a schema the comparison reads: lengths, counts, ranges, patterns. `format` is left out:
+/// in OpenAPI 3.1 it is an annotation that validators do not enforce unless asked to.
+#[derive(Debug, Default)]
+struct Rules {
+    min_length: Option<u64>,
+    max_length: Option<u64>,
+    min_items: Option<u64>,
+    max_items: Option<u64>,
+    min_properties: Option<u64>,
+    max_properties: Option<u64>,
+    lower: Option<Bound>,
+    upper: Option<Bound>,
+    pattern: Option<String>,
+}
+
+/// One end of a numeric range.
+#[derive(Debug, Clone, Copy)]
+struct Bound {
+    value: f64,
+    exclusive: bool,
+}
+
+impl Rules {
+    fn of(schema: &Value) -> Self {
+        let count = |key: &str| schema.get(key).and_then(Value::as_u64);
+        let integer = types(schema).iter().all(|name| name == "integer");
+        let bound = |inclusive: &str, exclusive: &str, step: f64| {
+            // 3.1 writes `exclusiveMinimum: 0`; for integers that is the inclusive `minimum: 1`.
+            let strict = schema
+                .get(exclusive)
+                .and_then(Value::as_f64)
+                .map(|value| match integer {
+                    true if value.fract() == 0.0 => Bound {
+                        value: value + step,
+                        exclusive: false,
+                    },
+                    _ => Bound { value, exclusive: true },
+                });
+            let plain = schema.get(inclusive).and_then(Value::as_f64).map(|value| Bound {
+                value,
+                exclusive: false,
+            });
+            // Both given: the tighter one holds.
+            match (plain, strict) {
+                (Some(plain), Some(strict)) if (plain.value - strict.value) * step > 0.0 => Some(plain),
+                (_, Some(strict)) => Some(strict),
+                (plain, None) => plain,
+            }
+        };
+        Self {
+            min_length: count("minLength"),
+            max_length: count("maxLength"),
+            min_items: count("minItems"),
+            max_items: count("maxItems"),
+            min_properties: count("minProperties"),
+            max_properties: count("maxProperties"),
+            lower: bound("minimum", "exclusiveMinimum", 1.0),
+            upper: bound("maximum", "exclusiveMaximum", -1.0),
+            pattern: schema.get("pattern").and_then(Value::as_str).map(str::to_owned),
+        }
+    }
+
+    /// The rules of `self` that `other` does not imply (`other` admits a value they refuse), described.
+    /// `other_values`: the only values `other` admits (its `enum` or `const`), checked one by one.
+    fn not_implied_by(&self, other: &Self, other_values: Option<&[Value]>) -> Vec<String> {
+        if let Some(values) = other_values {
+            return self.refusing(values);
+        }
+        let mut missing = Vec::new();
+        let mut minimum = |name: &str, mine: Option<u64>, theirs: Option<u64>| {
+            if let Some(mine) = mine
+                && theirs.is_none_or(|theirs| theirs < mine)
+            {
+                missing.push(format!("{name} {mine}"));
+            }
+        };
+        minimum("minLength", self.min_length, other.min_length);
+        minimum("minItems", self.min_items, other.min_items);
+        minimum("minProperties", self.min_properties, other.min_properties);
+        let mut maximum = |name: &str, mine: Option<u64>, theirs: Option<u64>| {
+            if let Some(mine) = mine
+                && theirs.is_none_or(|theirs| theirs > mine)
+            {
+                missing.push(format!("{name} {mine}"));
+            }
+        };
+        maximum("maxLength", self.max_length, other.max_length);
+        maximum("maxItems", self.max_items, other.max_items);
+        maximum("maxProperties", self.max_properties, other.max_properties);
+        let tighter = |mine: Bound, theirs: Bound, step: f64| {
+            (theirs.value - mine.value) * step > 0.0
+                || (theirs.value == mine.value && (theirs.exclusive || !mine.exclusive))
+        };
+        if let Some(lower) = self.lower
+            && !other.lower.is_some_and(|theirs| tighter(lower, theirs, 1.0))
+        {
+            missing.push(format!(
+                "{} {}",
+                if lower.exclusive { "exclusiveMinimum" } else { "minimum" },
+                lower.value
+            ));
+        }
+        if let Some(upper) = self.upper
+            && !other.upper.is_some_and(|theirs| tighter(upper, theirs, -1.0))
+        {
+            missing.push(format!(
+                "{} {}",
+                if upper.exclusive { "exclusiveMaximum" } else { "maximum" },
+                upper.value
+            ));
+        }
+        // Whether one pattern implies another is not decided in general: only the same pattern, or the same
+        // pattern with negative lookaheads added at its start (which only take values away), implies it.
+        if let Some(pattern) = &self.pattern
+            && !other.pattern.as_deref().is_some_and(|theirs| {
+                let (my_lookaheads, my_rest) = split_lookaheads(pattern);
+                let (their_lookaheads, their_rest) = split_lookaheads(theirs);
+                my_rest == their_rest
+                    && my_lookaheads
+                        .iter()
+                        .all(|lookahead| their_lookaheads.contains(lookahead))
+            })
+        {
+            missing.push(format!("pattern {pattern}"));
+        }
+        missing
+    }
+
+    /// The rules of `self` that one of `values` breaks, described. A pattern cannot be checked without a
+    /// regular expression engine, so it counts as broken.
+    fn refusing(&self, values: &[Value]) -> Vec<String> {
+        let mut broken = Vec::new();
+        for value in values {
+            let length = value.as_str().map(|text| text.chars().count() as u64);
+            let count = value
+                .as_array()
+                .map(|items| items.len() as u64)
+                .or_else(|| value.as_object().map(|members| members.len() as u64));
+            let number = value.as_f64();
+            let below = |have: Option<u64>, min: Option<u64>| have.zip(min).is_some_and(|(have, min)| have < min);
+            let above = |have: Option<u64>, max: Option<u64>| have.zip(max).is_some_and(|(have, max)| have > max);
+            let under = number
+                .zip(self.lower)
+                .is_some_and(|(have, bound)| have < bound.value || (bound.exclusive && have == bound.value));
+            let over = number
+                .zip(self.upper)
+                .is_some_and(|(have, bound)| have > bound.value || (bound.exclusive && have == bound.value));
+            let checks = [
+                (below(length, self.min_length), shown("minLength", self.min_length)),
+                (above(length, self.max_length), shown("maxLength", self.max_length)),
+                (below(count, self.min_items), shown("minItems", self.min_items)),
+                (above(count, self.max_items), shown("maxItems", self.max_items)),
+                (
+                    below(count, self.min_properties),
+                    shown("minProperties", self.min_properties),
+                ),
+                (
+                    above(count, self.max_properties),
+                    shown("maxProperties", self.max_properties),
+                ),
+                (under, shown("minimum", self.lower.map(|bound| bound.value))),
+                (over, shown("maximum", self.upper.map(|bound| bound.value))),
+                (
+                    self.pattern.is_some() && value.is_string(),
+                    shown("pattern", self.pattern.as_deref()),
+                ),
+            ];
+            broken.extend(
+                checks
+                    .into_iter()
+                    .filter(|(fails, _)| *fails)
+                    .map(|(_, rule)| format!("{rule} (by {value})")),
+            );
+        }
+        broken
+    }
+}
+
+/// `name limit`, for messages.
+fn shown(name: &str, limit: Option<impl std::fmt::Display>) -> String {
+    limit.map(|limit| format!("{name} {limit}")).unwrap_or_default()
+}
+
+/// The negative lookaheads right after a pattern's leading `^`, and the pattern without them:
+/// `^(?!\.)[a-z]+$` is `(?!\.)` and `^[a-z]+$`.
+fn split_lookaheads(pattern: &str) -> (Vec<&str>, String) {
+    let Some(mut rest) = pattern.strip_prefix('^') else {
+        return (Vec::new(), pattern.to_owned());
+    };
+    let mut lookaheads = Vec::new();
+    while let Some(group) = rest.strip_prefix("(?!") {
+        // The end of the group: its closing parenthesis at depth zero, escapes and classes skipped.
+        let mut depth = 0usize;
+        let mut end = None;
+        let mut chars = group.char_indices();
+        let mut in_class = false;
+        while let Some((index, c)) = chars.next() {
+            match c {
+                '\\' => {
+                    chars.next();
+                }
+                '[' if !in_class => in_class = true,
+                ']' if in_class => in_class = false,
+                '(' if !in_class => depth += 1,
+                ')' if !in_class && depth == 0 => {
+                    end = Some(index);
+                    break;
+                }
+                ')' if !in_class => depth -= 1,
+                _ => {}
+            }
+        }
+        let Some(end) = end else {
+            return (Vec::new(), pattern.to_owned());
+        };
+        lookaheads.push(&rest[..end + 4]);
+        rest = &group[end + 1..];
+    }
+    (lookaheads, format!("^{rest}"))
+}
+
+/// Value rules, in the comparison's direction. A request's rules must not refuse what the reference's
+/// document admits (`narrower-rule`); a response's must refuse at least what the reference's refuses
+/// (`wider-rule`), since reference clients may validate answers against them.
+///
+/// The reference server applies rules its document does not state (a model name must be `provider/model`,
+/// a sandbox path absolute, ...). Stating such a rule in our document makes ours more accurate, not less
+/// compatible, but only a person can tell that the reference applies it too: each `narrower-rule` is listed
+/// in `allowed-differences.json` with the reference's behaviour as its reason, and the tests of
+/// `tests/value_rules.rs` check that the server applies what the document says.
+fn value_rules(reference: &Value, ours: &Value, direction: Direction, at: &str) -> Vec<Difference> {
+    let reference_rules = Rules::of(reference);
+    let our_rules = Rules::of(ours);
+    match direction {
+        Direction::Request => {
+            let stricter = our_rules.not_implied_by(&reference_rules, enum_values(reference).as_deref());
+            if stricter.is_empty() {
+                return Vec::new();
+            }
+            vec![difference(
+                at,
+                "narrower-rule",
+                format!("refuses what the reference's document admits: {}", stricter.join(", ")),
+            )]
+        }
+        Direction::Response => {
+            let unkept = reference_rules.not_implied_by(&our_rules, enum_values(ours).as_deref());
+            if unkept.is_empty() {
+                return Vec::new();
+            }
+            vec![difference(
+                at,
+                "wider-rule",
+                format!("may send what the reference's document refuses: {}", unkept.join(", ")),
+            )]
+        }
+    }
+}
+
 fn list(values: impl IntoIterator<Item = impl std::fmt::Display>) -> String {
     values
         .into_iter()
@@ -949,6 +1306,16 @@ impl Comparer<'_> {
             if outcomes.iter().any(Vec::is_empty) {
                 continue;
             }
+            // A variant that differs only in value rules has the shape: the rules are reported as themselves
+            // (where the allowlist can name them) rather than as a missing variant that hides them.
+            if let Some(rules_only) = outcomes.iter().find(|outcome| {
+                outcome
+                    .iter()
+                    .all(|difference| RULE_KINDS.contains(&difference.kind.as_str()))
+            }) {
+                differences.extend(rules_only.iter().cloned());
+                continue;
+            }
             let described = match &tag {
                 Some((key, value)) => format!("the variant with {key} {value}"),
                 None => format!("a variant of type {}", list(types(source))),
@@ -1044,6 +1411,8 @@ impl Comparer<'_> {
                 }
             }
         }
+
+        differences.extend(value_rules(reference, ours, direction, at));
 
         if reference_types.contains("object") && our_types.contains("object") {
             differences.extend(self.objects(reference, ours, direction, at));

@@ -27,7 +27,7 @@ use crate::wire::{Data, empty_object};
 pub(crate) struct Agent {
     #[schema(min_length = 1)]
     id: String,
-    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
+    #[schema(value_type = trueforge_protocol::openapi::ResourceName)]
     name: String,
     manifest: AgentSpec,
 }
@@ -79,7 +79,7 @@ pub async fn list(State(state): State<AppState>) -> ApiResult<Response> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateAgentRequest {
-    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
+    #[schema(value_type = trueforge_protocol::openapi::ResourceName)]
     name: String,
     manifest: AgentSpec,
 }

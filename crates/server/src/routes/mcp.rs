@@ -25,7 +25,7 @@ use crate::wire::Data;
 #[derive(Serialize, utoipa::ToSchema)]
 #[schema(as = AvailableMCPServer)]
 pub(crate) struct AvailableMcpServer {
-    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
+    #[schema(value_type = trueforge_protocol::openapi::ResourceName)]
     name: String,
     /// Absent for a stdio server (a local process has no URL).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -124,7 +124,10 @@ pub async fn tools(State(state): State<AppState>, Path(name): Path<String>) -> A
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AuthorizeQuery {
-    /// Where the browser goes once authorization completes.
+    /// Where the browser goes once authorization completes: a path of this origin (one `/`, no `\`, no
+    /// control character), outside `/api`. Checked for servers authorized with OAuth, the only ones that go
+    /// there.
+    #[param(pattern = r"^/(?!/)(?!api(?:[/?#]|$))[^\\\x00-\x1f\x7f-\x9f]*$")]
     return_to: Option<String>,
 }
 
@@ -302,8 +305,9 @@ fn redirect(location: &str) -> Response {
 #[derive(Serialize, utoipa::ToSchema)]
 #[schema(as = AvailableSkill)]
 pub(crate) struct SkillSummary {
-    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
+    #[schema(value_type = trueforge_protocol::openapi::ResourceName)]
     name: String,
+    #[schema(min_length = 1)]
     description: String,
 }
 

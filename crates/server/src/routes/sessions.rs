@@ -77,7 +77,7 @@ enum AgentChoice {
 #[serde(deny_unknown_fields)]
 #[schema(as = SessionAgentNameRef)]
 struct NamedAgent {
-    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
+    #[schema(value_type = trueforge_protocol::openapi::ResourceName)]
     name: String,
 }
 
@@ -145,6 +145,7 @@ pub async fn create(
 pub struct ListSessionsQuery {
     /// Sessions per page.
     #[param(minimum = 1, maximum = 25, default = 25)]
+    #[serde(default, deserialize_with = "trueforge_protocol::whole_number::query")]
     limit: Option<u32>,
     /// By creation time.
     #[param(value_type = Option<ListSessionsOrder>)]
@@ -378,6 +379,7 @@ pub async fn cancel(State(state): State<AppState>, Path(session_id): Path<String
 pub struct SessionEventsQuery {
     /// Events per page.
     #[param(minimum = 1, maximum = 100, default = 100)]
+    #[serde(default, deserialize_with = "trueforge_protocol::whole_number::query")]
     limit: Option<u32>,
     /// The `next_page_token` of the previous page.
     page_token: Option<String>,

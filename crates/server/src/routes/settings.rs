@@ -65,7 +65,7 @@ pub struct ManifestBody<M> {
 #[derive(Serialize, utoipa::ToSchema)]
 #[schema(as = ConfiguredModelProvider)]
 pub(crate) struct ConfiguredModelProvider {
-    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
+    #[schema(value_type = trueforge_protocol::openapi::ResourceName)]
     name: String,
     manifest: ModelProviderManifest,
 }
@@ -182,7 +182,7 @@ pub async fn put_model_provider(
 #[derive(Serialize, utoipa::ToSchema)]
 #[schema(as = ConfiguredMCPServer)]
 pub struct ConfiguredMcpServer {
-    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
+    #[schema(value_type = trueforge_protocol::openapi::ResourceName)]
     name: String,
     manifest: McpServerManifest,
     auth_status: AuthStatus,
@@ -384,7 +384,7 @@ pub async fn put_mcp_server(
 #[derive(Serialize, utoipa::ToSchema)]
 #[schema(as = ConfiguredSkill)]
 pub(crate) struct ConfiguredSkill {
-    #[schema(min_length = 2, max_length = 64, pattern = "^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$")]
+    #[schema(value_type = trueforge_protocol::openapi::ResourceName)]
     name: String,
     manifest: SkillManifest,
 }

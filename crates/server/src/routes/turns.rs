@@ -152,6 +152,7 @@ async fn owned_turn(state: &AppState, caller: &Caller, session_id: &str, turn_id
 pub struct ListTurnsQuery {
     /// Turns per page.
     #[param(minimum = 1, maximum = 25, default = 25)]
+    #[serde(default, deserialize_with = "trueforge_protocol::whole_number::query")]
     limit: Option<u32>,
     /// The `next_page_token` of the previous page.
     page_token: Option<String>,
@@ -225,6 +226,7 @@ pub async fn get(
 pub struct TurnEventsQuery {
     /// Events per page.
     #[param(minimum = 1, maximum = 100, default = 100)]
+    #[serde(default, deserialize_with = "trueforge_protocol::whole_number::query")]
     limit: Option<u32>,
     /// The `next_page_token` of the previous page.
     page_token: Option<String>,
@@ -288,10 +290,6 @@ pub struct SubscribeQuery {
     after_sequence_number: Option<String>,
 }
 
-fn parse_cursor(value: &str, message: &str) -> ApiResult<u64> {
-    value.trim().parse::<u64>().map_err(|_| ApiError::bad_request(message))
-}
-
 /// Follows a turn's events: replayed from the start or a cursor, then live until the turn ends.
 #[utoipa::path(
     get,
@@ -320,15 +318,21 @@ pub async fn subscribe(
             value
                 .to_str()
                 .map_err(|_| ApiError::bad_request("Invalid Last-Event-Id header"))
-                .and_then(|text| parse_cursor(text, "Invalid Last-Event-Id header"))
+                // The `id` of a frame we sent, resent verbatim by browsers: digits only, as the reference reads it.
+                .and_then(|text| {
+                    text.trim()
+                        .parse::<u64>()
+                        .map_err(|_| ApiError::bad_request("Invalid Last-Event-Id header"))
+                })
         })
         .transpose()?;
     let from_query = match query.after_sequence_number.as_deref() {
         None | Some("") => None,
-        Some(text) => Some(parse_cursor(
-            text,
-            "after_sequence_number must be a non-negative integer",
-        )?),
+        // A query integer like every other: a whole float (`3.0`) is that integer.
+        Some(text) => Some(
+            trueforge_protocol::whole_number::parse(text)
+                .ok_or_else(|| ApiError::bad_request("after_sequence_number must be a non-negative integer"))?,
+        ),
     };
     let after = header.or(from_query).unwrap_or(0);
     let caller = state.caller();
@@ -343,8 +347,13 @@ pub async fn subscribe(
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct DownloadQuery {
-    /// Absolute path of the file in the sandbox.
-    #[param(min_length = 1)]
+    /// Absolute path of the file in the sandbox: no NUL, no `.` or `..` segment, at most 4095 bytes and
+    /// segments of at most 255 (UTF-8; the pattern counts characters, which is the same for ASCII).
+    #[param(
+        min_length = 1,
+        max_length = 4095,
+        pattern = r"^/(?![\s\S]*/\.\.?(?:/|$))(?![\s\S]*[^/]{256})[^\x00]*$"
+    )]
     path: String,
 }
 
