@@ -33,8 +33,10 @@ pub struct ClientOptions {
     /// The limit for opening a connection (TCP and TLS).
     pub connect_timeout: Duration,
     /// The longest silence allowed while waiting for the response headers and between two events of a
-    /// stream. Reasoning models can think for minutes before their first visible token, and not every
-    /// provider sends keep-alive events meanwhile, so the default is generous.
+    /// stream. A stalled provider holds a turn (and its user) for this long before the call fails, while
+    /// a reasoning model may think silently for a while before its first visible token (providers that
+    /// stream keep-alive events reset it). Two minutes covers hosted providers; a slow local model with a
+    /// long prompt may need more.
     pub idle_timeout: Duration,
     /// The model's prices; when set, every `Usage` event carries its cost.
     pub pricing: Option<Pricing>,
@@ -45,7 +47,7 @@ impl Default for ClientOptions {
         Self {
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(300),
+            idle_timeout: Duration::from_secs(120),
             pricing: None,
         }
     }

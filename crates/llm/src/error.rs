@@ -25,7 +25,7 @@ pub enum LlmError {
     Connect(String),
     #[error("the response stream ended before the answer was complete")]
     StreamCutShort,
-    #[error("the response stream was idle for {0:?}")]
+    #[error("the model provider sent nothing for {} s, so the call was given up", .0.as_secs_f64())]
     IdleTimeout(Duration),
     #[error("the call was cancelled")]
     Cancelled,

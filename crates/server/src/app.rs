@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::Request;
+use axum::http::StatusCode;
 use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -15,11 +16,11 @@ use trueforge_llm::ClientOptions;
 use trueforge_protocol::{
     ConfiguredModel, ModelProviderAuth, ModelProviderManifest, WellKnownModelProvider, WellKnownProviderType,
 };
-use trueforge_store::SqliteSessionStore;
 use trueforge_store::crypto::SecretCipher;
 use trueforge_store::db::{MigrateOnOpen, SqliteDb};
 use trueforge_store::session::model::LeaseRequest;
 use trueforge_store::settings::{SettingsStore, SqliteSettingsStore};
+use trueforge_store::{SessionStore, SqliteSessionStore};
 
 use crate::bus::MemoryBus;
 use crate::catalogs::{CatalogLoadError, Catalogs};
@@ -27,9 +28,11 @@ use crate::config::ServerConfig;
 use crate::error::ApiError;
 use crate::executor::{LeaseTiming, TurnExecutor};
 use crate::extract::BodyLimit;
+use crate::host_guard::{HostGuard, guard_hosts};
 use crate::mcp_oauth::McpOAuth;
 use crate::mcp_tools::{DEFAULT_CALL_TIMEOUT, SettingsMcpToolSets};
 use crate::models::SettingsModels;
+use crate::private_files::{Existing, private_database_file, private_dir};
 use crate::state::{AppState, DatabaseProbe, LOCAL_EXECUTOR, LOCAL_TENANT};
 
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +54,12 @@ pub enum StartError {
     Providers(trueforge_store::StoreError),
     #[error("cannot build the HTTP client for MCP authorization servers: {0}")]
     OAuthHttp(String),
+    #[error("another TrueForge server is using the database {path} (its lock file {lock} is held); stop it first")]
+    DatabaseInUse { path: String, lock: String },
+    #[error("cannot take the lock file {path}: {source}")]
+    Lock { path: String, source: std::io::Error },
+    #[error("cannot hand the turns of the previous run to this one: {0}")]
+    Leases(trueforge_store::StoreError),
 }
 
 struct SqliteProbe(SqliteDb);
@@ -58,18 +67,25 @@ struct SqliteProbe(SqliteDb);
 #[async_trait::async_trait]
 impl DatabaseProbe for SqliteProbe {
     async fn ready(&self) -> Result<(), String> {
-        self.0.ping().await.map_err(|error| error.to_string())
+        self.0.check_ready().await.map_err(|error| error.to_string())
+    }
+
+    fn sqlite(&self) -> Option<&SqliteDb> {
+        Some(&self.0)
     }
 }
 
-/// Opens local mode's SQLite database (creating its directory), migrated.
-pub async fn open_database(path: &Path) -> Result<SqliteDb, StartError> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|source| StartError::DataDir {
-            path: parent.display().to_string(),
-            source,
-        })?;
+/// Opens local mode's SQLite database (creating its directory), migrated; the file readable by its owner
+/// only.
+pub async fn open_database(path: &Path, existing_dir: Existing) -> Result<SqliteDb, StartError> {
+    let data_dir_error = |dir: &Path, source| StartError::DataDir {
+        path: dir.display().to_string(),
+        source,
+    };
+    if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        private_dir(parent, existing_dir).map_err(|source| data_dir_error(parent, source))?;
     }
+    private_database_file(path).map_err(|source| data_dir_error(path, source))?;
     SqliteDb::open(path, MigrateOnOpen::Yes)
         .await
         .map_err(|source| StartError::Database {
@@ -80,11 +96,12 @@ pub async fn open_database(path: &Path) -> Result<SqliteDb, StartError> {
 
 /// Everything the API needs, on local mode's SQLite database.
 pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
-    std::fs::create_dir_all(&config.data_dir).map_err(|source| StartError::DataDir {
+    private_dir(&config.data_dir, Existing::Tighten).map_err(|source| StartError::DataDir {
         path: config.data_dir.display().to_string(),
         source,
     })?;
-    let db = open_database(&config.sqlite_path).await?;
+    let db = open_database(&config.sqlite_path, config.database_dir_ownership()).await?;
+    let database_lock = Arc::new(lock_database(&config.sqlite_path)?);
     let cipher = SecretCipher::from_env_or_key_file(&config.data_dir.join("secret.key"))?;
     let settings: Arc<dyn SettingsStore> = Arc::new(SqliteSettingsStore::open(db.clone(), cipher).await.map_err(
         |source| StartError::Database {
@@ -101,7 +118,10 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
         SettingsModels::new(
             settings.clone(),
             Arc::new(catalogs.model_catalog().clone()),
-            ClientOptions::default(),
+            ClientOptions {
+                idle_timeout: config.model_idle_timeout,
+                ..ClientOptions::default()
+            },
         )
         .map_err(StartError::Http)?,
     );
@@ -139,6 +159,16 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
         )
         .with_agent_approvals(Arc::new(StoredAgentApprovals(settings.clone()))),
     );
+    // This process is the only executor of its database (the lock says so): every turn still leased to
+    // another owner was left running by an earlier run that is gone. Ending those leases now lets the
+    // first lease sweep (at serve) resume the turns at once rather than after their lease ran out.
+    let orphaned = sessions
+        .expire_leases_of_others(&owner)
+        .await
+        .map_err(StartError::Leases)?;
+    if orphaned > 0 {
+        tracing::info!(turns = orphaned, "turns left running by the previous run will resume");
+    }
     let bus = Arc::new(MemoryBus::new());
     let executor = Arc::new(TurnExecutor::new(
         runtime.clone(),
@@ -159,7 +189,33 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
         mcp,
         executor_id: LOCAL_EXECUTOR.to_owned(),
         database: Arc::new(SqliteProbe(db)),
+        database_lock: Some(database_lock),
     })
+}
+
+/// Takes the exclusive lock that makes this process the only server of the database at `path`, held as
+/// long as the returned file is open (the OS releases it when the process dies, `kill -9` included).
+fn lock_database(path: &Path) -> Result<std::fs::File, StartError> {
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = std::path::PathBuf::from(lock_path);
+    let lock_error = |source| StartError::Lock {
+        path: lock_path.display().to_string(),
+        source,
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options.open(&lock_path).map_err(lock_error)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StartError::DatabaseInUse {
+            path: path.display().to_string(),
+            lock: lock_path.display().to_string(),
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(lock_error(source)),
+    }
 }
 
 /// On first start with a provider's API key in the environment, configures that provider with the
@@ -249,6 +305,22 @@ async fn body_limit(mut request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
+/// The longest request target (path and query) answered. No route needs more; a longer one is a mistake
+/// or an attack, answered with the API's JSON error rather than read further.
+pub const MAX_URI_BYTES: usize = 8 * 1024;
+
+async fn uri_limit(request: Request, next: Next) -> Response {
+    let length = request.uri().path_and_query().map_or(0, |target| target.as_str().len());
+    if length > MAX_URI_BYTES {
+        return ApiError::new(
+            StatusCode::URI_TOO_LONG,
+            format!("The URL is {length} bytes long; the limit is {MAX_URI_BYTES}"),
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
 async fn not_found(request: Request) -> Response {
     ApiError::not_found(format!(
         "Route not found: {} {}",
@@ -258,15 +330,27 @@ async fn not_found(request: Request) -> Response {
     .into_response()
 }
 
+async fn method_not_allowed(request: Request) -> Response {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("Method not allowed: {} {}", request.method(), request.uri().path()),
+    )
+    .into_response()
+}
+
 /// The HTTP app over a state.
 pub fn router(state: AppState) -> Router {
     let limit = BodyLimit(state.config.body_limit);
+    let hosts = Arc::new(HostGuard::new(&state.config));
     crate::routes::api()
         .fallback(not_found)
-        .method_not_allowed_fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
         .layer(middleware::from_fn(body_limit))
         .layer(axum::Extension(limit))
+        // A request from a host or origin that is not ours reaches nothing, not even the body limit.
+        .layer(middleware::from_fn_with_state(hosts, guard_hosts))
+        .layer(middleware::from_fn(uri_limit))
 }
 
 /// Serves the app on `listener` until `shutdown` resolves, then ends running turns (`turn.done` with

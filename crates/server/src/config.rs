@@ -9,6 +9,7 @@ use std::time::Duration;
 use trueforge_protocol::ApprovalScope;
 
 use crate::catalogs::CatalogPaths;
+use crate::host_guard::AllowedHost;
 
 pub const DEFAULT_PORT: u16 = 8790;
 pub const DEFAULT_BODY_LIMIT: usize = 30 * 1024 * 1024;
@@ -53,8 +54,17 @@ pub struct ServerConfig {
     /// started the server; hosted mode will default it to off.
     pub allow_stdio_mcp: bool,
     /// The origin browsers reach this server at (`PUBLIC_BASE_URL`), for the MCP OAuth callback address;
-    /// unset, the address the server listens on.
+    /// unset, the address the server listens on. Its host is also served (see `allowed_hosts`).
     pub public_base_url: Option<String>,
+    /// Host names served besides loopback, the bound address and `PUBLIC_BASE_URL`'s host
+    /// (`TRUEFORGE_ALLOWED_HOSTS`, comma-separated; `.example.com` for every name under it, `*` for any).
+    pub allowed_hosts: Vec<AllowedHost>,
+    /// Browser origins allowed to call the API besides the server's own and `PUBLIC_BASE_URL`
+    /// (`TRUEFORGE_ALLOWED_ORIGINS`, comma-separated, e.g. `http://localhost:5173`).
+    pub allowed_origins: Vec<String>,
+    /// How long a model response may stay silent (no byte received) before the call fails
+    /// (`TRUEFORGE_MODEL_IDLE_TIMEOUT_SECONDS`).
+    pub model_idle_timeout: Duration,
     /// The `client_name` registered with MCP servers' authorization servers (`MCP_DCR_OAUTH_CLIENT_NAME`).
     pub oauth_client_name: String,
     /// The time limit of each request to an authorization server (`MCP_OAUTH_HTTP_TIMEOUT_MS`).
@@ -136,6 +146,56 @@ fn public_base_url(vars: &Vars<'_>) -> Result<Option<String>, ConfigError> {
     }
 }
 
+/// The entries of a comma-separated list variable (blank entries ignored).
+fn list<'a>(vars: &'a Vars<'_>, name: &str) -> Vec<&'a str> {
+    vars.get(name)
+        .map(|text| {
+            text.split(',')
+                .map(str::trim)
+                .filter(|entry| !entry.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `TRUEFORGE_ALLOWED_HOSTS`: host names (`agents.example.com`), suffixes (`.example.com`) or `*`.
+fn allowed_hosts(vars: &Vars<'_>) -> Result<Vec<AllowedHost>, ConfigError> {
+    const NAME: &str = "TRUEFORGE_ALLOWED_HOSTS";
+    list(vars, NAME)
+        .into_iter()
+        .map(|entry| {
+            AllowedHost::parse(entry).ok_or_else(|| {
+                vars.error(
+                    NAME,
+                    format!("{entry:?} is not a host name, a .suffix or *; list names without scheme or port"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// `TRUEFORGE_ALLOWED_ORIGINS`: origins such as `http://localhost:5173` (scheme, host, optional port).
+fn allowed_origins(vars: &Vars<'_>) -> Result<Vec<String>, ConfigError> {
+    const NAME: &str = "TRUEFORGE_ALLOWED_ORIGINS";
+    list(vars, NAME)
+        .into_iter()
+        .map(|entry| {
+            let origin = entry.trim_end_matches('/');
+            let host = origin
+                .strip_prefix("http://")
+                .or_else(|| origin.strip_prefix("https://"))
+                .unwrap_or_default();
+            if host.is_empty() || host.contains(['/', '?', '#', ' ', '*']) {
+                return Err(vars.error(
+                    NAME,
+                    format!("{entry:?} is not an origin such as http://localhost:5173 (scheme and host, no path)"),
+                ));
+            }
+            Ok(origin.to_ascii_lowercase())
+        })
+        .collect()
+}
+
 impl ServerConfig {
     /// The configuration from the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -207,6 +267,12 @@ impl ServerConfig {
             approval_max_scope,
             allow_stdio_mcp: vars.boolean("TRUEFORGE_MCP_ALLOW_STDIO", true)?,
             public_base_url: public_base_url(&vars)?,
+            allowed_hosts: allowed_hosts(&vars)?,
+            allowed_origins: allowed_origins(&vars)?,
+            model_idle_timeout: Duration::from_secs(vars.positive(
+                "TRUEFORGE_MODEL_IDLE_TIMEOUT_SECONDS",
+                trueforge_llm::ClientOptions::default().idle_timeout.as_secs(),
+            )?),
             oauth_client_name: vars.get("MCP_DCR_OAUTH_CLIENT_NAME").unwrap_or("trueforge").to_owned(),
             oauth_timeout: Duration::from_millis(vars.positive("MCP_OAUTH_HTTP_TIMEOUT_MS", 15_000)?),
             log_level,
@@ -222,6 +288,15 @@ impl ServerConfig {
                 gemini: key("GEMINI_API_KEY"),
             },
         })
+    }
+
+    /// Whether the SQLite file's directory belongs to this server (the default `<data_dir>/db`, or any
+    /// directory inside the data directory) and may be made private, or is the operator's.
+    pub fn database_dir_ownership(&self) -> crate::private_files::Existing {
+        match self.sqlite_path.parent() {
+            Some(parent) if parent.starts_with(&self.data_dir) => crate::private_files::Existing::Tighten,
+            _ => crate::private_files::Existing::Leave,
+        }
     }
 
     /// A configuration for tests and embedding: a data directory, defaults for everything else.
@@ -285,6 +360,33 @@ mod tests {
     }
 
     #[test]
+    fn allowed_hosts_and_origins_are_lists() {
+        let config = ServerConfig::from_vars(&vars(&[
+            ("HOME", "/h"),
+            ("TRUEFORGE_ALLOWED_HOSTS", "Agents.example.com, .corp.example,,"),
+            (
+                "TRUEFORGE_ALLOWED_ORIGINS",
+                "http://localhost:5173/, https://UI.example.com",
+            ),
+        ]))
+        .unwrap();
+        assert_eq!(
+            config.allowed_hosts,
+            vec![
+                AllowedHost::Exact("agents.example.com".to_owned()),
+                AllowedHost::Subdomains(".corp.example".to_owned())
+            ]
+        );
+        assert_eq!(
+            config.allowed_origins,
+            vec!["http://localhost:5173".to_owned(), "https://ui.example.com".to_owned()]
+        );
+        let defaults = ServerConfig::from_vars(&vars(&[("HOME", "/h")])).unwrap();
+        assert!(defaults.allowed_hosts.is_empty() && defaults.allowed_origins.is_empty());
+        assert_eq!(defaults.model_idle_timeout, Duration::from_secs(120));
+    }
+
+    #[test]
     fn approval_max_scope_comes_from_the_environment() {
         for (value, scope) in [
             ("once", ApprovalScope::Once),
@@ -309,6 +411,10 @@ mod tests {
             ("STANDALONE", "false"),
             ("LOG_LEVEL", "loud"),
             ("TRUEFORGE_APPROVAL_MAX_SCOPE", "forever"),
+            ("TRUEFORGE_ALLOWED_HOSTS", "agents.example.com, http://x"),
+            ("TRUEFORGE_ALLOWED_ORIGINS", "localhost:5173"),
+            ("TRUEFORGE_ALLOWED_ORIGINS", "http://localhost:5173/app"),
+            ("TRUEFORGE_MODEL_IDLE_TIMEOUT_SECONDS", "0"),
         ] {
             let error = ServerConfig::from_vars(&vars(&[("HOME", "/h"), (name, value)])).unwrap_err();
             assert_eq!(error.variable, name, "{error}");

@@ -16,11 +16,15 @@ pub struct ApiError {
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
+/// Error messages quote the offending input (a name, a path, a value); one that sent megabytes gets back
+/// only their start, so an error is never an amplifier and never floods a log or a terminal.
+pub const MAX_MESSAGE_CHARS: usize = 500;
+
 impl ApiError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
         Self {
             status,
-            message: message.into(),
+            message: shortened(message.into()),
         }
     }
 
@@ -59,6 +63,14 @@ impl ApiError {
     }
 }
 
+/// `message` cut to [`MAX_MESSAGE_CHARS`] characters, marked as cut.
+fn shortened(message: String) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        None => message,
+        Some((end, _)) => format!("{}… (truncated)", &message[..end]),
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.status, axum::Json(json!({"error": {"message": self.message}}))).into_response()
@@ -75,6 +87,15 @@ impl From<StoreError> for ApiError {
             StoreError::InvalidPageToken => Self::bad_request("Invalid page token"),
             StoreError::MissingStoredSecret(message) => Self::bad_request(message),
             StoreError::InvalidInput(message) => Self::unprocessable(message),
+            // The server's storage, not the request, failed (a full disk): worth retrying later, and a load
+            // balancer or client should see that it is the service that is unavailable.
+            StoreError::Storage(reason) => {
+                tracing::error!(%reason, "the database cannot store data");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "The server cannot store data right now (its database is full or failing); try again later",
+                )
+            }
             other => Self::internal(other),
         }
     }

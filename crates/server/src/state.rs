@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use trueforge_agent::Runtime;
 use trueforge_store::SessionStore;
+use trueforge_store::db::SqliteDb;
 use trueforge_store::settings::SettingsStore;
 
 use crate::bus::EventBus;
@@ -53,8 +54,10 @@ pub struct AppState {
     pub mcp: Arc<crate::mcp_tools::SettingsMcpToolSets>,
     /// Suffix of the turn ids this process mints.
     pub executor_id: String,
-    /// Whether the database answered at start-up and answers now (`/healthz`).
+    /// Whether the database answered at start-up and answers and writes now (`/healthz`).
     pub database: Arc<dyn DatabaseProbe>,
+    /// Local mode's exclusive lock on its database, held while any clone of the state lives.
+    pub database_lock: Option<Arc<std::fs::File>>,
 }
 
 impl AppState {
@@ -76,5 +79,12 @@ impl AppState {
 /// A cheap readiness check of the database.
 #[async_trait::async_trait]
 pub trait DatabaseProbe: Send + Sync {
+    /// `Err(reason)` when the database does not answer, or cannot write (a full disk).
     async fn ready(&self) -> Result<(), String>;
+
+    /// The SQLite database behind the probe, when it is one: the way to the database the server writes
+    /// to from outside it (a test capping its size with [`SqliteDb::set_max_page_count`]).
+    fn sqlite(&self) -> Option<&SqliteDb> {
+        None
+    }
 }

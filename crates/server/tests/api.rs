@@ -351,7 +351,7 @@ async fn a_provider_key_in_the_environment_configures_that_provider() {
         .iter()
         .find(|provider| provider["name"] == "anthropic")
         .unwrap();
-    assert_eq!(anthropic["manifest"]["auth"]["api_key"], "sk--***REDACTED***-890");
+    assert_eq!(anthropic["manifest"]["auth"]["api_key"], "***REDACTED***-7890");
     server.stop().await;
 }
 

@@ -220,10 +220,7 @@ async fn oauth_callback_is_bound_to_the_user_who_started_the_authorization() {
     let server = TestServer::start().await;
     configure(&server, &oauth).await;
     // Another user of the tenant started an authorization; its callback reaches this caller's browser.
-    let other =
-        trueforge_server::local_state(trueforge_server::config::ServerConfig::for_data_dir(server.dir.path()).unwrap())
-            .await
-            .unwrap();
+    let other = &server.state;
     let record = other
         .settings
         .get_mcp_server(trueforge_server::state::LOCAL_TENANT, "secure")

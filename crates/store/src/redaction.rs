@@ -1,9 +1,10 @@
 //! Secret redaction on the wire, as the reference does it (notes http-api.md §7.6).
 //!
-//! - A secret shown in a response is masked: shorter than 10 characters it becomes the bare marker
-//!   `***REDACTED***`; otherwise `<first 3>-***REDACTED***-<last 3>`, which lets a user recognise which
-//!   key is configured without revealing it. Lengths count Unicode scalar values (the reference counts
-//!   UTF-16 units; the two agree on the ASCII keys providers issue), so masking never splits a character.
+//! - A secret shown in a response is masked: shorter than 20 characters it becomes the bare marker
+//!   `***REDACTED***`; otherwise `***REDACTED***-<last 4>`, as providers' own consoles show keys, which
+//!   lets a user recognise which key is configured. The reference also shows the first three characters;
+//!   we do not: a prefix tells an attacker the key's kind and, for short keys, too much of it. Lengths
+//!   count Unicode scalar values, so masking never splits a character.
 //! - On write, an incoming value that *contains* the marker means "keep the stored value". With nothing
 //!   stored (a create, or a header renamed on update) that is [`StoreError::MissingStoredSecret`], whose
 //!   message the API returns as a 400.
@@ -18,9 +19,10 @@ use crate::settings::SettingsManifest;
 /// The marker that replaces secrets in responses.
 pub const SECRET_REDACTION: &str = "***REDACTED***";
 
-/// Secrets shorter than this many characters are masked entirely.
-const PARTIAL_MASK_MIN_CHARS: usize = 10;
-const VISIBLE_CHARS: usize = 3;
+/// Secrets shorter than this many characters are masked entirely: their last four would be too large a
+/// share of them.
+const PARTIAL_MASK_MIN_CHARS: usize = 20;
+const VISIBLE_TAIL_CHARS: usize = 4;
 
 /// Masks one secret for display.
 pub fn redact_secret(secret: &str) -> String {
@@ -28,9 +30,8 @@ pub fn redact_secret(secret: &str) -> String {
     if count < PARTIAL_MASK_MIN_CHARS {
         return SECRET_REDACTION.to_owned();
     }
-    let head: String = secret.chars().take(VISIBLE_CHARS).collect();
-    let tail: String = secret.chars().skip(count - VISIBLE_CHARS).collect();
-    format!("{head}-{SECRET_REDACTION}-{tail}")
+    let tail: String = secret.chars().skip(count - VISIBLE_TAIL_CHARS).collect();
+    format!("{SECRET_REDACTION}-{tail}")
 }
 
 /// True when a value sent back by a client is a redacted placeholder rather than a new secret.

@@ -192,7 +192,7 @@ async fn shutdown_signal() {
 
 async fn migrate() -> Result<(), String> {
     let config = config(None)?;
-    trueforge_server::app::open_database(&config.sqlite_path)
+    trueforge_server::app::open_database(&config.sqlite_path, config.database_dir_ownership())
         .await
         .map_err(|error| error.to_string())?;
     println!("database {} is up to date", config.sqlite_path.display());

@@ -1,5 +1,6 @@
 //! A server process killed in the middle of a turn: the next process on the same data directory resumes the
-//! turn once its lease has run out, and the turn ends `done` with one `turn.created` and one `turn.done`.
+//! turn at start-up (it is the only server of that database, so it need not wait for the lease to run out),
+//! and the turn ends `done` with one `turn.created` and one `turn.done`. Two servers never share a database.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,14 +22,20 @@ fn spawn_server(dir: &std::path::Path, port: u16) -> Child {
     spawn_server_with_lease(dir, port, 1)
 }
 
-fn spawn_server_with_lease(dir: &std::path::Path, port: u16, lease_seconds: u32) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_trueforge"))
+fn server_command(dir: &std::path::Path, port: u16, lease_seconds: u32) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_trueforge"));
+    command
         .arg("serve")
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("TRUEFORGE_DATA_DIR", dir)
         .env("PORT", port.to_string())
-        .env("TRUEFORGE_LEASE_TTL_SECONDS", lease_seconds.to_string())
+        .env("TRUEFORGE_LEASE_TTL_SECONDS", lease_seconds.to_string());
+    command
+}
+
+fn spawn_server_with_lease(dir: &std::path::Path, port: u16, lease_seconds: u32) -> Child {
+    server_command(dir, port, lease_seconds)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -101,22 +108,7 @@ async fn resume_a_turn_left_running_by_a_killed_server() {
     let mut second = spawn_server(dir.path(), second_port);
     let base = format!("http://127.0.0.1:{second_port}");
     wait_healthy(&http, &base).await;
-    let started = Instant::now();
-    let state = loop {
-        let turn = send(
-            &http,
-            reqwest::Method::GET,
-            format!("{base}/api/v1/sessions/{session_id}/turns/{turn_id}"),
-            Value::Null,
-        )
-        .await;
-        let state = turn["data"]["state"].clone();
-        if state["status"] != "running" {
-            break state;
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "the turn was not resumed");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let state = settled_state(&http, &base, &session_id, &turn_id, Duration::from_secs(30)).await;
     assert_eq!(state["status"], "done", "{state}");
     assert_eq!(state["output"]["content"], "This is a fake answer.", "{state}");
 
@@ -149,9 +141,8 @@ async fn resume_a_turn_left_running_by_a_killed_server() {
     second.wait().unwrap();
 }
 
-/// The turn's owner is gone and its lease still holds: a cancel on another process freezes the turn in the
-/// store, and a subscriber there (reading the store, as no live stream exists on that process) gets
-/// `turn.done`.
+/// The turn's owner is gone and its lease still holds: the next process takes the turn over at start-up, and
+/// a cancel there reaches a subscriber with `turn.done`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_of_a_turn_whose_owner_is_gone_reaches_subscribers() {
     let fake = FakeLlm::start().await;
@@ -194,4 +185,77 @@ async fn cancel_of_a_turn_whose_owner_is_gone_reaches_subscribers() {
     assert_eq!(done["state"]["reason"], "client-cancelled");
     second.kill().unwrap();
     second.wait().unwrap();
+}
+
+/// Waits until the turn is no longer running; returns its state.
+async fn settled_state(http: &reqwest::Client, base: &str, session_id: &str, turn_id: &str, limit: Duration) -> Value {
+    let started = Instant::now();
+    loop {
+        let turn = send(
+            http,
+            reqwest::Method::GET,
+            format!("{base}/api/v1/sessions/{session_id}/turns/{turn_id}"),
+            Value::Null,
+        )
+        .await;
+        let state = turn["data"]["state"].clone();
+        if state["status"] != "running" {
+            return state;
+        }
+        assert!(started.elapsed() < limit, "the turn did not end within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The killed process held a two-minute lease: the next one still resumes its turn at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_resumes_orphaned_turns_without_waiting_for_their_lease() {
+    let fake = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::new();
+    let first_port = free_port();
+    let mut first = spawn_server_with_lease(dir.path(), first_port, 120);
+    let base = format!("http://127.0.0.1:{first_port}");
+    wait_healthy(&http, &base).await;
+    let (session_id, turn_id) = start_turn(&http, &base, &fake, "slow #delay=500").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    let second_port = free_port();
+    let mut second = spawn_server_with_lease(dir.path(), second_port, 120);
+    let base = format!("http://127.0.0.1:{second_port}");
+    wait_healthy(&http, &base).await;
+    // Far inside the 120 s lease.
+    let state = settled_state(&http, &base, &session_id, &turn_id, Duration::from_secs(20)).await;
+    assert_eq!(state["status"], "done", "{state}");
+    assert_eq!(state["output"]["content"], "This is a fake answer.", "{state}");
+    second.kill().unwrap();
+    second.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_server_on_the_same_database_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::new();
+    let first_port = free_port();
+    let mut first = spawn_server(dir.path(), first_port);
+    wait_healthy(&http, &format!("http://127.0.0.1:{first_port}")).await;
+
+    let second = server_command(dir.path(), free_port(), 1).output().unwrap();
+    assert!(!second.status.success());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        stderr.contains("another TrueForge server is using the database"),
+        "{stderr}"
+    );
+    // The first one is unharmed, and once it is gone the database is free again.
+    wait_healthy(&http, &format!("http://127.0.0.1:{first_port}")).await;
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let third_port = free_port();
+    let mut third = spawn_server(dir.path(), third_port);
+    wait_healthy(&http, &format!("http://127.0.0.1:{third_port}")).await;
+    third.kill().unwrap();
+    third.wait().unwrap();
 }

@@ -222,4 +222,8 @@ impl SessionStore for CrashingStore {
     async fn list_expired_leases(&self, limit: u32) -> StoreResult<Vec<ExpiredLease>> {
         self.inner.list_expired_leases(limit).await
     }
+    async fn expire_leases_of_others(&self, owner: &str) -> StoreResult<u64> {
+        self.check()?;
+        self.inner.expire_leases_of_others(owner).await
+    }
 }

@@ -17,6 +17,8 @@ pub struct TestServer {
     pub fake: FakeLlm,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    /// The server's state, for tests that look at its stores directly.
+    pub state: trueforge_server::AppState,
     pub dir: tempfile::TempDir,
 }
 
@@ -34,7 +36,7 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (shutdown, signal) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(trueforge_server::serve(listener, state, async move {
+        let task = tokio::spawn(trueforge_server::serve(listener, state.clone(), async move {
             let _ = signal.await;
         }));
         let fake = FakeLlm::start().await;
@@ -44,6 +46,7 @@ impl TestServer {
             fake,
             shutdown: Some(shutdown),
             task: Some(task),
+            state,
             dir,
         };
         server.configure_fake_provider().await;

@@ -176,4 +176,10 @@ pub trait SessionStore: Send + Sync {
 
     /// Running turns whose lease has expired, across tenants (for the recovery sweeper), oldest expiry first.
     async fn list_expired_leases(&self, limit: u32) -> StoreResult<Vec<ExpiredLease>>;
+
+    /// Ends now every live lease of a running turn held by an owner other than `owner`; returns how many.
+    /// For a process that is the only executor of its database (local mode) at start-up: every other
+    /// holder is an earlier run of it that is gone, so its turns can be claimed at once instead of after
+    /// their lease runs out.
+    async fn expire_leases_of_others(&self, owner: &str) -> StoreResult<u64>;
 }

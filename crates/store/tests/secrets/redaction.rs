@@ -11,17 +11,19 @@ use crate::data::*;
 #[test]
 fn short_secrets_become_the_bare_marker() {
     assert_eq!(SECRET_REDACTION, "***REDACTED***");
-    for secret in ["", "a", "123456789"] {
+    for secret in ["", "a", "123456789", "0123456789", "sk-abcdefghijklmnop"] {
         assert_eq!(redact_secret(secret), SECRET_REDACTION, "{secret:?}");
     }
 }
 
 #[test]
-fn long_secrets_keep_three_characters_each_side() {
-    assert_eq!(redact_secret("0123456789"), "012-***REDACTED***-789");
-    assert_eq!(redact_secret("sk-abcdefghijklmnopxyz"), "sk--***REDACTED***-xyz");
+fn long_secrets_show_only_their_last_four_characters() {
+    assert_eq!(redact_secret("sk-abcdefghijklmnopxyz"), "***REDACTED***-pxyz");
+    assert_eq!(redact_secret("01234567890123456789"), "***REDACTED***-6789");
     // Characters, not bytes: never splits a multi-byte character.
-    assert_eq!(redact_secret("ééé4567çàü"), "ééé-***REDACTED***-çàü");
+    assert_eq!(redact_secret("ééé4567çàüééé4567çàü"), "***REDACTED***-7çàü");
+    // Nothing of the start leaks.
+    assert!(!redact_secret("sk-proj-abcdefghijklmnopqrstuvwxyz").contains("sk-"));
 }
 
 #[test]
@@ -69,15 +71,12 @@ fn manifest_redaction_masks_every_secret_and_nothing_else() {
         masked,
         mcp_header(
             "github",
-            &[
-                ("Authorization", "Bea-***REDACTED***-789"),
-                ("X-Short", SECRET_REDACTION)
-            ]
+            &[("Authorization", "***REDACTED***-6789"), ("X-Short", SECRET_REDACTION)]
         )
     );
     let mut in_place = provider("openai", "sk-0123456789");
     redact_manifest(&mut in_place);
-    assert_eq!(in_place, provider("openai", "sk--***REDACTED***-789"));
+    assert_eq!(in_place, provider("openai", SECRET_REDACTION));
     let no_secrets = mcp_dcr("linear");
     assert_eq!(redacted(&no_secrets), no_secrets);
 }

@@ -391,7 +391,41 @@ pub async fn leases_renew_racing_claim_never_both_win(store: Store) {
     assert!(matches!(error, StoreError::InvalidInput(_)), "{error:?}");
 }
 
+pub async fn leases_of_other_owners_expire_at_once(store: Store) {
+    seed_session(&store, TENANT, SESSION).await;
+    let theirs = leased_turn(&store, "turn-theirs", "executor-old", LONG_TTL).await;
+    let also_theirs = leased_turn(&store, "turn-also", "executor-older", LONG_TTL).await;
+    let ours = leased_turn(&store, "turn-ours", "executor-new", LONG_TTL).await;
+    let ended = leased_turn(&store, "turn-ended", "executor-old", LONG_TTL).await;
+    finish(&store, &ended).await;
+    assert!(store.list_expired_leases(10).await.unwrap().is_empty());
+
+    assert_eq!(store.expire_leases_of_others("executor-new").await.unwrap(), 2);
+    let mut expired: Vec<String> = store
+        .list_expired_leases(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|lease| lease.turn_id)
+        .collect();
+    expired.sort();
+    assert_eq!(expired, vec!["turn-also".to_owned(), "turn-theirs".to_owned()]);
+    assert_eq!(lease_of(&store, &ours).await.unwrap().owner, "executor-new");
+    assert_eq!(lease_of(&store, &ended).await, None);
+    // Claimable at once, and only by one claimer.
+    store
+        .claim_expired_lease(&theirs, "executor-new", LONG_TTL)
+        .await
+        .unwrap();
+    store
+        .claim_expired_lease(&also_theirs, "executor-new", LONG_TTL)
+        .await
+        .unwrap();
+    assert_eq!(store.expire_leases_of_others("executor-new").await.unwrap(), 0);
+}
+
 contract_group!(
+    leases_of_other_owners_expire_at_once,
     leases_create_turn_records_the_lease,
     leases_renew_by_owner_extends,
     leases_renew_by_other_owner_is_rejected,

@@ -70,4 +70,22 @@ impl State {
         expired.truncate(limit as usize);
         Ok(expired)
     }
+
+    pub(super) fn expire_leases_of_others(&mut self, owner: &str, now: Timestamp) -> u64 {
+        let mut expired = 0;
+        for row in self.turns.values_mut() {
+            if row.summary.state.is_terminal() {
+                continue;
+            }
+            if let Some(lease) = row.summary.lease.as_mut()
+                && lease.owner != owner
+                && lease.expires_at >= now
+            {
+                // Already in the past for the sweeper's `expires_at < now`.
+                lease.expires_at = now.plus_millis(-1);
+                expired += 1;
+            }
+        }
+        expired
+    }
 }

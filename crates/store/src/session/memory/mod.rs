@@ -260,6 +260,10 @@ impl SessionStore for MemorySessionStore {
         let now = Timestamp::now();
         self.lock().list_expired_leases(limit, now)
     }
+
+    async fn expire_leases_of_others(&self, owner: &str) -> StoreResult<u64> {
+        Ok(self.lock().expire_leases_of_others(owner, Timestamp::now()))
+    }
 }
 
 #[cfg(test)]

@@ -77,6 +77,24 @@ async fn set_lease(store: &Store, key: &TurnKey, owner: &str, ttl_ms: i64, repla
     })
 }
 
+pub(super) async fn expire_leases_of_others(store: &Store, owner: &str) -> StoreResult<u64> {
+    let mut tx = store.write_tx().await?;
+    let now = clock(&mut tx).await?;
+    // One millisecond in the past, so the sweeper's `lease_expires_at < now` holds at once.
+    let expired = sqlx::query(
+        "UPDATE turn SET lease_expires_at = $1 WHERE status = 'running' AND lease_owner IS NOT NULL \
+         AND lease_owner <> $2 AND lease_expires_at >= $3",
+    )
+    .bind(now.millis() - 1)
+    .bind(owner)
+    .bind(now.millis())
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    tx.commit().await?;
+    Ok(expired)
+}
+
 pub(super) async fn list_expired_leases(store: &Store, limit: u32) -> StoreResult<Vec<ExpiredLease>> {
     page::open_page(&PageRequest::first(limit))?;
     let mut tx = store.read_tx().await?;

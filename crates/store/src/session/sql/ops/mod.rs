@@ -225,4 +225,8 @@ impl SessionStore for Store {
     async fn list_expired_leases(&self, limit: u32) -> StoreResult<Vec<ExpiredLease>> {
         leases::list_expired_leases(self, limit).await
     }
+
+    async fn expire_leases_of_others(&self, owner: &str) -> StoreResult<u64> {
+        leases::expire_leases_of_others(self, owner).await
+    }
 }
