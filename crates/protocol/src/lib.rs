@@ -43,6 +43,7 @@ mod sandbox_provider;
 mod skill_manifest;
 
 pub use error::ProtocolError;
+pub use rules::is_resource_name;
 
 pub use agent_spec::{AgentSpec, InitialUserMessage, ModelParams, ModelRef, SkillRef};
 pub use mcp_server_ref::{McpServerRef, TOOLS_ALL, TOOLS_DESTRUCTIVE, TOOLS_READ_ONLY, TOOLS_WRITE};

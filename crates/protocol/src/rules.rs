@@ -22,21 +22,25 @@ pub(crate) fn non_blank(path: &str, value: &str) -> Checked {
 /// `ResourceName`: 2 to 64 characters, lowercase letter first, lowercase letter or digit last,
 /// lowercase letters, digits, `.`, `_` and `-` in between. Settings rows are keyed by it.
 pub(crate) fn resource_name(path: &str, value: &str) -> Checked {
-    let bytes = value.as_bytes();
-    let inner_ok = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-');
-    let valid = (2..=64).contains(&bytes.len())
-        && bytes.first().is_some_and(u8::is_ascii_lowercase)
-        && bytes
-            .last()
-            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        && bytes.iter().all(inner_ok);
-    if !valid {
+    if !is_resource_name(value) {
         return Err(ProtocolError::invalid(
             path,
             "must be 2-64 characters of a-z, 0-9, '.', '_' or '-', starting with a letter and ending with a letter or digit",
         ));
     }
     Ok(())
+}
+
+/// Whether `value` is a `ResourceName` (see [`resource_name`]); also for names that arrive in paths.
+pub fn is_resource_name(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    let inner_ok = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-');
+    (2..=64).contains(&bytes.len())
+        && bytes.first().is_some_and(u8::is_ascii_lowercase)
+        && bytes
+            .last()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && bytes.iter().all(inner_ok)
 }
 
 /// `format: uri`: an absolute URL, i.e. a scheme followed by `:` and something. Deliberately

@@ -172,7 +172,8 @@ pub struct CatalogMcpServer {
     pub logo: Option<String>,
     #[schema(format = "uri")]
     pub url: String,
-    /// What the server is for, shown to the model (surrounding whitespace removed at load).
+    /// What the server is for, shown to the model (surrounding whitespace removed at load; never empty).
+    #[schema(min_length = 1)]
     pub description: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
@@ -204,6 +205,7 @@ pub type CatalogSkill = SkillManifest;
 pub struct CatalogSandboxProvider {
     #[serde(rename = "type")]
     pub kind: CatalogSandboxProviderType,
+    #[schema(minimum = 1)]
     pub exec_timeout_ms: u64,
     pub auto_stop_interval_in_minutes: u64,
     pub auto_archive_interval_in_minutes: u64,

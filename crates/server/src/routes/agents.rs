@@ -43,7 +43,7 @@ impl From<AgentRecord> for Agent {
 }
 
 fn check_name(name: &str) -> ApiResult<()> {
-    if super::is_resource_name(name) {
+    if trueforge_protocol::is_resource_name(name) {
         Ok(())
     } else {
         Err(ApiError::bad_request(format!(

@@ -15,17 +15,6 @@ use crate::error::{ApiError, ApiResult};
 use crate::spec_check::{self, SpecError, SpecStores};
 use crate::state::AppState;
 
-/// The reference's `ResourceName`: `^[a-z](?:[a-z0-9._-]{0,62}[a-z0-9])$`.
-pub fn is_resource_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    (2..=64).contains(&bytes.len())
-        && bytes[0].is_ascii_lowercase()
-        && bytes[bytes.len() - 1].is_ascii_lowercase() | bytes[bytes.len() - 1].is_ascii_digit()
-        && bytes
-            .iter()
-            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || b"._-".contains(byte))
-}
-
 /// The reference's agent spec checks (422 with its message), against this tenant's settings.
 pub async fn check_spec(state: &AppState, tenant: &str, spec: &AgentSpec) -> ApiResult<()> {
     let stores = SpecStores::from_settings(state.settings.as_ref());
