@@ -539,9 +539,9 @@ impl Runtime {
                 turn: key.clone(),
                 thread_id: MAIN_THREAD_ID.to_owned(),
                 is_sub_agent: false,
-                store: self.store.clone(),
                 cancel: cancel.token().clone(),
             },
+            store: self.store.clone(),
             auth_required,
             known_mcp_sessions: BTreeMap::new(),
         })

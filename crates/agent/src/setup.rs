@@ -7,6 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use trueforge_llm::Message;
 use trueforge_protocol::{AgentInfo, AgentSpec, InputTokensBreakdown, McpServerAuthInfo, McpServerInitInfo};
+use trueforge_store::SessionStore;
 
 use crate::capabilities::{
     DeferredTools, SUB_AGENT_IDENTITY, SubAgentModel, ask_user_question_tools, current_datetime_tools,
@@ -38,6 +39,8 @@ pub struct TurnResources {
     pub sub_agent_models: Vec<SubAgentModel>,
     /// The context tool listing runs with.
     pub tool_cx: ToolContext,
+    /// The session store, for the tools that read the conversation (recall).
+    pub store: Arc<dyn SessionStore>,
     /// MCP servers the session's user must authorize before the turn can use them: the turn then ends
     /// waiting for that (`mcp.auth_required`) without calling the model.
     pub auth_required: Vec<McpServerAuthInfo>,
@@ -90,7 +93,7 @@ impl TurnResources {
             sections.push(("sub-agents", sub_agents_instructions()));
         }
         if recall {
-            system_sets.push(Arc::new(recall_tools()));
+            system_sets.push(Arc::new(recall_tools(self.store.clone())));
             sections.push(("recall", recall_instructions()));
         }
         if is_root && config.generative_ui.enabled {

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use trueforge_agent::tools::{LocalTool, LocalToolSet, ToolContext, ToolOutput, ToolRegistry, ToolSet, ToolSpec};
-use trueforge_store::MemorySessionStore;
 use trueforge_store::session::model::TurnKey;
 
 fn tool(name: &str) -> LocalTool {
@@ -30,7 +29,6 @@ fn context() -> ToolContext {
         turn: TurnKey::new("t", "s", "turn"),
         thread_id: "main".to_owned(),
         is_sub_agent: false,
-        store: Arc::new(MemorySessionStore::new()),
         cancel: CancellationToken::new(),
     }
 }

@@ -38,9 +38,9 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Map, Value, json};
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
-use trueforge_agent::tools::{ToolContext, ToolOutput, ToolSet};
 use trueforge_mcp::{McpConnection, McpServerConfig, McpToolSet};
 use trueforge_protocol::McpServerRef;
+use trueforge_tools::{ToolContext, ToolOutput, ToolSet};
 
 const TOOL: &str = "echo";
 const MESSAGE: &str = "ping";

@@ -1,7 +1,7 @@
 //! An MCP `CallToolResult` as our `ToolContent`.
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
-use trueforge_agent::tools::{ToolContent, ToolPart};
+use trueforge_tools::{ToolContent, ToolPart};
 
 /// Maps a call result: text stays text, images stay images (for providers that take them), audio
 /// and binary resources become a short marker, embedded text resources and resource links become

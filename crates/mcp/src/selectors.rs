@@ -8,8 +8,8 @@
 //! gated. That differs from the MCP spec's defaults (absent `destructiveHint` means destructive) and
 //! is kept for compatibility with the reference.
 
-use trueforge_agent::tools::ToolSpec;
 use trueforge_protocol::{TOOLS_ALL, TOOLS_DESTRUCTIVE, TOOLS_READ_ONLY, TOOLS_WRITE};
+use trueforge_tools::ToolSpec;
 
 use crate::McpError;
 
@@ -83,7 +83,7 @@ pub fn any_matches(selectors: &[ToolSelector], tool: &ToolSpec) -> bool {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use trueforge_agent::tools::ToolAnnotations;
+    use trueforge_tools::ToolAnnotations;
 
     use super::*;
 

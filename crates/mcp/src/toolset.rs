@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use rmcp::model::Tool;
 use serde_json::Value;
 use tokio::sync::Mutex;
-use trueforge_agent::tools::{ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput, ToolSet, ToolSpec};
 use trueforge_protocol::{McpServerAuthInfo, McpServerInitInfo, McpServerRef, McpTransportType, ToolSource};
+use trueforge_tools::{ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput, ToolSet, ToolSpec};
 
 use crate::content::map_call_result;
 use crate::selectors::{SelectorKind, ToolSelector, any_matches};

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::json;
-use trueforge_agent::tools::{ToolOutput, ToolPart, ToolSet};
 use trueforge_mcp::{McpError, McpServerConfig, McpToolSet};
 use trueforge_protocol::McpServerRef;
+use trueforge_tools::{ToolOutput, ToolPart, ToolSet};
 
 const EVERYTHING_TOOLS: usize = 13;
 const WRITE_TOOLS: [&str; 4] = [

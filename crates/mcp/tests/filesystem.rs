@@ -6,8 +6,8 @@ mod common;
 
 use common::*;
 use serde_json::json;
-use trueforge_agent::tools::ToolSet;
 use trueforge_protocol::McpServerRef;
+use trueforge_tools::ToolSet;
 
 const FILESYSTEM_TOOLS: usize = 14;
 

@@ -14,9 +14,9 @@ use common::{
 };
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use trueforge_agent::tools::ToolSet;
 use trueforge_mcp::{McpConnection, McpError, McpServerConfig};
 use trueforge_protocol::{McpServerRef, McpTransportType};
+use trueforge_tools::ToolSet;
 
 #[tokio::test]
 async fn streamable_session_id_is_recorded_and_stdio_has_none() {
@@ -64,8 +64,7 @@ async fn stdio_tools_list_changed_makes_the_tool_set_list_again() {
     let config = McpServerConfig::stdio("python3", [script.display().to_string()]);
     let connection = connect(&config).await;
     let set = tool_set(connection.clone(), McpServerRef::named("changing"));
-    let names =
-        |tools: Vec<trueforge_agent::tools::ToolSpec>| tools.into_iter().map(|tool| tool.name).collect::<Vec<_>>();
+    let names = |tools: Vec<trueforge_tools::ToolSpec>| tools.into_iter().map(|tool| tool.name).collect::<Vec<_>>();
     assert_eq!(names(set.list_tools(&context()).await.unwrap()), ["add_tool"]);
     let version = set.tools_version();
 

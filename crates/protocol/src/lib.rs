@@ -24,6 +24,7 @@ mod runtime_config;
 mod session_agent;
 
 mod turn_input;
+mod turn_key;
 mod turn_state;
 
 mod model_message;
@@ -44,6 +45,7 @@ mod skill_manifest;
 
 pub use error::ProtocolError;
 pub use rules::is_resource_name;
+pub use turn_key::TurnKey;
 
 pub use agent_spec::{AgentSpec, InitialUserMessage, ModelParams, ModelRef, SkillRef};
 pub use mcp_server_ref::{McpServerRef, TOOLS_ALL, TOOLS_DESTRUCTIVE, TOOLS_READ_ONLY, TOOLS_WRITE};

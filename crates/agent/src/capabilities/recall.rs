@@ -1,8 +1,11 @@
 //! Recall: reading back the thread's full history. Compaction and large-output shortening only change what
 //! the model is sent; the store keeps every body, and these tools let the agent search and read them.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 use trueforge_protocol::ContextMessage;
+use trueforge_store::SessionStore;
 use trueforge_store::session::model::HistoryEntry;
 
 use super::args::{object, optional_integer, optional_text, required_text};
@@ -21,8 +24,9 @@ const MAX_READ_CHARS: u64 = 50_000;
 /// The name (and id) of the recall tool set.
 pub const RECALL_SET: &str = "recall";
 
-/// The `recall` set: `search_history` and `read_history` over the current thread.
-pub fn recall_tools() -> LocalToolSet {
+/// The `recall` set: `search_history` and `read_history` over the current thread, read from `store`.
+pub fn recall_tools(store: Arc<dyn SessionStore>) -> LocalToolSet {
+    let search_store = store.clone();
     let search = ToolSpec::new(
         "search_history",
         "Search everything said and returned earlier in this conversation, including parts that were \
@@ -72,11 +76,21 @@ pub fn recall_tools() -> LocalToolSet {
     LocalToolSet::system(
         RECALL_SET,
         vec![
-            LocalTool::new(search, |arguments, cx| async move {
-                Ok(search_history(&arguments, &cx).await.unwrap_or_else(ToolOutput::error))
+            LocalTool::new(search, move |arguments, cx| {
+                let store = search_store.clone();
+                async move {
+                    Ok(search_history(store.as_ref(), &arguments, &cx)
+                        .await
+                        .unwrap_or_else(ToolOutput::error))
+                }
             }),
-            LocalTool::new(read, |arguments, cx| async move {
-                Ok(read_history(&arguments, &cx).await.unwrap_or_else(ToolOutput::error))
+            LocalTool::new(read, move |arguments, cx| {
+                let store = store.clone();
+                async move {
+                    Ok(read_history(store.as_ref(), &arguments, &cx)
+                        .await
+                        .unwrap_or_else(ToolOutput::error))
+                }
             }),
         ],
     )
@@ -92,13 +106,12 @@ pub fn recall_instructions() -> String {
         .to_owned()
 }
 
-async fn search_history(arguments: &Value, cx: &ToolContext) -> Result<ToolOutput, String> {
+async fn search_history(store: &dyn SessionStore, arguments: &Value, cx: &ToolContext) -> Result<ToolOutput, String> {
     let args = object(arguments)?;
     let query = required_text(args, "query")?;
     let limit = optional_integer(args, "limit", 1, MAX_SEARCH_LIMIT)?.unwrap_or(DEFAULT_SEARCH_LIMIT);
     let limit = u32::try_from(limit).unwrap_or(u32::MAX);
-    let hits = cx
-        .store
+    let hits = store
         .search_thread_history(&cx.turn, &cx.thread_id, query, limit)
         .await
         .map_err(|error| format!("Searching the conversation history failed: {error}"))?;
@@ -180,7 +193,7 @@ fn snippet(text: &str, query: &str) -> String {
     )
 }
 
-async fn read_history(arguments: &Value, cx: &ToolContext) -> Result<ToolOutput, String> {
+async fn read_history(store: &dyn SessionStore, arguments: &Value, cx: &ToolContext) -> Result<ToolOutput, String> {
     let args = object(arguments)?;
     let message_id = match args.get("message_id") {
         None | Some(Value::Null) => None,
@@ -193,8 +206,7 @@ async fn read_history(arguments: &Value, cx: &ToolContext) -> Result<ToolOutput,
     let offset = optional_integer(args, "offset", 0, u64::MAX)?.unwrap_or(0);
     let max_chars = optional_integer(args, "max_chars", 1, MAX_READ_CHARS)?.unwrap_or(DEFAULT_READ_CHARS);
 
-    let history = cx
-        .store
+    let history = store
         .thread_history(&cx.turn, &cx.thread_id)
         .await
         .map_err(|error| format!("Reading the conversation history failed: {error}"))?;
@@ -280,9 +292,15 @@ mod tests {
         lines.join("\n")
     }
 
+    /// The store the recall tools read and the context of their calls.
+    struct Fixture {
+        store: Arc<dyn SessionStore>,
+        tool: ToolContext,
+    }
+
     /// A running turn whose `main` thread holds a question, a tool call and its long result, and an answer;
     /// then compacts the thread to a summary, keeping a shortened copy of the tool row.
-    async fn compacted_thread() -> ToolContext {
+    async fn compacted_thread() -> Fixture {
         let store: Arc<dyn SessionStore> = Arc::new(MemorySessionStore::new());
         let agent: SessionAgent = serde_json::from_value(json!({
             "type": "inline",
@@ -350,15 +368,18 @@ mod tests {
             )
             .await
             .unwrap();
-        context_with(store, turn, THREAD)
+        Fixture {
+            store,
+            tool: context_with(turn, THREAD),
+        }
     }
 
-    async fn search(cx: &ToolContext, arguments: Value) -> ToolOutput {
-        call_in(&recall_tools(), "search_history", arguments, cx).await
+    async fn search(cx: &Fixture, arguments: Value) -> ToolOutput {
+        call_in(&recall_tools(cx.store.clone()), "search_history", arguments, &cx.tool).await
     }
 
-    async fn read(cx: &ToolContext, arguments: Value) -> ToolOutput {
-        call_in(&recall_tools(), "read_history", arguments, cx).await
+    async fn read(cx: &Fixture, arguments: Value) -> ToolOutput {
+        call_in(&recall_tools(cx.store.clone()), "read_history", arguments, &cx.tool).await
     }
 
     #[tokio::test]
@@ -420,7 +441,7 @@ mod tests {
         let cx = compacted_thread().await;
         let report = weather_report();
         let total = report.chars().count();
-        let history = cx.store.thread_history(&cx.turn, THREAD).await.unwrap();
+        let history = cx.store.thread_history(&cx.tool.turn, THREAD).await.unwrap();
         let latest = history
             .iter()
             .rev()
@@ -495,7 +516,10 @@ mod tests {
         for (arguments, message) in cases {
             assert_eq!(error_text(&read(&cx, arguments.clone()).await), message, "{arguments}");
         }
-        let missing_turn = context_with(cx.store.clone(), TurnKey::new("t1", "s1", "nope"), THREAD);
+        let missing_turn = Fixture {
+            store: cx.store.clone(),
+            tool: context_with(TurnKey::new("t1", "s1", "nope"), THREAD),
+        };
         let output = read(&missing_turn, json!({"message_id": 1})).await;
         assert!(error_text(&output).starts_with("Reading the conversation history failed:"));
     }

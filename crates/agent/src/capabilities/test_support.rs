@@ -1,31 +1,23 @@
-//! Helpers the capability tests share: a tool context over an in-memory store, and reading outputs.
-
-use std::sync::Arc;
+//! Helpers the capability tests share: a tool context, and reading outputs.
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use trueforge_store::session::model::TurnKey;
-use trueforge_store::{MemorySessionStore, SessionStore};
 
 use crate::tools::{ToolContent, ToolContext, ToolOutput, ToolPart, ToolSet};
 
-pub(crate) fn context_with(store: Arc<dyn SessionStore>, turn: TurnKey, thread_id: &str) -> ToolContext {
+pub(crate) fn context_with(turn: TurnKey, thread_id: &str) -> ToolContext {
     ToolContext {
         turn,
         thread_id: thread_id.to_owned(),
         is_sub_agent: false,
-        store,
         cancel: CancellationToken::new(),
     }
 }
 
-/// A context over an empty store, for tools that do not read it.
+/// A context of a turn `t1/s1/turn-1`, thread `main`.
 pub(crate) fn context() -> ToolContext {
-    context_with(
-        Arc::new(MemorySessionStore::new()),
-        TurnKey::new("t1", "s1", "turn-1"),
-        "main",
-    )
+    context_with(TurnKey::new("t1", "s1", "turn-1"), "main")
 }
 
 pub(crate) async fn call(set: &dyn ToolSet, tool: &str, arguments: Value) -> ToolOutput {

@@ -156,7 +156,6 @@ impl AgentThread {
             turn: env.journal.key.clone(),
             thread_id: self.id.clone(),
             is_sub_agent: self.is_sub_agent(),
-            store: env.journal.store.clone(),
             cancel: env.cancel.token().child_token(),
         }
     }

@@ -8,11 +8,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use trueforge_agent::tools::{ToolContent, ToolContext, ToolOutput, ToolPart, ToolSet};
 use trueforge_mcp::{McpConnection, McpServerConfig, McpToolSet};
 use trueforge_protocol::McpServerRef;
-use trueforge_store::MemorySessionStore;
-use trueforge_store::session::model::TurnKey;
+use trueforge_protocol::TurnKey;
+use trueforge_tools::{ToolContent, ToolContext, ToolOutput, ToolPart, ToolSet};
 
 pub const ENV_VAR: &str = "TRUEFORGE_TEST_MCP_DIR";
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -104,7 +103,6 @@ pub fn context() -> ToolContext {
         turn: TurnKey::new("t1", "s1", "turn-1"),
         thread_id: "main".to_owned(),
         is_sub_agent: false,
-        store: Arc::new(MemorySessionStore::new()),
         cancel: CancellationToken::new(),
     }
 }

@@ -202,23 +202,8 @@ pub struct NewTurn {
     pub events: Vec<StoredEvent>,
 }
 
-/// Addresses one turn of one session of one tenant.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TurnKey {
-    pub tenant_id: String,
-    pub session_id: String,
-    pub turn_id: String,
-}
-
-impl TurnKey {
-    pub fn new(tenant_id: impl Into<String>, session_id: impl Into<String>, turn_id: impl Into<String>) -> Self {
-        Self {
-            tenant_id: tenant_id.into(),
-            session_id: session_id.into(),
-            turn_id: turn_id.into(),
-        }
-    }
-}
+// Defined with the wire types, so crates below the store (the tool-set interface) can address a turn too.
+pub use trueforge_protocol::TurnKey;
 
 /// The `turn.done` event a terminal write persists. The store builds the event itself from the state it
 /// writes, so the stored state and the event can never disagree.
