@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 use trueforge_protocol::CancellationReason;
+use trueforge_protocol::sync::lock;
 
 /// A turn's cancellation: one token every model stream and tool call of the turn watches, and the reason
 /// of the first cancel.
@@ -21,10 +22,7 @@ impl TurnCancel {
     /// Cancels the turn. The first reason given is the one the turn ends with.
     pub fn cancel(&self, reason: CancellationReason) {
         {
-            let mut slot = match self.reason.lock() {
-                Ok(guard) => guard,
-                Err(poisoned) => poisoned.into_inner(),
-            };
+            let mut slot = lock(&self.reason);
             slot.get_or_insert(reason);
         }
         self.token.cancel();
@@ -35,10 +33,7 @@ impl TurnCancel {
     }
 
     pub fn reason(&self) -> Option<CancellationReason> {
-        match self.reason.lock() {
-            Ok(guard) => *guard,
-            Err(poisoned) => *poisoned.into_inner(),
-        }
+        *lock(&self.reason)
     }
 
     pub fn token(&self) -> &CancellationToken {

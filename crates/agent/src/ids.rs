@@ -2,6 +2,7 @@
 
 use std::sync::Mutex;
 
+use trueforge_protocol::sync::lock;
 use trueforge_store::Timestamp;
 use ulid::Generator;
 
@@ -18,10 +19,7 @@ impl EventIds {
     }
 
     pub fn next(&self) -> String {
-        let mut generator = match self.generator.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut generator = lock(&self.generator);
         // The generator fails only when the random part overflows within one millisecond; a fresh ULID
         // is then still unique, merely not ordered after its sibling.
         let id = generator.generate().unwrap_or_else(|_| ulid::Ulid::new());

@@ -17,6 +17,7 @@ use trueforge_store::session::model::{StoredEvent, ThreadStep, TurnKey};
 use crate::error::AgentError;
 use crate::ids::EventIds;
 use crate::metrics::{EventCounts, EventTally};
+use trueforge_protocol::sync::lock;
 
 /// One event of the live stream with its sequence number.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,10 +114,7 @@ impl Journal {
     }
 
     fn with_tally<R>(&self, f: impl FnOnce(&mut EventTally) -> R) -> R {
-        let mut tally = match self.tally.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut tally = lock(&self.tally);
         f(&mut tally)
     }
 

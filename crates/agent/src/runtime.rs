@@ -33,6 +33,7 @@ use crate::seams::{AgentApprovals, AgentDirectory, ToolSetResolver};
 use crate::setup::TurnResources;
 use crate::thread::{AgentThread, TurnEnv};
 use crate::tools::{ToolContext, ToolError};
+use trueforge_protocol::sync::lock;
 
 #[derive(Debug, Clone)]
 pub struct RuntimeOptions {
@@ -124,10 +125,7 @@ struct LiveTurns(Arc<std::sync::Mutex<HashMap<TurnKey, TurnCancel>>>);
 
 impl LiveTurns {
     fn with<R>(&self, f: impl FnOnce(&mut HashMap<TurnKey, TurnCancel>) -> R) -> R {
-        let mut map = match self.0.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut map = lock(&self.0);
         f(&mut map)
     }
 }

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::http_client::RecordingClient;
 use crate::{McpError, McpServerConfig, describe};
+use trueforge_protocol::sync::lock;
 
 /// How many of a stdio server's last stderr lines are kept to explain a failed start.
 const STDERR_TAIL_LINES: usize = 20;
@@ -200,12 +201,7 @@ impl McpConnection {
 
     /// The `Mcp-Session-Id` the server assigned; `None` for stdio and for stateless HTTP servers.
     pub fn session_id(&self) -> Option<String> {
-        self.session.as_ref().and_then(|session| {
-            session
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .clone()
-        })
+        self.session.as_ref().and_then(|session| lock(session).clone())
     }
 
     /// Whether the connection runs over Streamable HTTP (rather than a stdio child process).
@@ -448,7 +444,7 @@ fn drain_stderr(
         let mut lines = BufReader::new(stderr).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             tracing::debug!(server = %label, "stderr: {line}");
-            let mut tail = sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut tail = lock(&sink);
             if tail.len() == STDERR_TAIL_LINES {
                 tail.pop_front();
             }
@@ -459,7 +455,7 @@ fn drain_stderr(
 }
 
 fn lines_of(tail: &StdMutex<VecDeque<String>>) -> String {
-    let tail = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let tail = lock(tail);
     tail.iter().cloned().collect::<Vec<_>>().join(" | ")
 }
 
@@ -468,13 +464,7 @@ impl McpConnection {
     pub fn stderr_tail(&self) -> Vec<String> {
         self.stderr_tail
             .as_ref()
-            .map(|tail| {
-                tail.lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .iter()
-                    .cloned()
-                    .collect()
-            })
+            .map(|tail| lock(tail).iter().cloned().collect())
             .unwrap_or_default()
     }
 }

@@ -22,6 +22,7 @@ use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 use sse_stream::Sse;
+use trueforge_protocol::sync::lock;
 
 type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
 
@@ -130,7 +131,7 @@ impl RecordingClient {
             _ => None,
         };
         if let Some(assigned) = assigned {
-            *self.session.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(assigned);
+            *lock(&self.session) = Some(assigned);
         }
         if sent_session
             && let StreamableHttpPostResponse::Json(JsonRpcMessage::Error(error), _) = &response
@@ -243,8 +244,4 @@ impl StreamableHttpClient for RecordingClient {
             )
             .await
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use rmcp::model::Tool;
 use serde_json::Value;
 use tokio::sync::Mutex;
+use trueforge_protocol::sync::{read, write};
 use trueforge_protocol::{McpServerAuthInfo, McpServerInitInfo, McpServerRef, McpTransportType, ToolSource};
 use trueforge_tools::{ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput, ToolSet, ToolSpec};
 
@@ -115,10 +116,7 @@ impl McpToolSet {
         }
         match reconnect.reconnect().await {
             Ok(fresh) => {
-                *self
-                    .connection
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = fresh.clone();
+                *write(&self.connection) = fresh.clone();
                 // The new session's tools are listed anew.
                 *self.listing.lock().await = None;
                 fresh
@@ -160,10 +158,7 @@ impl McpToolSet {
     }
 
     pub fn connection(&self) -> Arc<McpConnection> {
-        self.connection
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        read(&self.connection).clone()
     }
 
     async fn listing(&self) -> Result<Arc<Listing>, McpError> {

@@ -12,6 +12,7 @@
 mod nullable;
 pub mod openapi;
 mod rules;
+pub mod sync;
 mod tagged;
 pub mod whole_number;
 

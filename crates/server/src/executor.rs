@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
@@ -16,6 +16,7 @@ use trueforge_store::session::model::{FreezeTurn, StoredEvent, TurnDone, TurnKey
 use trueforge_store::{SessionStore, StoreError};
 
 use crate::bus::{BusEvent, EventBus, StreamKey};
+use trueforge_protocol::sync::lock;
 
 /// How long a lease lasts, and how often the executor renews its turns' leases and looks for orphans.
 #[derive(Debug, Clone, Copy)]
@@ -49,10 +50,6 @@ pub struct TurnExecutor {
     drains: Mutex<HashMap<TurnKey, watch::Receiver<bool>>>,
     /// Set when shutdown begins: no turn is started or resumed any more.
     stopping: std::sync::atomic::AtomicBool,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 pub fn stream_key(key: &TurnKey) -> StreamKey {

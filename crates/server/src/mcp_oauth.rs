@@ -15,6 +15,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use trueforge_mcp::oauth::{self, AuthServerInfo, ClientCredentials, OAuthError, OAuthHttp, Pkce};
+use trueforge_protocol::sync::lock;
 use trueforge_store::settings::{
     McpServerRecord, OAuthClientCredentials, OAuthClientRegistration, OAuthServerMetadata, OAuthToken,
     PendingAuthorization, PendingAuthorizationRecord, SettingsStore,
@@ -122,10 +123,7 @@ impl McpOAuth {
     /// rotating refresh token the second of two concurrent refreshes is refused, and it would then delete
     /// the token the first one just saved. (Across replicas the race remains; the loser re-authorizes.)
     fn token_lock(&self, tenant: &str, server_id: &str, user: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self
-            .token_locks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut locks = lock(&self.token_locks);
         locks
             .entry((tenant.to_owned(), server_id.to_owned(), user.to_owned()))
             .or_default()

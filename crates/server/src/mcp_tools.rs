@@ -20,6 +20,7 @@ use trueforge_store::Timestamp;
 use trueforge_store::settings::{McpServerRecord, SettingsStore};
 
 use crate::mcp_oauth::{McpOAuth, Resolution};
+use trueforge_protocol::sync::lock;
 
 /// How long one MCP tool call may run (the reference's `MCP_REQUEST_TIMEOUT_MS` default).
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(240);
@@ -283,13 +284,7 @@ impl SettingsMcpToolSets {
     /// Closes every open connection at shutdown. HTTP sessions are left on their servers, so the next
     /// process resumes them (what a stateful server keeps in a session survives a restart).
     pub async fn close_all(&self) {
-        let slots: Vec<Slot> = self
-            .connections
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .drain()
-            .map(|(_, slot)| slot)
-            .collect();
+        let slots: Vec<Slot> = lock(&self.connections).drain().map(|(_, slot)| slot).collect();
         for slot in slots {
             if let Some(cached) = slot.lock().await.take() {
                 cached.connection.close_keeping_session().await;
@@ -298,12 +293,7 @@ impl SettingsMcpToolSets {
     }
 
     fn slot(&self, key: ConnectionKey) -> Slot {
-        self.connections
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(key)
-            .or_default()
-            .clone()
+        lock(&self.connections).entry(key).or_default().clone()
     }
 }
 

@@ -1,7 +1,7 @@
 //! The in-process bus: per stream, the events in a vector and a watch channel that wakes subscribers.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{BusError, BusEvent, EventBus, StreamKey, Subscription};
+use trueforge_protocol::sync::lock;
 
 /// How often expired streams are dropped (checked lazily on `open`).
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
@@ -29,12 +30,6 @@ struct StreamState {
     events: Vec<BusEvent>,
     expires_at: Instant,
     ended: bool,
-}
-
-/// A poisoned lock only means a panic elsewhere while holding it; the data (a vector of events) stays
-/// consistent, so keep serving it.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Stream {

@@ -18,6 +18,7 @@ use crate::settings::clock::{Clock, SystemClock};
 use crate::settings::records::{
     OAuthClientRegistration, OAuthTokenRecord, PendingAuthorizationRecord, SandboxProviderRecord,
 };
+use trueforge_protocol::sync::lock;
 
 /// Settings stores kept in process memory. `Debug` shows no contents: the rows hold plaintext secrets.
 pub struct MemorySettingsStore {
@@ -80,7 +81,7 @@ impl MemorySettingsStore {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic inside an update closure poisons the mutex but leaves the state consistent: every
         // mutation is applied only after the closure returned.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.state)
     }
 
     fn now_ms(&self) -> i64 {

@@ -2,12 +2,13 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
 use super::Api;
 use super::script::Script;
+use trueforge_protocol::sync::lock;
 
 /// One request as received.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,7 +80,7 @@ impl State {
     /// A panic while the lock was held cannot leave the queues or the log half-updated (every update is a
     /// single push or assignment), so a poisoned lock is still usable.
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inner)
     }
 
     pub fn script(&self, update: impl FnOnce(&mut Script)) {

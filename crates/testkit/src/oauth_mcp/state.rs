@@ -9,6 +9,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use super::{OAuthMcpCounters, OAuthMcpOptions};
+use trueforge_protocol::sync::lock;
 
 pub(crate) struct Client {
     pub secret: Option<String>,
@@ -156,9 +157,4 @@ impl State {
 /// 32 random bytes, base64url: unguessable and safe in URLs and headers.
 pub(crate) fn random_token() -> String {
     URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
-}
-
-/// A poisoned lock only means a handler panicked mid-update; the test double keeps serving.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -29,6 +29,7 @@ use super::search;
 use super::store::SessionStore;
 use crate::error::StoreResult;
 use crate::time::Timestamp;
+use trueforge_protocol::sync::lock;
 
 /// Session store held in process memory (tests, embedding, ephemeral runs).
 #[derive(Debug, Default)]
@@ -44,7 +45,7 @@ impl MemorySessionStore {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave a half-applied write: every write validates first and
         // mutates last. So a poisoned lock is still consistent.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.state)
     }
 
     /// Runs a turn-scoped write and, only when it succeeds, bumps the turn's `updated_at`: a failed write
