@@ -32,21 +32,3 @@ pub enum AgentError {
     #[error("internal error: {0}")]
     Internal(String),
 }
-
-impl AgentError {
-    /// The machine-readable kind, for mapping to HTTP.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::InvalidInput(_) => "invalid_send_input",
-            Self::SessionNotFound => "session_not_found",
-            Self::TurnNotFound(_) => "turn_not_found",
-            Self::TurnNotRunning(_) => "turn_not_running",
-            Self::AgentNotFound(_) => "agent_not_found",
-            Self::InvalidSpec(_) => "invalid_agent_spec",
-            Self::Model(_) => "model_unavailable",
-            Self::Tool(_) => "tool_set_unavailable",
-            Self::Store(_) => "store_error",
-            Self::Internal(_) => "internal_error",
-        }
-    }
-}
