@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use trueforge_llm::{
     Assembler, EventStream, LlmError, ModelClient, ModelRequest, ModelResponse, Origin, SamplingParams, TokenizerFamily,
 };
-use trueforge_protocol::{ModelParams, ReasoningEffort};
+use trueforge_protocol::ModelParams;
 
 /// Something that answers model requests as a stream of events.
 #[async_trait]
@@ -107,16 +107,12 @@ pub fn request_params(
         if let Some(value) = layer.parallel_tool_calls {
             sampling.parallel_tool_calls = Some(value);
         }
-        if let Some(effort) = &layer.reasoning_effort {
-            sampling.reasoning_effort = parse_effort(effort);
+        if let Some(effort) = layer.reasoning_effort {
+            sampling.reasoning_effort = Some(effort);
         }
         for (key, value) in &layer.extra {
             extras.insert(key.clone(), value.clone());
         }
     }
     (sampling, extras)
-}
-
-fn parse_effort(effort: &str) -> Option<ReasoningEffort> {
-    serde_json::from_value(Value::String(effort.to_owned())).ok()
 }

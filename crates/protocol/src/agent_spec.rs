@@ -141,7 +141,9 @@ pub struct ModelParams {
         deserialize_with = "crate::nullable::non_null"
     )]
     #[schema(nullable = false)]
-    pub reasoning_effort: Option<String>,
+    /// One of the efforts the protocol knows; any other string is refused when the spec is read (400), never
+    /// dropped on the way to the provider.
+    pub reasoning_effort: Option<crate::ReasoningEffort>,
     /// Every other key, in and out unchanged.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -145,14 +145,6 @@ impl Default for CompactionConfig {
     }
 }
 
-impl CompactionConfig {
-    /// The threshold in effect.
-    pub fn threshold_tokens(&self) -> u64 {
-        self.compaction_threshold_tokens
-            .unwrap_or(DEFAULT_COMPACTION_THRESHOLD_TOKENS)
-    }
-}
-
 /// Schema `LargeToolResponseConfig`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct LargeToolResponseConfig {

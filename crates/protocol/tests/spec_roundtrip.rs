@@ -13,9 +13,12 @@ fn full_agent_spec_round_trips() {
     spec.validate().unwrap();
     assert_eq!(spec.config.iteration_limit, 42);
     assert!(spec.config.sandbox.enabled);
-    assert_eq!(spec.config.context_management.compaction.threshold_tokens(), 80_000);
+    assert_eq!(
+        spec.config.context_management.compaction.compaction_threshold_tokens,
+        Some(80_000)
+    );
     let params = spec.model.params.as_ref().unwrap();
-    assert_eq!(params.reasoning_effort.as_deref(), Some("high"));
+    assert_eq!(params.reasoning_effort, Some(trueforge_protocol::ReasoningEffort::High));
     assert!(params.extra.contains_key("service_tier"));
     assert!(params.extra.contains_key("thinking"));
     assert!(

@@ -1,7 +1,7 @@
 //! Whether an agent spec can run for a tenant: everything it names must be configured. Used when sessions
 //! and agents are created or changed, so a bad spec is refused up front instead of failing its first turn.
 
-use trueforge_protocol::{AgentSpec, ProtocolError, ReasoningEffort};
+use trueforge_protocol::{AgentSpec, ProtocolError};
 use trueforge_store::StoreError;
 use trueforge_store::settings::{McpServerStore, ModelProviderStore, SandboxProviderStore, SettingsStore, SkillStore};
 
@@ -67,12 +67,7 @@ async fn check_model(spec: &AgentSpec, tenant: &str, stores: &SpecStores<'_>) ->
             ModelLookupError::Store(error) => SpecError::Store(error),
             other => SpecError::Invalid(other.to_string()),
         })?;
-    let Some(requested) = spec
-        .model
-        .params
-        .as_ref()
-        .and_then(|params| params.reasoning_effort.as_deref())
-    else {
+    let Some(requested) = spec.model.params.as_ref().and_then(|params| params.reasoning_effort) else {
         return Ok(());
     };
     let Some(supported) = &found.model.properties.reasoning_efforts else {
@@ -80,13 +75,12 @@ async fn check_model(spec: &AgentSpec, tenant: &str, stores: &SpecStores<'_>) ->
             "Model \"{name}\" does not support configurable reasoning effort"
         )));
     };
-    // A string that is no effort at all is as unsupported as one the model lacks.
-    let effort = serde_json::from_value::<ReasoningEffort>(serde_json::Value::String(requested.to_owned())).ok();
-    if effort.is_some_and(|effort| supported.contains(&effort)) {
+    if supported.contains(&requested) {
         Ok(())
     } else {
         Err(SpecError::Invalid(format!(
-            "Reasoning effort \"{requested}\" is not supported by model \"{name}\""
+            "Reasoning effort \"{}\" is not supported by model \"{name}\"",
+            requested.as_str()
         )))
     }
 }

@@ -1813,6 +1813,15 @@ async fn sessions_create_unsupported_reasoning_effort_is_422_and_nothing_written
             .await;
         assert_error(&reply, 422, message);
     }
+    // An effort no provider knows is refused as a bad request, not dropped on the way to the model.
+    let (status, body) = server
+        .post(
+            "/api/v1/sessions",
+            json!({"agent": {"spec": {"model": {"name": "fake/thinker", "params": {"reasoning_effort": "turbo"}}}}}),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("turbo"), "{body}");
     assert!(session_ids(&server).await.is_empty());
     let (status, body) = server
         .post(

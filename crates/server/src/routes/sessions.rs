@@ -60,7 +60,25 @@ pub async fn owned_session(state: &AppState, caller: &Caller, session_id: &str) 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSessionRequest {
+    #[serde(deserialize_with = "agent_choice")]
     agent: AgentChoice,
+}
+
+/// Reads the agent by the key it has (`spec` or `name`), so a bad spec is refused with its own error (which
+/// field, which value); the untagged enum (kept for the document's `oneOf`) would only say that no variant
+/// matched.
+fn agent_choice<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<AgentChoice, D::Error> {
+    use serde::de::Error;
+    let value = serde_json::Value::deserialize(deserializer)?;
+    if value.get("spec").is_some() {
+        serde_json::from_value::<InlineAgent>(value)
+            .map(|inline| AgentChoice::Inline(Box::new(inline)))
+            .map_err(D::Error::custom)
+    } else {
+        serde_json::from_value::<NamedAgent>(value)
+            .map(AgentChoice::Named)
+            .map_err(D::Error::custom)
+    }
 }
 
 /// A saved agent by name, or a spec of the session's own.
