@@ -3,6 +3,7 @@
 /// An error of the client: the server said no, could not be reached, or answered something unreadable;
 /// or a turn stream broke for good.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
     /// The base URL cannot carry API paths.
     #[error("invalid base URL {url:?}: {reason}")]

@@ -24,6 +24,7 @@ use crate::error::ClientError;
 
 /// How a [`TurnStream`] resumes after its connection breaks.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ResumePolicy {
     /// Reconnections in a row that may fail (or end without an event) before the stream gives up with
     /// [`ClientError::StreamEnded`]. 0 disables resuming.
@@ -72,6 +73,7 @@ impl ResumePolicy {
 
 /// One event of a turn with its sequence number in the turn's stream.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct StreamedEvent {
     pub seq: u64,
     pub event: TurnStreamingEvent,

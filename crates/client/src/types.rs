@@ -11,6 +11,7 @@ use trueforge_protocol::{
 
 /// Which agent a new session runs: a saved agent by name, or a spec owned by the session.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum SessionAgentChoice {
     Named(String),
     Inline(Box<AgentSpec>),
@@ -55,6 +56,7 @@ impl<'a> From<&'a SessionAgentChoice> for AgentChoiceBody<'a> {
 
 /// Schema `Session`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
+#[non_exhaustive]
 pub struct Session {
     pub id: String,
     pub agent: SessionAgent,
@@ -66,6 +68,7 @@ pub struct Session {
 
 /// Schema `Turn`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
+#[non_exhaustive]
 pub struct Turn {
     pub id: String,
     pub session_id: String,
@@ -79,6 +82,7 @@ pub struct Turn {
 
 /// Which turn a new turn continues.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PreviousTurn {
     /// The session's latest turn (the server's default).
     #[default]
@@ -101,6 +105,7 @@ impl Serialize for PreviousTurn {
 
 /// What a new turn is given. `stream` is not here: each call of the client picks it.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct CreateTurn {
     /// User messages, or tool approvals and tool responses answering a paused turn; empty to continue
     /// after an MCP authorization.
@@ -138,6 +143,7 @@ pub(crate) struct CreateTurnBody<'a> {
 
 /// A page of a list and where the next one starts.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
+#[non_exhaustive]
 pub struct Page<T> {
     pub data: Vec<T>,
     pub pagination: Pagination,
@@ -145,6 +151,7 @@ pub struct Page<T> {
 
 /// Schema `TokenPagination`: no `next_page_token` means this is the last page.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
 pub struct Pagination {
     #[serde(default)]
     pub next_page_token: Option<String>,
@@ -154,6 +161,7 @@ pub struct Pagination {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SortOrder {
     Asc,
     Desc,
@@ -177,6 +185,7 @@ fn push<T: ToString>(pairs: &mut QueryPairs, name: &'static str, value: Option<&
 
 /// Query of `GET /sessions`; every field is optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ListSessions {
     pub limit: Option<u32>,
     /// By `updated_at`; the server's default is newest first.
@@ -203,6 +212,7 @@ impl ListSessions {
 
 /// Query of `GET …/turns`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ListTurns {
     pub limit: Option<u32>,
     pub page_token: Option<String>,
@@ -219,6 +229,7 @@ impl ListTurns {
 
 /// Query of `GET …/turns/{turn_id}/events`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ListTurnEvents {
     pub limit: Option<u32>,
     pub page_token: Option<String>,
@@ -238,6 +249,7 @@ impl ListTurnEvents {
 
 /// Schema `AvailableModel`: a model an agent spec may name.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
+#[non_exhaustive]
 pub struct AvailableModel {
     /// `provider/model`, the name agent specs use.
     pub name: String,
@@ -248,12 +260,14 @@ pub struct AvailableModel {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
 pub struct ModelProviderName {
     pub name: String,
 }
 
 /// The answer of `GET /healthz`: `status` is `ok` when the server can serve.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
 pub struct Health {
     pub status: String,
     #[serde(default)]
@@ -270,6 +284,7 @@ impl Health {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
 pub struct DatabaseHealth {
     pub status: String,
     #[serde(default)]

@@ -37,24 +37,15 @@ async fn sessions_are_created_read_and_listed() {
     }
     assert_eq!(client.get_session(&session.id).await.unwrap(), session);
     let other = server.session().await;
-    let page = client
-        .list_sessions(&ListSessions {
-            limit: Some(1),
-            ..ListSessions::default()
-        })
-        .await
-        .unwrap();
+    let mut first_page = ListSessions::default();
+    first_page.limit = Some(1);
+    let page = client.list_sessions(&first_page).await.unwrap();
     assert_eq!(page.data.len(), 1);
     assert_eq!(page.pagination.limit, 1);
     let next = page.pagination.next_page_token.clone().expect("a second page");
-    let second = client
-        .list_sessions(&ListSessions {
-            limit: Some(1),
-            page_token: Some(next),
-            ..ListSessions::default()
-        })
-        .await
-        .unwrap();
+    let mut second_page = first_page.clone();
+    second_page.page_token = Some(next);
+    let second = client.list_sessions(&second_page).await.unwrap();
     let mut ids = vec![page.data[0].id.clone(), second.data[0].id.clone()];
     ids.sort();
     let mut expected = vec![session.id.clone(), other];

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use support::{Cut, CutProxy, TestServer, assert_complete, fast_resume, streamed_text};
 use trueforge_client::protocol::{CancellationReason, TurnState};
-use trueforge_client::{ClientError, CreateTurn, ResumePolicy, StreamedEvent};
+use trueforge_client::{ClientError, CreateTurn, StreamedEvent};
 
 fn assert_done_with_text(events: &[StreamedEvent], text: &str) {
     match events.last().unwrap().turn_done() {
@@ -262,10 +262,8 @@ async fn resuming_gives_up_after_the_retry_budget() {
     let mut cuts = vec![Cut::AfterBodyBytes(ends[0] + 5)];
     cuts.extend([Cut::AfterBodyBytes(0); 10]);
     let proxy = CutProxy::start(&server.base, cuts).await;
-    let policy = ResumePolicy {
-        max_attempts: 3,
-        ..fast_resume()
-    };
+    let mut policy = fast_resume();
+    policy.max_attempts = 3;
     let client = server.client_via(&proxy, policy);
     let mut stream = client
         .stream_turn(&session_id, CreateTurn::message(message))

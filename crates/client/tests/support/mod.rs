@@ -103,13 +103,13 @@ impl TestServer {
 
 /// Quick retries, so that tests of resuming take milliseconds.
 pub fn fast_resume() -> ResumePolicy {
-    ResumePolicy {
-        max_attempts: 5,
-        initial_backoff: Duration::from_millis(10),
-        max_backoff: Duration::from_millis(100),
-        idle_timeout: Some(Duration::from_secs(20)),
-        healthy_after: Duration::from_secs(30),
-    }
+    let mut policy = ResumePolicy::default();
+    policy.max_attempts = 5;
+    policy.initial_backoff = Duration::from_millis(10);
+    policy.max_backoff = Duration::from_millis(100);
+    policy.idle_timeout = Some(Duration::from_secs(20));
+    policy.healthy_after = Duration::from_secs(30);
+    policy
 }
 
 /// What the proxy does to one connection's response.
