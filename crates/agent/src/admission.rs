@@ -8,19 +8,16 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use trueforge_protocol::{
     AgentThreadSnapshot, ApprovalScope, ContextMessage, ContextToolApproval, ContextToolMessage, ContextUserContent,
     ContextUserMessage, MAIN_THREAD_ID, TurnInputItem, UserContentPart, UserMessageContent,
 };
 
+use crate::bookkeeping::{Record, ThreadRecords, ToolRef};
 use crate::context::{approval_decisions, awaits_user, open_calls};
 use crate::error::AgentError;
-use crate::thread::{AUTH_INTERRUPTED_CALLS_KEY, STARTED_CALLS_KEY};
 use crate::tools::error_json;
-
-/// Capability-state key (root thread) of the tools the user allowed for the whole session.
-pub const SESSION_APPROVALS_KEY: &str = "tf.session_approvals";
 
 /// How many characters of the first message become the session title.
 pub const TITLE_CHARS: usize = 50;
@@ -139,7 +136,7 @@ fn admit_messages(
                         .map_or(child.thread_id.as_str(), |info| info.name.as_str())
                 ))
             }
-            None => unfinished_call_result(root.capability_state.as_ref(), &call.id),
+            None => unfinished_call_result(&ThreadRecords::read(root.capability_state.as_ref()), &call.id),
         };
         admission
             .closed_calls
@@ -172,7 +169,7 @@ fn admit_answers(
     admission: &mut Admission,
 ) -> Result<(), AgentError> {
     let mut answered: BTreeSet<(String, String)> = BTreeSet::new();
-    let mut new_session_approvals: Vec<Value> = Vec::new();
+    let mut new_session_approvals: Vec<ToolRef> = Vec::new();
     for item in input {
         let (thread_id, call_id) = match item {
             TurnInputItem::ToolApproval(approval) => (&approval.thread_id, &approval.tool_call_id),
@@ -198,7 +195,7 @@ fn admit_answers(
                 if let Some(info) = call.and_then(|call| call.tool_info.as_ref()) {
                     let tool = (info.mcp_server_id.clone(), info.original_tool_name.clone());
                     match approval.approval.allowed_scope() {
-                        Some(ApprovalScope::Session) => new_session_approvals.push(json!([tool.0, tool.1])),
+                        Some(ApprovalScope::Session) => new_session_approvals.push(tool),
                         Some(ApprovalScope::Agent) if !admission.agent_approvals.contains(&tool) => {
                             admission.agent_approvals.push(tool);
                         }
@@ -260,16 +257,9 @@ fn admit_answers(
             .capability_states
             .entry(MAIN_THREAD_ID.to_owned())
             .or_default();
-        let mut approvals = match state.remove(SESSION_APPROVALS_KEY) {
-            Some(Value::Array(existing)) => existing,
-            _ => Vec::new(),
-        };
-        for approval in new_session_approvals {
-            if !approvals.contains(&approval) {
-                approvals.push(approval);
-            }
-        }
-        state.insert(SESSION_APPROVALS_KEY.to_owned(), Value::Array(approvals));
+        let mut approvals = ThreadRecords::read(Some(state)).session_approvals;
+        approvals.extend(new_session_approvals);
+        Record::SessionApprovals(approvals).write_into(state);
     }
     Ok(())
 }
@@ -282,45 +272,27 @@ fn close_interrupted(thread: &AgentThreadSnapshot, keep_auth_interrupted: bool) 
     if open.iter().any(|call| awaits_user(call, &decisions)) {
         return Vec::new();
     }
-    let kept: Vec<&str> = if keep_auth_interrupted {
-        thread
-            .capability_state
-            .as_ref()
-            .and_then(|state| state.get(AUTH_INTERRUPTED_CALLS_KEY))
-            .and_then(Value::as_array)
-            .map(|ids| ids.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default()
+    let records = ThreadRecords::read(thread.capability_state.as_ref());
+    let kept: &[String] = if keep_auth_interrupted {
+        &records.auth_interrupted_tool_calls
     } else {
-        Vec::new()
+        &[]
     };
     open.iter()
-        .filter(|call| !call.is_thread_creation() && !kept.contains(&call.id.as_str()))
-        .map(|call| {
-            (
-                call.id.clone(),
-                unfinished_call_result(thread.capability_state.as_ref(), &call.id),
-            )
-        })
+        .filter(|call| !call.is_thread_creation() && !kept.contains(&call.id))
+        .map(|call| (call.id.clone(), unfinished_call_result(&records, &call.id)))
         .collect()
 }
 
 /// What the model reads for a call that never finished: whether it may have started matters.
-pub fn unfinished_call_result(capability_state: Option<&Map<String, Value>>, call_id: &str) -> String {
-    if was_started(capability_state, call_id) {
+pub fn unfinished_call_result(records: &ThreadRecords, call_id: &str) -> String {
+    if records.was_started(call_id) {
         error_json(
             "The tool call was interrupted before it finished; it may have partly taken effect. Check before retrying.",
         )
     } else {
         error_json("The tool call was not executed. Retry it if it is still needed.")
     }
-}
-
-/// Whether the thread's started list (written before its tools run) holds the call.
-pub fn was_started(capability_state: Option<&Map<String, Value>>, call_id: &str) -> bool {
-    capability_state
-        .and_then(|state| state.get(STARTED_CALLS_KEY))
-        .and_then(Value::as_array)
-        .is_some_and(|ids| ids.iter().any(|id| id.as_str() == Some(call_id)))
 }
 
 fn is_blank(content: &UserMessageContent) -> bool {
@@ -375,30 +347,16 @@ fn title_of(content: &UserMessageContent) -> Option<String> {
 }
 
 /// Adds `approvals` to the session-wide approvals recorded in a root's capability state.
-pub fn add_session_approvals(state: &mut Map<String, Value>, approvals: &std::collections::HashSet<(String, String)>) {
+pub fn add_session_approvals(state: &mut Map<String, Value>, approvals: &std::collections::HashSet<ToolRef>) {
     if approvals.is_empty() {
         return;
     }
-    let mut merged = session_approvals(Some(state));
+    let mut merged = ThreadRecords::read(Some(state)).session_approvals;
     merged.extend(approvals.iter().cloned());
-    let mut pairs: Vec<&(String, String)> = merged.iter().collect();
-    pairs.sort();
-    state.insert(
-        SESSION_APPROVALS_KEY.to_owned(),
-        Value::Array(pairs.into_iter().map(|(set, tool)| json!([set, tool])).collect()),
-    );
+    Record::SessionApprovals(merged).write_into(state);
 }
 
 /// The session-wide approvals recorded in the root's capability state.
-pub fn session_approvals(root_state: Option<&Map<String, Value>>) -> std::collections::HashSet<(String, String)> {
-    root_state
-        .and_then(|state| state.get(SESSION_APPROVALS_KEY))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|pair| {
-            let pair = pair.as_array()?;
-            Some((pair.first()?.as_str()?.to_owned(), pair.get(1)?.as_str()?.to_owned()))
-        })
-        .collect()
+pub fn session_approvals(root_state: Option<&Map<String, Value>>) -> std::collections::HashSet<ToolRef> {
+    ThreadRecords::read(root_state).session_approvals()
 }

@@ -3,6 +3,7 @@
 
 pub mod admission;
 pub mod approvals;
+pub mod bookkeeping;
 pub mod capabilities;
 pub mod context;
 pub mod error;

@@ -7,7 +7,8 @@ use trueforge_protocol::{ContextMessage, SessionEvent, ToolResponseEvent};
 use trueforge_store::SessionStore;
 use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey};
 
-use crate::admission::{unfinished_call_result, was_started};
+use crate::admission::unfinished_call_result;
+use crate::bookkeeping::ThreadRecords;
 use crate::context::{approval_decisions, awaits_user, open_calls};
 use crate::error::AgentError;
 use crate::ids::now_iso;
@@ -42,10 +43,10 @@ pub async fn reconcile_open_calls(env: &TurnEnv, threads: &mut [AgentThread]) ->
         }
         let mut rows = Vec::new();
         let mut closing = Vec::new();
+        let records = ThreadRecords::read(Some(&thread.capability_state));
         for call in open {
-            let state = Some(&thread.capability_state);
-            if was_started(state, &call.id) && !call.is_thread_creation() {
-                let content = unfinished_call_result(state, &call.id);
+            if records.was_started(&call.id) && !call.is_thread_creation() {
+                let content = unfinished_call_result(&records, &call.id);
                 closing.push((
                     SessionEvent::ToolResponse(ToolResponseEvent {
                         id: env.journal.next_id(),

@@ -28,7 +28,6 @@ use crate::model::ResolvedModel;
 use crate::tools::{ToolContext, ToolRegistry};
 
 pub(crate) use model_step::sub_agent_failure_text;
-pub use tool_step::{AUTH_INTERRUPTED_CALLS_KEY, STARTED_CALLS_KEY};
 
 /// Everything a thread runs with. Only the tool registry can change during the turn, when an MCP server's
 /// tools change (the thread then takes a copy with the tools listed again).

@@ -10,21 +10,13 @@ use trueforge_protocol::{
 };
 
 use super::{AgentThread, ThreadExit, TurnEnv};
+use crate::bookkeeping::{Record, ThreadRecords};
 use crate::capabilities::{RECALL_SET, ToolResultDraft, limit_batch};
 use crate::context::{approval_decisions, open_calls};
 use crate::error::AgentError;
 use crate::ids::now_iso;
 use crate::journal::Publish;
 use crate::tools::{ToolContent, ToolError, ToolKind, ToolOutput, ToolPart};
-
-/// Capability-state key listing the calls whose execution began. A call listed here but without a result
-/// after a crash may have run: it is closed as interrupted, never run again.
-pub const STARTED_CALLS_KEY: &str = "tf.started_tool_calls";
-
-/// Capability-state key listing the calls an MCP server refused for want of the user's authorization.
-/// They stay open, so the turn that continues the conversation once the user authorized (an empty input)
-/// runs them again; a new user message closes them as not executed instead.
-pub const AUTH_INTERRUPTED_CALLS_KEY: &str = "tf.auth_interrupted_tool_calls";
 
 enum CallOutcome {
     Result(ToolContent, String),
@@ -67,12 +59,8 @@ impl AgentThread {
             }
         }
         if !to_run.is_empty() {
-            let started = json!(to_run.iter().map(|call| call.id.as_str()).collect::<Vec<_>>());
-            env.journal
-                .store
-                .patch_thread_capability_state(&env.journal.key, &self.id, STARTED_CALLS_KEY, started.clone())
-                .await?;
-            self.capability_state.insert(STARTED_CALLS_KEY.to_owned(), started);
+            let started = Record::StartedToolCalls(to_run.iter().map(|call| call.id.clone()).collect());
+            self.write_record(env, started).await?;
         }
         let executed = futures::future::join_all(to_run.iter().map(|call| self.execute(env, call))).await;
         for (call, outcome) in to_run.iter().zip(executed) {
@@ -107,33 +95,27 @@ impl AgentThread {
 
     /// Leaves the calls an MCP server refused open (marked as not run, to run again once the user
     /// authorized) and asks the user to authorize their servers.
+    /// Writes one of the runtime's records into the thread's capability state, stored first.
+    async fn write_record(&mut self, env: &TurnEnv, record: Record) -> Result<(), AgentError> {
+        env.journal
+            .store
+            .patch_thread_capability_state(&env.journal.key, &self.id, record.key(), record.value())
+            .await?;
+        record.write_into(&mut self.capability_state);
+        Ok(())
+    }
+
     async fn wait_for_authorization(
         &mut self,
         env: &TurnEnv,
         unauthorized: Vec<(String, McpServerAuthInfo)>,
     ) -> Result<ThreadExit, AgentError> {
-        let refused: Vec<&str> = unauthorized.iter().map(|(call_id, _)| call_id.as_str()).collect();
-        let started: Vec<Value> = self
-            .capability_state
-            .get(STARTED_CALLS_KEY)
-            .and_then(Value::as_array)
-            .map(|ids| {
-                ids.iter()
-                    .filter(|id| !id.as_str().is_some_and(|id| refused.contains(&id)))
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
-        for (key, value) in [
-            (STARTED_CALLS_KEY, json!(started)),
-            (AUTH_INTERRUPTED_CALLS_KEY, json!(refused)),
-        ] {
-            env.journal
-                .store
-                .patch_thread_capability_state(&env.journal.key, &self.id, key, value.clone())
-                .await?;
-            self.capability_state.insert(key.to_owned(), value);
-        }
+        let refused: Vec<String> = unauthorized.iter().map(|(call_id, _)| call_id.clone()).collect();
+        let mut started = ThreadRecords::read(Some(&self.capability_state)).started_tool_calls;
+        started.retain(|id| !refused.contains(id));
+        self.write_record(env, Record::StartedToolCalls(started)).await?;
+        self.write_record(env, Record::AuthInterruptedToolCalls(refused))
+            .await?;
         let action = env
             .ask_for_authorization(unauthorized.into_iter().map(|(_, server)| server))
             .await?;
