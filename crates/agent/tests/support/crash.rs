@@ -11,7 +11,7 @@ use trueforge_protocol::{
     AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion, TurnState,
 };
 use trueforge_store::session::model::{
-    ExpiredLease, FreezeTurn, HistoryEntry, Lease, NewSession, NewTurn, Page, PageRequest, SandboxInfo,
+    ExpiredLease, FreezeTurn, HistoryEntry, Lease, NewSession, NewTurn, Page, PageRequest,
     SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, ThreadStep, TurnDone,
     TurnKey, TurnRecord, TurnSummary,
 };
@@ -182,10 +182,6 @@ impl SessionStore for CrashingStore {
     async fn patch_mcp_servers(&self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()> {
         self.check()?;
         self.inner.patch_mcp_servers(key, servers).await
-    }
-    async fn patch_sandbox_info(&self, key: &TurnKey, sandbox: SandboxInfo) -> StoreResult<()> {
-        self.check()?;
-        self.inner.patch_sandbox_info(key, sandbox).await
     }
     async fn patch_thread_capability_state(
         &self,

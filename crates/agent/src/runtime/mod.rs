@@ -1,5 +1,7 @@
-//! The runtime's entry points: create a turn (admit its input, commit it, run it) and resume a running
-//! turn from its persisted snapshot after a crash.
+//! The runtime's entry points: create a turn (admit its input, commit it, run it; the steps are in
+//! `create`) and resume a running turn from its persisted snapshot after a crash.
+
+mod create;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -10,16 +12,12 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use trueforge_protocol::{
     AgentSpec, AgentThreadSnapshot, ApprovalScope, CancellationReason, MAIN_THREAD_ID, McpInitializeEvent,
-    McpServerInitInfo, SessionAgent, SessionEvent, ThreadDoneEvent, ThreadState, ToolResponseEvent, TurnCreatedEvent,
-    TurnInputItem, TurnState, validate_turn_input,
+    McpServerInitInfo, SessionAgent, SessionEvent, TurnInputItem, TurnState,
 };
-use trueforge_store::session::model::{
-    ContextAppend, FreezeTurn, LeaseRequest, NewThread, NewTurn, StoredEvent, TurnDone, TurnKey,
-};
+use trueforge_store::session::model::{LeaseRequest, StoredEvent, TurnKey};
 use trueforge_store::{SessionStore, StoreError};
 
-use crate::admission::{Admission, add_session_approvals, admit, admit_with, session_approvals};
-use crate::approvals::{agent_scope_target, check_max_scope};
+use crate::admission::{Admission, add_session_approvals, session_approvals};
 use crate::cancel::TurnCancel;
 use crate::error::AgentError;
 use crate::finish::finish_turn;
@@ -170,224 +168,6 @@ impl Runtime {
     /// Whether this runtime is running the turn.
     pub fn is_running(&self, key: &TurnKey) -> bool {
         self.live.with(|turns| turns.contains_key(key))
-    }
-
-    /// Validates and admits the input, freezes the predecessor, commits the turn and starts running it.
-    /// Nothing is written when the input is rejected.
-    pub async fn create_turn(&self, request: TurnRequest) -> Result<StartedTurn, AgentError> {
-        validate_turn_input(&request.input).map_err(|error| AgentError::InvalidInput(error.to_string()))?;
-        check_max_scope(&request.input, self.options.approval_max_scope)?;
-        let session = self
-            .store
-            .get_session(&request.tenant_id, &request.session_id)
-            .await?
-            .ok_or(AgentError::SessionNotFound)?;
-        // Everything that can fail without touching the conversation comes first, so a failing request
-        // neither writes nor cancels a running predecessor.
-        let approving_agent = agent_scope_target(&request.input, &session.agent)?;
-        if approving_agent.is_some() && self.agent_approvals.is_none() {
-            return Err(AgentError::InvalidInput(
-                "the approval scope 'agent' is not available here: nothing remembers approvals for agents".to_owned(),
-            ));
-        }
-        let spec = self.spec(&request.tenant_id, &session.agent).await?;
-        let mut agent_approvals = self.agent_approved_tools(&request.tenant_id, &session.agent).await?;
-        let key = TurnKey::new(&request.tenant_id, &request.session_id, &request.turn_id);
-        let cancel = TurnCancel::new();
-        let mut resources = self.resources(&key, &session.created_by, spec, &cancel).await?;
-        let previous_id = match &request.previous_turn_id {
-            PreviousTurn::Auto => session.last_turn_id.clone(),
-            PreviousTurn::None => None,
-            PreviousTurn::Id(id) => Some(id.clone()),
-        };
-        let mut threads: BTreeMap<String, AgentThreadSnapshot> = BTreeMap::new();
-        let mut unanswered_expired = false;
-        if let Some(previous_id) = &previous_id {
-            let key = TurnKey::new(&request.tenant_id, &request.session_id, previous_id);
-            let freeze = FreezeTurn {
-                reason: CancellationReason::CancelledForNextTurn,
-                metrics: None,
-                done: TurnDone {
-                    event_id: self.ids.next(),
-                    min_seq: 0,
-                },
-            };
-            let previous = self
-                .store
-                .get_turn(&key)
-                .await?
-                .ok_or_else(|| AgentError::TurnNotFound(previous_id.clone()))?;
-            let previous = if previous.turn.state.is_terminal() {
-                previous
-            } else {
-                // Check the input before cancelling the running predecessor, then admit it again against the
-                // frozen snapshot below.
-                admit(&with_root(previous.snapshot.threads), &request.input)?;
-                let frozen = self
-                    .store
-                    .freeze_and_get_turn(&key, freeze)
-                    .await
-                    .map_err(|error| match error {
-                        StoreError::TurnNotFound { turn_id } => AgentError::TurnNotFound(turn_id),
-                        other => AgentError::Store(other),
-                    })?;
-                // The store already holds its `turn.done`; stopping the task ends its model calls and tools,
-                // and its stream ends with that stored `turn.done`.
-                self.cancel_turn(&key, CancellationReason::CancelledForNextTurn);
-                frozen
-            };
-            unanswered_expired = self.pause_expired(&previous.turn.state);
-            resources.known_mcp_sessions = previous.snapshot.mcp_servers.unwrap_or_default();
-            threads = previous.snapshot.threads;
-        }
-        let first_turn = !threads.contains_key(MAIN_THREAD_ID);
-        let mut threads = with_root(threads);
-        let mut admission = admit_with(&threads, &request.input, unanswered_expired)?;
-        if session.last_turn_id.is_some() && session.last_turn_id != previous_id {
-            // A new conversation or a fork still has the tools allowed for the session on its latest turn.
-            self.inherit_session_approvals(&request, session.last_turn_id.as_deref(), &mut admission)
-                .await?;
-        }
-
-        // The threads as they are once the input is in.
-        for (thread_id, rows) in &admission.appends {
-            if let Some(thread) = threads.get_mut(thread_id) {
-                thread.current_context_usage.prompt_tokens += crate::context::estimate_rows(rows);
-                thread.context.extend(rows.iter().cloned());
-            }
-        }
-        for (thread_id, state) in &admission.capability_states {
-            if let Some(thread) = threads.get_mut(thread_id) {
-                thread.capability_state = Some(state.clone());
-            }
-        }
-        // Stopped sub-agents carry into the new turn (the store wants every thread accounted for) and are
-        // dropped right after it is committed.
-        let running: BTreeMap<String, AgentThreadSnapshot> = threads
-            .iter()
-            .filter(|(id, _)| !admission.stopped_threads.contains(id))
-            .map(|(id, thread)| (id.clone(), thread.clone()))
-            .collect();
-        let closed_events = admission.closed_calls.iter().map(|(thread_id, call_id, content)| {
-            SessionEvent::ToolResponse(ToolResponseEvent {
-                id: self.ids.next(),
-                created_at: now_iso(),
-                thread_id: thread_id.clone(),
-                tool_call_id: call_id.clone(),
-                content: content.clone(),
-            })
-        });
-        let closing_events: Vec<SessionEvent> = closed_events
-            .chain(
-                admission
-                    .stopped_threads
-                    .iter()
-                    .filter_map(|id| threads.get(id))
-                    .map(|thread| {
-                        SessionEvent::ThreadDone(ThreadDoneEvent {
-                            id: self.ids.next(),
-                            created_at: now_iso(),
-                            thread_id: thread.thread_id.clone(),
-                            title: thread
-                                .agent_info
-                                .as_ref()
-                                .map_or_else(|| thread.thread_id.clone(), |info| info.name.clone()),
-                            parent: thread.parent.clone(),
-                            state: ThreadState::Error {
-                                error: "stopped: the user sent a new message".to_owned(),
-                                output: None,
-                            },
-                        })
-                    }),
-            )
-            .collect();
-        let built = self.build_threads(&resources, &running).await?;
-        // Remembered before the turn is committed: a failed write refuses the input with nothing written,
-        // and a turn that fails later keeps what the user allowed. (The settings store is not the session
-        // store, so the two writes cannot share a transaction; an approval without its turn is harmless.)
-        if let (Some(agent_id), Some(store)) = (approving_agent, &self.agent_approvals)
-            && !admission.agent_approvals.is_empty()
-        {
-            store
-                .approve_tools(&request.tenant_id, agent_id, &admission.agent_approvals)
-                .await?;
-            agent_approvals.extend(admission.agent_approvals.iter().cloned());
-        }
-
-        // The turn's first events are stored with the turn itself, so a turn never exists without its
-        // `turn.created` (nor without the closing of what its input stopped).
-        let created = TurnCreatedEvent {
-            id: self.ids.next(),
-            created_at: now_iso(),
-            thread_id: None,
-            turn_id: request.turn_id.clone(),
-            previous_turn_id: previous_id.clone(),
-            input: (!request.input.is_empty()).then(|| request.input.clone()),
-            state: TurnState::Running,
-        };
-        let first_events: Vec<StoredEvent> = std::iter::once(SessionEvent::TurnCreated(created))
-            .chain(closing_events)
-            .zip(1..)
-            .map(|(event, seq)| StoredEvent { seq, event })
-            .collect();
-        let first_seq_count = first_events.len() as u64;
-        let new_turn = NewTurn {
-            tenant_id: request.tenant_id.clone(),
-            session_id: request.session_id.clone(),
-            turn_id: request.turn_id.clone(),
-            previous_turn_id: previous_id.clone(),
-            input: request.input.clone(),
-            custom: request.custom.clone(),
-            new_threads: if first_turn {
-                vec![NewThread {
-                    thread_id: MAIN_THREAD_ID.to_owned(),
-                    parent: None,
-                    agent_info: None,
-                }]
-            } else {
-                Vec::new()
-            },
-            context_appends: admission
-                .appends
-                .iter()
-                .filter(|(thread_id, _)| threads.contains_key(*thread_id))
-                .map(|(thread_id, rows)| ContextAppend {
-                    thread_id: thread_id.clone(),
-                    messages: rows.clone(),
-                    current_context_usage: threads.get(thread_id).map(|thread| thread.current_context_usage),
-                })
-                .collect(),
-            capability_states: threads
-                .iter()
-                .map(|(id, thread)| (id.clone(), thread.capability_state.clone()))
-                .collect(),
-            title_if_unset: admission.title.clone(),
-            lease: self.options.lease.clone(),
-            events: first_events.clone(),
-        };
-        self.store.create_turn(new_turn).await.map_err(|error| match error {
-            StoreError::SessionNotFound { .. } => AgentError::SessionNotFound,
-            StoreError::PreviousTurnNotFound { turn_id } => AgentError::TurnNotFound(turn_id),
-            other => AgentError::Store(other),
-        })?;
-        if !admission.stopped_threads.is_empty() {
-            self.store.remove_threads(&key, &admission.stopped_threads).await?;
-        }
-        let mut approvals = session_approvals(
-            threads
-                .get(MAIN_THREAD_ID)
-                .and_then(|main| main.capability_state.as_ref()),
-        );
-        approvals.extend(agent_approvals);
-        Ok(self.start(
-            key,
-            first_seq_count,
-            cancel,
-            resources,
-            built,
-            approvals,
-            Start::Fresh(first_events),
-        ))
     }
 
     /// Continues a turn that is still `running` in the store (its executor died): rebuilds its threads

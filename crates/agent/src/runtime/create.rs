@@ -1,0 +1,340 @@
+//! Creating a turn, in named steps: check the request, freeze the predecessor, admit the input into the
+//! threads, close what the input stopped, commit the turn with its first events, start it. Everything that
+//! can fail without touching the conversation comes first, so a refused request neither writes nor cancels
+//! a running predecessor.
+
+use std::collections::{BTreeMap, HashSet};
+
+use trueforge_protocol::{
+    AgentSpec, AgentThreadSnapshot, CancellationReason, MAIN_THREAD_ID, McpServerInitInfo, SessionEvent,
+    ThreadDoneEvent, ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnState, validate_turn_input,
+};
+use trueforge_store::StoreError;
+use trueforge_store::session::model::{
+    ContextAppend, FreezeTurn, NewThread, NewTurn, SessionRecord, StoredEvent, TurnDone, TurnKey,
+};
+
+use super::{PreviousTurn, Runtime, Start, StartedTurn, TurnRequest, with_root};
+use crate::admission::{Admission, admit, admit_with, session_approvals};
+use crate::approvals::{agent_scope_target, check_max_scope};
+use crate::cancel::TurnCancel;
+use crate::error::AgentError;
+use crate::ids::now_iso;
+
+/// What a request is, once checked: its session, the agent's spec, and the approvals it brings.
+struct CheckedRequest {
+    session: SessionRecord,
+    spec: AgentSpec,
+    /// The saved agent an `agent`-scope approval in the input is for.
+    approving_agent: Option<String>,
+    /// The tools already allowed for every session of the saved agent.
+    agent_approvals: HashSet<(String, String)>,
+}
+
+/// What the turn continues from: the predecessor's threads (frozen if it was running) and MCP sessions.
+struct Predecessor {
+    id: Option<String>,
+    threads: BTreeMap<String, AgentThreadSnapshot>,
+    /// The predecessor paused for answers longer than the approval timeout: a new message may close them.
+    unanswered_expired: bool,
+    mcp_sessions: Option<BTreeMap<String, McpServerInitInfo>>,
+}
+
+impl Runtime {
+    /// Validates and admits the input, freezes the predecessor, commits the turn and starts running it.
+    /// Nothing is written when the input is rejected.
+    pub async fn create_turn(&self, request: TurnRequest) -> Result<StartedTurn, AgentError> {
+        let checked = self.check_request(&request).await?;
+        let key = TurnKey::new(&request.tenant_id, &request.session_id, &request.turn_id);
+        let cancel = TurnCancel::new();
+        let mut resources = self
+            .resources(&key, &checked.session.created_by, checked.spec.clone(), &cancel)
+            .await?;
+        let predecessor = self.freeze_predecessor(&request, &checked.session).await?;
+        if let Some(sessions) = predecessor.mcp_sessions.clone() {
+            resources.known_mcp_sessions = sessions;
+        }
+        let first_turn = !predecessor.threads.contains_key(MAIN_THREAD_ID);
+        let (threads, admission) = self.admit_input(&request, &checked.session, &predecessor).await?;
+        let closing_events = self.closing_events(&threads, &admission);
+        // Stopped sub-agents carry into the new turn (the store wants every thread accounted for) and are
+        // dropped right after it is committed.
+        let running: BTreeMap<String, AgentThreadSnapshot> = threads
+            .iter()
+            .filter(|(id, _)| !admission.stopped_threads.contains(id))
+            .map(|(id, thread)| (id.clone(), thread.clone()))
+            .collect();
+        let built = self.build_threads(&resources, &running).await?;
+        let mut agent_approvals = checked.agent_approvals;
+        // Remembered before the turn is committed: a failed write refuses the input with nothing written,
+        // and a turn that fails later keeps what the user allowed. (The settings store is not the session
+        // store, so the two writes cannot share a transaction; an approval without its turn is harmless.)
+        if let (Some(agent_id), Some(store)) = (checked.approving_agent.as_deref(), &self.agent_approvals)
+            && !admission.agent_approvals.is_empty()
+        {
+            store
+                .approve_tools(&request.tenant_id, agent_id, &admission.agent_approvals)
+                .await?;
+            agent_approvals.extend(admission.agent_approvals.iter().cloned());
+        }
+        let first_events = self.first_events(&request, predecessor.id.clone(), closing_events);
+        self.commit_turn(
+            &request,
+            &predecessor,
+            first_turn,
+            &threads,
+            &admission,
+            first_events.clone(),
+        )
+        .await?;
+        if !admission.stopped_threads.is_empty() {
+            self.store.remove_threads(&key, &admission.stopped_threads).await?;
+        }
+        let mut approvals = session_approvals(
+            threads
+                .get(MAIN_THREAD_ID)
+                .and_then(|main| main.capability_state.as_ref()),
+        );
+        approvals.extend(agent_approvals);
+        Ok(self.start(
+            key,
+            first_events.len() as u64,
+            cancel,
+            resources,
+            built,
+            approvals,
+            Start::Fresh(first_events),
+        ))
+    }
+
+    /// The checks that need no write: the input's rules, the approval scopes it asks for, the session, the
+    /// agent's spec.
+    async fn check_request(&self, request: &TurnRequest) -> Result<CheckedRequest, AgentError> {
+        validate_turn_input(&request.input).map_err(|error| AgentError::InvalidInput(error.to_string()))?;
+        check_max_scope(&request.input, self.options.approval_max_scope)?;
+        let session = self
+            .store
+            .get_session(&request.tenant_id, &request.session_id)
+            .await?
+            .ok_or(AgentError::SessionNotFound)?;
+        let approving_agent = agent_scope_target(&request.input, &session.agent)?.map(str::to_owned);
+        if approving_agent.is_some() && self.agent_approvals.is_none() {
+            return Err(AgentError::InvalidInput(
+                "the approval scope 'agent' is not available here: nothing remembers approvals for agents".to_owned(),
+            ));
+        }
+        let spec = self.spec(&request.tenant_id, &session.agent).await?;
+        let agent_approvals = self.agent_approved_tools(&request.tenant_id, &session.agent).await?;
+        Ok(CheckedRequest {
+            session,
+            spec,
+            approving_agent,
+            agent_approvals,
+        })
+    }
+
+    /// Reads the turn this one continues and, if it is still running, checks the input against it and
+    /// freezes it (barge-in): its stream ends with the `turn.done` the store wrote.
+    async fn freeze_predecessor(
+        &self,
+        request: &TurnRequest,
+        session: &SessionRecord,
+    ) -> Result<Predecessor, AgentError> {
+        let id = match &request.previous_turn_id {
+            PreviousTurn::Auto => session.last_turn_id.clone(),
+            PreviousTurn::None => None,
+            PreviousTurn::Id(id) => Some(id.clone()),
+        };
+        let Some(previous_id) = &id else {
+            return Ok(Predecessor {
+                id,
+                threads: BTreeMap::new(),
+                unanswered_expired: false,
+                mcp_sessions: None,
+            });
+        };
+        let key = TurnKey::new(&request.tenant_id, &request.session_id, previous_id);
+        let previous = self
+            .store
+            .get_turn(&key)
+            .await?
+            .ok_or_else(|| AgentError::TurnNotFound(previous_id.clone()))?;
+        let previous = if previous.turn.state.is_terminal() {
+            previous
+        } else {
+            // Check the input before cancelling the running predecessor, then admit it again against the
+            // frozen snapshot.
+            admit(&with_root(previous.snapshot.threads), &request.input)?;
+            let freeze = FreezeTurn {
+                reason: CancellationReason::CancelledForNextTurn,
+                metrics: None,
+                done: TurnDone {
+                    event_id: self.ids.next(),
+                    min_seq: 0,
+                },
+            };
+            let frozen = self
+                .store
+                .freeze_and_get_turn(&key, freeze)
+                .await
+                .map_err(|error| match error {
+                    StoreError::TurnNotFound { turn_id } => AgentError::TurnNotFound(turn_id),
+                    other => AgentError::Store(other),
+                })?;
+            // The store already holds its `turn.done`; stopping the task ends its model calls and tools,
+            // and its stream ends with that stored `turn.done`.
+            self.cancel_turn(&key, CancellationReason::CancelledForNextTurn);
+            frozen
+        };
+        Ok(Predecessor {
+            unanswered_expired: self.pause_expired(&previous.turn.state),
+            mcp_sessions: Some(previous.snapshot.mcp_servers.unwrap_or_default()),
+            threads: previous.snapshot.threads,
+            id,
+        })
+    }
+
+    /// Admits the input into the predecessor's threads; returns the threads as they are once it is in.
+    async fn admit_input(
+        &self,
+        request: &TurnRequest,
+        session: &SessionRecord,
+        predecessor: &Predecessor,
+    ) -> Result<(BTreeMap<String, AgentThreadSnapshot>, Admission), AgentError> {
+        let mut threads = with_root(predecessor.threads.clone());
+        let mut admission = admit_with(&threads, &request.input, predecessor.unanswered_expired)?;
+        if session.last_turn_id.is_some() && session.last_turn_id != predecessor.id {
+            // A new conversation or a fork still has the tools allowed for the session on its latest turn.
+            self.inherit_session_approvals(request, session.last_turn_id.as_deref(), &mut admission)
+                .await?;
+        }
+        for (thread_id, rows) in &admission.appends {
+            if let Some(thread) = threads.get_mut(thread_id) {
+                thread.current_context_usage.prompt_tokens += crate::context::estimate_rows(rows);
+                thread.context.extend(rows.iter().cloned());
+            }
+        }
+        for (thread_id, state) in &admission.capability_states {
+            if let Some(thread) = threads.get_mut(thread_id) {
+                thread.capability_state = Some(state.clone());
+            }
+        }
+        Ok((threads, admission))
+    }
+
+    /// A `tool.response` for every call the input closed and a `thread.done` for every sub-agent it
+    /// stopped, so clients see each of them end.
+    fn closing_events(
+        &self,
+        threads: &BTreeMap<String, AgentThreadSnapshot>,
+        admission: &Admission,
+    ) -> Vec<SessionEvent> {
+        let closed_calls = admission.closed_calls.iter().map(|(thread_id, call_id, content)| {
+            SessionEvent::ToolResponse(ToolResponseEvent {
+                id: self.ids.next(),
+                created_at: now_iso(),
+                thread_id: thread_id.clone(),
+                tool_call_id: call_id.clone(),
+                content: content.clone(),
+            })
+        });
+        let stopped_threads = admission
+            .stopped_threads
+            .iter()
+            .filter_map(|id| threads.get(id))
+            .map(|thread| {
+                SessionEvent::ThreadDone(ThreadDoneEvent {
+                    id: self.ids.next(),
+                    created_at: now_iso(),
+                    thread_id: thread.thread_id.clone(),
+                    title: thread
+                        .agent_info
+                        .as_ref()
+                        .map_or_else(|| thread.thread_id.clone(), |info| info.name.clone()),
+                    parent: thread.parent.clone(),
+                    state: ThreadState::Error {
+                        error: "stopped: the user sent a new message".to_owned(),
+                        output: None,
+                    },
+                })
+            });
+        closed_calls.chain(stopped_threads).collect()
+    }
+
+    /// The events stored with the turn itself, numbered from 1: `turn.created`, then the closings, so a
+    /// turn never exists without them.
+    fn first_events(
+        &self,
+        request: &TurnRequest,
+        previous_turn_id: Option<String>,
+        closing_events: Vec<SessionEvent>,
+    ) -> Vec<StoredEvent> {
+        let created = TurnCreatedEvent {
+            id: self.ids.next(),
+            created_at: now_iso(),
+            thread_id: None,
+            turn_id: request.turn_id.clone(),
+            previous_turn_id,
+            input: (!request.input.is_empty()).then(|| request.input.clone()),
+            state: TurnState::Running,
+        };
+        std::iter::once(SessionEvent::TurnCreated(created))
+            .chain(closing_events)
+            .zip(1..)
+            .map(|(event, seq)| StoredEvent { seq, event })
+            .collect()
+    }
+
+    /// Writes the turn: its threads' new rows and capability states, its lease and its first events, in
+    /// one store transaction.
+    async fn commit_turn(
+        &self,
+        request: &TurnRequest,
+        predecessor: &Predecessor,
+        first_turn: bool,
+        threads: &BTreeMap<String, AgentThreadSnapshot>,
+        admission: &Admission,
+        events: Vec<StoredEvent>,
+    ) -> Result<(), AgentError> {
+        let new_turn = NewTurn {
+            tenant_id: request.tenant_id.clone(),
+            session_id: request.session_id.clone(),
+            turn_id: request.turn_id.clone(),
+            previous_turn_id: predecessor.id.clone(),
+            input: request.input.clone(),
+            custom: request.custom.clone(),
+            new_threads: if first_turn {
+                vec![NewThread {
+                    thread_id: MAIN_THREAD_ID.to_owned(),
+                    parent: None,
+                    agent_info: None,
+                }]
+            } else {
+                Vec::new()
+            },
+            context_appends: admission
+                .appends
+                .iter()
+                .filter(|(thread_id, _)| threads.contains_key(*thread_id))
+                .map(|(thread_id, rows)| ContextAppend {
+                    thread_id: thread_id.clone(),
+                    messages: rows.clone(),
+                    current_context_usage: threads.get(thread_id).map(|thread| thread.current_context_usage),
+                })
+                .collect(),
+            capability_states: threads
+                .iter()
+                .map(|(id, thread)| (id.clone(), thread.capability_state.clone()))
+                .collect(),
+            title_if_unset: admission.title.clone(),
+            lease: self.options.lease.clone(),
+            events,
+        };
+        self.store.create_turn(new_turn).await.map_err(|error| match error {
+            StoreError::SessionNotFound { .. } => AgentError::SessionNotFound,
+            StoreError::PreviousTurnNotFound { turn_id } => AgentError::TurnNotFound(turn_id),
+            other => AgentError::Store(other),
+        })?;
+        Ok(())
+    }
+}
