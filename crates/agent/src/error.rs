@@ -12,6 +12,9 @@ pub enum AgentError {
     InvalidInput(String),
     #[error("session not found")]
     SessionNotFound,
+    /// Only the session's creator may create its turns.
+    #[error("only the session creator can create turns")]
+    NotSessionCreator,
     #[error("turn {0} not found")]
     TurnNotFound(String),
     /// A resume was asked for a turn that already ended.

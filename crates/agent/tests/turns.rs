@@ -116,6 +116,25 @@ async fn previous_turn_unknown_id_is_turn_not_found_and_writes_nothing() {
 }
 
 #[tokio::test]
+async fn only_the_sessions_creator_may_create_its_turns() {
+    let model = echoing_model();
+    let harness = Harness::new(model.clone(), spec()).await;
+    let mut request = harness.request(vec![user("hello")], PreviousTurn::Auto);
+    request.requested_by = Some("someone-else".to_owned());
+    match harness.runtime.create_turn(request).await {
+        Err(AgentError::NotSessionCreator) => {}
+        Err(other) => panic!("expected not the session creator, got {other:?}"),
+        Ok(_) => panic!("another user created a turn"),
+    }
+    assert_eq!(harness.turn_count().await, 0);
+    assert_eq!(model.calls(), 0);
+    let mut request = harness.request(vec![user("hello")], PreviousTurn::Auto);
+    request.requested_by = Some("tester".to_owned());
+    let (_, state) = harness.runtime.create_turn(request).await.unwrap().collect().await;
+    assert!(matches!(state, Some(TurnState::Done { .. })), "{state:?}");
+}
+
+#[tokio::test]
 async fn session_title_is_the_first_message_cut_to_fifty_characters() {
     let harness = Harness::new(echoing_model(), spec()).await;
     let first = format!("  Résumé des données: {}", "x".repeat(60));

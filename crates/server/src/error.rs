@@ -106,6 +106,9 @@ impl From<AgentError> for ApiError {
         match error {
             AgentError::InvalidInput(message) | AgentError::InvalidSpec(message) => Self::unprocessable(message),
             AgentError::SessionNotFound => Self::not_found("Session not found"),
+            AgentError::NotSessionCreator => {
+                Self::new(StatusCode::FORBIDDEN, "Only the session creator can create turns")
+            }
             AgentError::TurnNotFound(turn_id) => Self::turn_not_found(&turn_id),
             AgentError::AgentNotFound(agent_id) => Self::unprocessable(format!("Agent not found: {agent_id}")),
             AgentError::Model(error) => Self::unprocessable(error.message),

@@ -117,6 +117,13 @@ impl Runtime {
             .get_session(&request.tenant_id, &request.session_id)
             .await?
             .ok_or(AgentError::SessionNotFound)?;
+        if request
+            .requested_by
+            .as_ref()
+            .is_some_and(|user| *user != session.created_by)
+        {
+            return Err(AgentError::NotSessionCreator);
+        }
         let approving_agent = agent_scope_target(&request.input, &session.agent)?.map(str::to_owned);
         if approving_agent.is_some() && self.agent_approvals.is_none() {
             return Err(AgentError::InvalidInput(

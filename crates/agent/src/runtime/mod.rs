@@ -82,6 +82,9 @@ pub struct TurnRequest {
     pub input: Vec<TurnInputItem>,
     pub previous_turn_id: PreviousTurn,
     pub custom: Option<Value>,
+    /// The user asking for the turn; it must be the session's creator. `None`: the host checked already
+    /// (or has no users).
+    pub requested_by: Option<String>,
 }
 
 /// A turn running in the background: its live events, its cancel handle and its end.

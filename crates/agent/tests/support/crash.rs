@@ -11,9 +11,9 @@ use trueforge_protocol::{
     AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion, TurnState,
 };
 use trueforge_store::session::model::{
-    ExpiredLease, FreezeTurn, HistoryEntry, Lease, NewSession, NewTurn, Page, PageRequest,
-    SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, ThreadStep, TurnDone,
-    TurnKey, TurnRecord, TurnSummary,
+    ExpiredLease, FreezeTurn, HistoryEntry, Lease, NewSession, NewTurn, Page, PageRequest, SessionEventItem,
+    SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, ThreadStep, TurnDone, TurnKey, TurnRecord,
+    TurnSummary,
 };
 use trueforge_store::{SessionStore, StoreError, StoreResult};
 

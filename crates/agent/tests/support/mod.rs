@@ -144,6 +144,7 @@ impl Harness {
             input,
             previous_turn_id: previous,
             custom: None,
+            requested_by: None,
         }
     }
 

@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use trueforge_agent::{PreviousTurn, TurnRequest};
+use trueforge_agent::{AgentError, PreviousTurn, TurnRequest};
 use trueforge_protocol::{SessionEvent, TurnInputItem, TurnStreamingEvent};
 use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey, TurnRecord};
 
@@ -94,17 +94,6 @@ pub async fn create(
     // The input's value rules are the schema's (400); whether it fits the conversation is the runtime's
     // (422).
     trueforge_protocol::validate_turn_input(&body.input).map_err(|error| ApiError::bad_request(error.to_string()))?;
-    let session = state
-        .sessions
-        .get_session(&caller.tenant, &session_id)
-        .await?
-        .ok_or_else(|| ApiError::session_not_found(&session_id))?;
-    if session.created_by != caller.user {
-        return Err(ApiError::new(
-            axum::http::StatusCode::FORBIDDEN,
-            "Only the session creator can create turns",
-        ));
-    }
     let previous_turn_id = previous_turn(body.previous_turn_id)?;
     let turn_id = format!("{}.{}", ulid::Ulid::new().to_string().to_lowercase(), state.executor_id);
     let started = state
@@ -116,8 +105,14 @@ pub async fn create(
             input: body.input,
             previous_turn_id,
             custom: None,
+            // The runtime reads the session once, and refuses a caller who did not create it.
+            requested_by: Some(caller.user.clone()),
         })
-        .await?;
+        .await
+        .map_err(|error| match error {
+            AgentError::SessionNotFound => ApiError::session_not_found(&session_id),
+            other => ApiError::from(other),
+        })?;
     let key = started.key.clone();
     // Everything that can fail has failed by now: from here the turn runs whatever the client does.
     let first = state.executor.run(started).await;
