@@ -100,8 +100,9 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
         path: config.data_dir.display().to_string(),
         source,
     })?;
+    // The lock first: a second server must not even migrate the database under the first one's feet.
+    let database_lock = Arc::new(lock_database(&config.sqlite_path, config.database_dir_ownership())?);
     let db = open_database(&config.sqlite_path, config.database_dir_ownership()).await?;
-    let database_lock = Arc::new(lock_database(&config.sqlite_path)?);
     let cipher = SecretCipher::from_env_or_key_file(&config.data_dir.join("secret.key"))?;
     let settings: Arc<dyn SettingsStore> = Arc::new(SqliteSettingsStore::open(db.clone(), cipher).await.map_err(
         |source| StartError::Database {
@@ -195,7 +196,13 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
 
 /// Takes the exclusive lock that makes this process the only server of the database at `path`, held as
 /// long as the returned file is open (the OS releases it when the process dies, `kill -9` included).
-fn lock_database(path: &Path) -> Result<std::fs::File, StartError> {
+fn lock_database(path: &Path, existing_dir: Existing) -> Result<std::fs::File, StartError> {
+    if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        private_dir(parent, existing_dir).map_err(|source| StartError::DataDir {
+            path: parent.display().to_string(),
+            source,
+        })?;
+    }
     let mut lock_path = path.as_os_str().to_owned();
     lock_path.push(".lock");
     let lock_path = std::path::PathBuf::from(lock_path);
