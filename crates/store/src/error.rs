@@ -103,17 +103,15 @@ impl StoreError {
 
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
-        if let sqlx::Error::Database(db) = &error
-            && matches!(
-                db.code().as_deref(),
-                Some(UNTRANSLATABLE_CHARACTER | CHARACTER_NOT_IN_REPERTOIRE)
-            )
-        {
-            // Postgres stores no NUL character in text or jsonb; the caller's data is what cannot be stored.
-            return Self::InvalidInput(format!("the data cannot be stored: {}", db.message()));
-        }
         if let sqlx::Error::Database(db) = &error {
             let code = db.code();
+            if matches!(
+                code.as_deref(),
+                Some(UNTRANSLATABLE_CHARACTER | CHARACTER_NOT_IN_REPERTOIRE)
+            ) {
+                // Postgres stores no NUL character in text or jsonb; the caller's data is what cannot be stored.
+                return Self::InvalidInput(format!("the data cannot be stored: {}", db.message()));
+            }
             let transient = matches!(code.as_deref(), Some(SERIALIZATION_FAILURE | DEADLOCK_DETECTED))
                 // Postgres 15 can refuse a row lock it cannot record ("new multixact has more than one
                 // updating member") when several writers and a foreign-key check meet on one row.
@@ -121,7 +119,7 @@ impl From<sqlx::Error> for StoreError {
             if transient {
                 return Self::Transient(db.message().to_owned());
             }
-            if is_storage_failure(db.as_ref()) {
+            if matches!(code.as_deref(), Some(DISK_FULL | OUT_OF_MEMORY | IO_ERROR)) {
                 return Self::Storage(db.to_string());
             }
         }
@@ -129,44 +127,8 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
-/// Whether the database reports that its storage failed rather than the statement: SQLite's result codes for
-/// a full disk, I/O errors, and files it cannot open, write or read; Postgres's SQLSTATEs for the same.
-fn is_storage_failure(db: &dyn sqlx::error::DatabaseError) -> bool {
-    match sqlite_primary_code(db) {
-        Some(code) => SQLITE_STORAGE_FAILURES.contains(&code),
-        None => matches!(db.code().as_deref(), Some(DISK_FULL | OUT_OF_MEMORY | IO_ERROR)),
-    }
-}
-
-/// The primary result code (the low byte of the extended one) of a SQLite error; `None` for other backends.
-fn sqlite_primary_code(db: &dyn sqlx::error::DatabaseError) -> Option<i32> {
-    db.try_downcast_ref::<sqlx::sqlite::SqliteError>()?;
-    let extended: i32 = db.code()?.parse().ok()?;
-    Some(extended & 0xff)
-}
-
-/// True when SQLite refused a statement for a constraint (a trigger's `RAISE(ABORT)`, a unique or foreign key):
-/// the data was refused, the database works.
-pub(crate) fn is_sqlite_constraint(error: &sqlx::Error) -> bool {
-    match error {
-        sqlx::Error::Database(db) => sqlite_primary_code(db.as_ref()) == Some(SQLITE_CONSTRAINT),
-        _ => false,
-    }
-}
-
-/// SQLite primary result codes (<https://www.sqlite.org/rescode.html>).
-const SQLITE_CONSTRAINT: i32 = 19;
-const SQLITE_STORAGE_FAILURES: [i32; 7] = [
-    7,  // SQLITE_NOMEM
-    8,  // SQLITE_READONLY
-    10, // SQLITE_IOERR
-    11, // SQLITE_CORRUPT
-    13, // SQLITE_FULL
-    14, // SQLITE_CANTOPEN
-    26, // SQLITE_NOTADB
-];
-
-/// Postgres SQLSTATEs of a server that cannot store data.
+/// Postgres SQLSTATEs of a server that cannot store data. (SQLite's storage failures are classified where
+/// its errors are, `crate::sql::sqlite`.)
 const DISK_FULL: &str = "53100";
 const OUT_OF_MEMORY: &str = "53200";
 const IO_ERROR: &str = "58030";
@@ -188,14 +150,6 @@ impl From<sqlx::migrate::MigrateError> for StoreError {
 impl From<serde_json::Error> for StoreError {
     fn from(error: serde_json::Error) -> Self {
         Self::Corrupt(error.to_string())
-    }
-}
-
-/// True when a database error is a unique-constraint violation (SQLite and Postgres alike).
-pub(crate) fn is_unique_violation(error: &sqlx::Error) -> bool {
-    match error {
-        sqlx::Error::Database(db) => db.is_unique_violation(),
-        _ => false,
     }
 }
 

@@ -7,6 +7,7 @@ pub mod error;
 pub mod redaction;
 pub mod session;
 pub mod settings;
+mod sql;
 pub mod time;
 
 pub use error::{StoreError, StoreResult};

@@ -45,7 +45,7 @@ pub use records::{
     OAuthClientRegistration, OAuthServerMetadata, OAuthToken, OAuthTokenRecord, PENDING_AUTHORIZATION_TTL,
     PendingAuthorization, PendingAuthorizationRecord, SandboxProviderRecord, SandboxProviderStatus, SkillRecord,
 };
-pub use sql::{PostgresSettingsStore, SqliteSettingsStore};
+pub use sql::{PostgresSettingsStore, SqlSettingsStore, SqliteSettingsStore};
 pub use traits::{
     AgentStore, AgentToolApprovalStore, ManifestUpdate, McpServerStore, McpSessionStore, ModelProviderStore,
     OAuthTokenStore, SandboxProviderStore, SandboxProviderUpdate, SettingsStore, SkillStore,

@@ -175,9 +175,8 @@ async fn a_full_store_fails_writes_then_recovers_without_a_restart() {
     let record = sessions.get_turn(&turn).await.unwrap().expect("turn");
     assert_eq!(record.snapshot.threads["main"].context.len(), 4);
     assert!(sessions.get_session(TENANT, "big").await.unwrap().is_some());
-    let integrity: String = sqlx::query_scalar("PRAGMA integrity_check")
-        .fetch_one(db.reader())
-        .await
+    let integrity: String = common::raw_sqlite(&temp.path)
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
         .unwrap();
     assert_eq!(integrity, "ok");
 }

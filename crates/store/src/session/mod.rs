@@ -5,11 +5,10 @@ pub mod model;
 mod page;
 mod rules;
 mod search;
-pub mod sql;
+mod sql;
 pub mod store;
 
 pub use memory::MemorySessionStore;
 pub use model::*;
-pub use sql::postgres::PostgresSessionStore;
-pub use sql::sqlite::SqliteSessionStore;
+pub use sql::{PostgresSessionStore, SqlSessionStore, SqliteSessionStore};
 pub use store::SessionStore;

@@ -7,9 +7,9 @@ use trueforge_protocol::{
 };
 
 use super::model::{
-    ExpiredLease, FreezeTurn, HistoryEntry, Lease, NewSession, NewTurn, Page, PageRequest, SandboxInfo,
-    SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, ThreadStep, TurnDone,
-    TurnKey, TurnRecord, TurnSummary,
+    ExpiredLease, FreezeTurn, HistoryEntry, Lease, NewSession, NewTurn, Page, PageRequest, SessionEventItem,
+    SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, ThreadStep, TurnDone, TurnKey, TurnRecord,
+    TurnSummary,
 };
 use crate::error::StoreResult;
 
@@ -137,8 +137,6 @@ pub trait SessionStore: Send + Sync {
 
     /// Merges MCP server session info by server id, each id replaced whole.
     async fn patch_mcp_servers(&self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()>;
-
-    async fn patch_sandbox_info(&self, key: &TurnKey, sandbox: SandboxInfo) -> StoreResult<()>;
 
     /// Sets one key of a thread's capability state (last write wins). JSON `null` is stored as a value.
     async fn patch_thread_capability_state(

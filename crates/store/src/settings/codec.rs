@@ -4,11 +4,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::crypto::{SecretAad, SecretCipher};
-use crate::error::{StoreError, StoreResult, is_unique_violation};
+use crate::error::{StoreError, StoreResult};
 use crate::settings::{
     NamedRecord, OAuthClientRegistration, OAuthToken, OAuthTokenRecord, PendingAuthorization,
     PendingAuthorizationRecord, SandboxProviderRecord, SandboxProviderStatus, SettingsManifest,
 };
+use crate::sql::SqlError;
 use crate::time::Timestamp;
 use trueforge_protocol::SandboxBuildStatus;
 
@@ -80,8 +81,8 @@ pub(crate) fn not_found(kind: &'static str, name: &str) -> StoreError {
 }
 
 /// Maps a constraint violation of an insert to the typed error the caller can act on.
-pub(crate) fn map_write_error(error: sqlx::Error, kind: &'static str, name: &str) -> StoreError {
-    if is_unique_violation(&error) {
+pub(crate) fn map_write_error(error: SqlError, kind: &'static str, name: &str) -> StoreError {
+    if error.is_unique_violation() {
         return StoreError::NameConflict {
             kind,
             name: name.to_owned(),
@@ -91,8 +92,8 @@ pub(crate) fn map_write_error(error: sqlx::Error, kind: &'static str, name: &str
 }
 
 /// Maps the failed insert of a pending authorization: its state is taken, or its server is missing.
-pub(crate) fn map_pending_insert_error(error: sqlx::Error, state: &str, server_id: &str) -> StoreError {
-    if is_unique_violation(&error) {
+pub(crate) fn map_pending_insert_error(error: SqlError, state: &str, server_id: &str) -> StoreError {
+    if error.is_unique_violation() {
         return StoreError::NameConflict {
             kind: PENDING_AUTHORIZATION_KIND,
             name: state_label(state),
@@ -102,11 +103,11 @@ pub(crate) fn map_pending_insert_error(error: sqlx::Error, state: &str, server_i
 }
 
 /// Maps the foreign-key violation of a row referencing an MCP server that does not exist (any more).
-pub(crate) fn map_server_reference_error(error: sqlx::Error, server_id: &str) -> StoreError {
-    match &error {
-        sqlx::Error::Database(db) if db.is_foreign_key_violation() => not_found(MCP_SERVERS.kind, server_id),
-        _ => error.into(),
+pub(crate) fn map_server_reference_error(error: SqlError, server_id: &str) -> StoreError {
+    if error.is_foreign_key_violation() {
+        return not_found(MCP_SERVERS.kind, server_id);
     }
+    error.into()
 }
 
 /// Encrypts and decrypts the secrets of one row.

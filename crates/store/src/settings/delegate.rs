@@ -31,9 +31,9 @@ pub(crate) fn replace_with<'a, M: NamedManifest>(manifest: M) -> ManifestUpdate<
 /// Implements `AgentStore`, `ModelProviderStore`, the server half of `McpServerStore` (its OAuth client
 /// methods come from the backend's `*_oauth_client` inherent methods) and `SkillStore` for a backend.
 macro_rules! impl_named_stores {
-    ($backend:ty) => {
+    (impl<$($generic:ident),*> $backend:ty where $($bound:tt)*) => {
         #[async_trait::async_trait]
-        impl $crate::settings::AgentStore for $backend {
+        impl<$($generic),*> $crate::settings::AgentStore for $backend where $($bound)* {
             async fn list_agents(&self, tenant: &str) -> $crate::StoreResult<Vec<$crate::settings::AgentRecord>> {
                 self.list_named(&$crate::settings::codec::AGENTS, tenant, None)
                     .await
@@ -91,7 +91,7 @@ macro_rules! impl_named_stores {
         }
 
         #[async_trait::async_trait]
-        impl $crate::settings::ModelProviderStore for $backend {
+        impl<$($generic),*> $crate::settings::ModelProviderStore for $backend where $($bound)* {
             async fn list_model_providers(
                 &self,
                 tenant: &str,
@@ -151,7 +151,7 @@ macro_rules! impl_named_stores {
         }
 
         #[async_trait::async_trait]
-        impl $crate::settings::McpServerStore for $backend {
+        impl<$($generic),*> $crate::settings::McpServerStore for $backend where $($bound)* {
             async fn list_mcp_servers(
                 &self,
                 tenant: &str,
@@ -242,7 +242,7 @@ macro_rules! impl_named_stores {
         }
 
         #[async_trait::async_trait]
-        impl $crate::settings::SkillStore for $backend {
+        impl<$($generic),*> $crate::settings::SkillStore for $backend where $($bound)* {
             async fn list_skills(
                 &self,
                 tenant: &str,
@@ -291,6 +291,9 @@ macro_rules! impl_named_stores {
                 .await
             }
         }
+    };
+    ($backend:ty) => {
+        $crate::settings::delegate::impl_named_stores!(impl<> $backend where);
     };
 }
 

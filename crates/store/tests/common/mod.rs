@@ -12,6 +12,15 @@ pub struct TempSqlite {
     _dir: tempfile::TempDir,
 }
 
+/// A connection of the test's own to a store's SQLite file, for raw SQL beside the store's connections
+/// (WAL lets it read while they write; it waits for the write lock like another process would).
+pub fn raw_sqlite(path: &std::path::Path) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(path).expect("open the database file");
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .expect("busy timeout");
+    conn
+}
+
 pub async fn sqlite_db() -> TempSqlite {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("store.sqlite");

@@ -7,7 +7,7 @@ use serde_json::json;
 use trueforge_protocol::{SessionAgent, TurnState};
 use trueforge_store::StoreError;
 use trueforge_store::session::{
-    FreezeTurn, NewSession, PageRequest, SandboxInfo, SessionFilter, SessionUpdate, SortOrder, TurnDone,
+    FreezeTurn, NewSession, PageRequest, SessionFilter, SessionUpdate, SortOrder, TurnDone,
 };
 
 use super::fixtures::*;
@@ -281,15 +281,6 @@ async fn seed_full_session(store: &Store, tenant: &str, session: &str) {
         )
         .await
         .unwrap();
-    store
-        .patch_sandbox_info(
-            &turn_key,
-            SandboxInfo {
-                sandbox_id: "sbx-1".into(),
-            },
-        )
-        .await
-        .unwrap();
 }
 
 pub async fn delete_session_removes_everything_idempotently_and_per_tenant(store: Store) {
@@ -391,10 +382,6 @@ pub async fn turn_scoped_write_errors(
     );
     record!("patch_mcp_servers", store.patch_mcp_servers(turn_key, Vec::new()));
     record!(
-        "patch_sandbox_info",
-        store.patch_sandbox_info(turn_key, SandboxInfo { sandbox_id: "s".into() })
-    );
-    record!(
         "patch_capability",
         store.patch_thread_capability_state(turn_key, MAIN, "k", json!(1))
     );
@@ -421,7 +408,7 @@ pub async fn delete_session_then_turn_writes_fail_not_found(store: Store) {
     seed_full_session(&store, TENANT, SESSION).await;
     store.delete_session(TENANT, SESSION).await.unwrap();
     let errors = turn_scoped_write_errors(&store, &key("turn-1")).await;
-    assert_eq!(errors.len(), 10, "every write must fail: {errors:?}");
+    assert_eq!(errors.len(), 9, "every write must fail: {errors:?}");
     for (name, error) in errors {
         assert!(matches!(error, StoreError::TurnNotFound { .. }), "{name}: {error:?}");
     }
@@ -430,7 +417,7 @@ pub async fn delete_session_then_turn_writes_fail_not_found(store: Store) {
 pub async fn missing_turn_writes_fail_not_found(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     let errors = turn_scoped_write_errors(&store, &key("nope")).await;
-    assert_eq!(errors.len(), 10, "every write must fail: {errors:?}");
+    assert_eq!(errors.len(), 9, "every write must fail: {errors:?}");
     for (name, error) in errors {
         assert!(matches!(error, StoreError::TurnNotFound { .. }), "{name}: {error:?}");
     }

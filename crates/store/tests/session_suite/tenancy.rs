@@ -8,7 +8,7 @@ use serde_json::json;
 use trueforge_protocol::{AgentThreadSnapshot, CancellationReason, McpServerInitInfo};
 use trueforge_store::StoreError;
 use trueforge_store::session::{
-    FreezeTurn, LeaseRequest, PageRequest, SandboxInfo, SessionFilter, SessionUpdate, SortOrder, TurnKey,
+    FreezeTurn, LeaseRequest, PageRequest, SessionFilter, SessionUpdate, SortOrder, TurnKey,
 };
 
 use super::fixtures::*;
@@ -173,17 +173,6 @@ pub async fn tenancy_foreign_turn_key_writes_fail_and_change_nothing(store: Stor
     assert_turn_not_found(
         "patch_mcp_servers",
         store.patch_mcp_servers(&foreign, vec![server]).await,
-    );
-    assert_turn_not_found(
-        "patch_sandbox_info",
-        store
-            .patch_sandbox_info(
-                &foreign,
-                SandboxInfo {
-                    sandbox_id: "sbx".into(),
-                },
-            )
-            .await,
     );
     assert_turn_not_found(
         "patch_thread_capability_state",

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 use trueforge_protocol::{AgentThreadSnapshot, McpServerInitInfo, SubAgentCompletion};
 use trueforge_store::StoreError;
-use trueforge_store::session::{ContextAppend, PageRequest, SandboxInfo, SortOrder};
+use trueforge_store::session::{ContextAppend, PageRequest, SortOrder};
 
 use super::fixtures::*;
 use super::sessions::child_snapshot;
@@ -330,7 +330,7 @@ pub async fn thread_snapshot_is_json_round_trip_total(store: Store) {
     assert_eq!(texts(&thread.context), ["hello", "hi", "42"]);
 }
 
-pub async fn patch_mcp_servers_and_sandbox_info(store: Store) {
+pub async fn patch_mcp_servers_records_sessions(store: Store) {
     running_turn(&store).await;
     let server: McpServerInitInfo =
         serde_json::from_value(json!({"id": "svc", "name": "svc", "session_id": "mcp-1", "transport_type": "sse"}))
@@ -339,25 +339,10 @@ pub async fn patch_mcp_servers_and_sandbox_info(store: Store) {
         .patch_mcp_servers(&key("turn-1"), vec![server.clone()])
         .await
         .unwrap();
-    store
-        .patch_sandbox_info(
-            &key("turn-1"),
-            SandboxInfo {
-                sandbox_id: "sbx-1".into(),
-            },
-        )
-        .await
-        .unwrap();
     let snapshot = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot;
     assert_eq!(
         snapshot.mcp_servers.unwrap()["svc"].session_id.as_deref(),
         Some("mcp-1")
-    );
-    assert_eq!(
-        snapshot.sandbox_info,
-        Some(SandboxInfo {
-            sandbox_id: "sbx-1".into()
-        })
     );
 }
 
@@ -457,7 +442,7 @@ contract_group!(
     capability_state_reads_alone,
     capability_state_is_per_turn,
     thread_snapshot_is_json_round_trip_total,
-    patch_mcp_servers_and_sandbox_info,
+    patch_mcp_servers_records_sessions,
     patch_mcp_servers_replaces_each_server_whole,
     failed_turn_writes_leave_no_trace,
     remove_threads_with_a_repeated_id_removes_it_once,

@@ -385,22 +385,13 @@ pub async fn turn_updated_at_moves_with_every_write(store: Store) {
     assert!(done.updated_at > after_append.updated_at);
 }
 
-pub async fn create_turn_carries_mcp_and_sandbox_checkpoint(store: Store) {
+pub async fn create_turn_carries_mcp_checkpoint(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     store.create_turn(turn("turn-1", None)).await.unwrap();
     let server: trueforge_protocol::McpServerInitInfo =
         serde_json::from_value(json!({"id": "svc", "name": "svc", "session_id": "mcp-1"})).unwrap();
     store
         .patch_mcp_servers(&key("turn-1"), vec![server.clone()])
-        .await
-        .unwrap();
-    store
-        .patch_sandbox_info(
-            &key("turn-1"),
-            trueforge_store::session::SandboxInfo {
-                sandbox_id: "sbx-1".into(),
-            },
-        )
         .await
         .unwrap();
     finish(&store, &key("turn-1")).await;
@@ -412,7 +403,6 @@ pub async fn create_turn_carries_mcp_and_sandbox_checkpoint(store: Store) {
         .unwrap()
         .snapshot;
     assert_eq!(snapshot.mcp_servers.unwrap()["svc"], server);
-    assert_eq!(snapshot.sandbox_info.unwrap().sandbox_id, "sbx-1");
     let root = store.create_turn(turn("root-2", None)).await.unwrap();
     let root_snapshot = store.get_turn(&key(&root.turn_id)).await.unwrap().unwrap().snapshot;
     assert_eq!(root_snapshot.mcp_servers, None);
@@ -484,5 +474,5 @@ contract_group!(
     create_turn_derives_topology_from_previous_turn,
     create_turn_stores_input_and_custom,
     turn_updated_at_moves_with_every_write,
-    create_turn_carries_mcp_and_sandbox_checkpoint,
+    create_turn_carries_mcp_checkpoint,
 );

@@ -106,14 +106,14 @@ impl Fixture for SqliteFixture {
 #[async_trait::async_trait]
 impl SqlFixture for SqliteFixture {
     async fn texts(&self, sql: &str) -> Vec<Option<String>> {
-        let rows: Vec<(Option<String>,)> = sqlx::query_as(sql).fetch_all(self.temp.db.reader()).await.unwrap();
-        rows.into_iter().map(|(text,)| text).collect()
+        let conn = common::raw_sqlite(&self.temp.path);
+        let mut statement = conn.prepare(sql).unwrap();
+        let rows = statement.query_map([], |row| row.get::<_, Option<String>>(0)).unwrap();
+        rows.collect::<Result<_, _>>().unwrap()
     }
 
     async fn execute(&self, sql: &str) {
-        let mut tx = self.temp.db.begin_write().await.unwrap();
-        sqlx::query(sql).execute(&mut *tx).await.unwrap();
-        tx.commit().await.unwrap();
+        common::raw_sqlite(&self.temp.path).execute_batch(sql).unwrap();
     }
 
     fn cipher(&self) -> SecretCipher {

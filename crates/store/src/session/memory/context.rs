@@ -114,11 +114,6 @@ impl State {
         Ok(())
     }
 
-    pub(super) fn patch_sandbox_info(&mut self, key: &TurnKey, sandbox: SandboxInfo) -> StoreResult<()> {
-        self.fence(key)?.sandbox_info = Some(sandbox);
-        Ok(())
-    }
-
     pub(super) fn patch_thread_capability_state(
         &mut self,
         key: &TurnKey,

@@ -214,10 +214,6 @@ impl SessionStore for MemorySessionStore {
         self.write_turn(key, |state| state.patch_mcp_servers(key, servers))
     }
 
-    async fn patch_sandbox_info(&self, key: &TurnKey, sandbox: SandboxInfo) -> StoreResult<()> {
-        self.write_turn(key, |state| state.patch_sandbox_info(key, sandbox))
-    }
-
     async fn patch_thread_capability_state(
         &self,
         key: &TurnKey,

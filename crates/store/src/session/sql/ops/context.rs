@@ -1,58 +1,70 @@
 //! Thread contexts: segment chains and their bodies, the thread rows, and the turn-scoped patches of
-//! threads, MCP servers and sandbox info.
+//! threads, capability state and MCP servers.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
-use sqlx::QueryBuilder;
-use sqlx::types::Json;
 use trueforge_protocol::{
     AgentInfo, AgentParent, AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo,
     SubAgentCompletion,
 };
 
-use super::events::{insert_events, naming_duplicates};
+use super::events::insert_events;
 use super::turns::{fence, fence_and_advance, require_turn};
-use super::{Db, INSERT_CHUNK, SET_CAPABILITY_KEY, Store, Tx, capability_key_path, clock, thread_not_found};
-use crate::error::{StoreError, StoreResult, is_unique_violation};
+use super::{INSERT_CHUNK, thread_not_found};
+use crate::error::{StoreError, StoreResult};
 use crate::session::model::*;
 use crate::session::rules;
 use crate::session::search;
+use crate::session::sql::SessionSql;
+use crate::sql::{Json, Param, Statement, params};
 
-pub(super) async fn thread_segment(tx: &mut Tx, key: &TurnKey, thread_id: &str) -> StoreResult<Option<i64>> {
-    Ok(sqlx::query_scalar(
-        "SELECT segment_id FROM turn_thread WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3",
-    )
-    .bind(&key.session_id)
-    .bind(&key.turn_id)
-    .bind(thread_id)
-    .fetch_optional(&mut **tx)
-    .await?)
-}
-
-pub(super) async fn thread_capability_state(
-    store: &Store,
+pub(crate) async fn thread_segment<C: SessionSql>(
+    conn: &mut C,
     key: &TurnKey,
     thread_id: &str,
-) -> StoreResult<Option<Map<String, Value>>> {
-    let mut tx = store.read_tx().await?;
-    require_turn(&mut tx, key).await?;
-    type CapabilityRow = (Option<Json<Map<String, Value>>>,);
-    let row: Option<CapabilityRow> = sqlx::query_as(
-        "SELECT capability_state FROM turn_thread WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3",
-    )
-    .bind(&key.session_id)
-    .bind(&key.turn_id)
-    .bind(thread_id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    let (state,) = row.ok_or_else(|| thread_not_found(key, thread_id))?;
-    Ok(state.map(|json| json.0))
+) -> StoreResult<Option<i64>> {
+    let segment: Option<(i64,)> = conn
+        .fetch_optional(
+            "SELECT segment_id FROM turn_thread WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3",
+            &params![&key.session_id, &key.turn_id, thread_id],
+        )
+        .await?;
+    Ok(segment.map(|(segment_id,)| segment_id))
 }
 
-pub(super) async fn new_segment(
-    tx: &mut Tx,
+/// A thread's capability state; `None` when the thread has none.
+type CapabilityState = Option<Map<String, Value>>;
+
+/// A thread's capability state, `None` when there is no such thread.
+async fn read_capability_state<C: SessionSql>(
+    conn: &mut C,
+    key: &TurnKey,
+    thread_id: &str,
+) -> StoreResult<Option<CapabilityState>> {
+    type CapabilityRow = (Option<Json<Map<String, Value>>>,);
+    let row: Option<CapabilityRow> = conn
+        .fetch_optional(
+            "SELECT capability_state FROM turn_thread WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3",
+            &params![&key.session_id, &key.turn_id, thread_id],
+        )
+        .await?;
+    Ok(row.map(|(state,)| state.map(|json| json.0)))
+}
+
+pub(crate) async fn thread_capability_state<C: SessionSql>(
+    conn: &mut C,
+    key: TurnKey,
+    thread_id: String,
+) -> StoreResult<Option<Map<String, Value>>> {
+    require_turn(conn, &key).await?;
+    read_capability_state(conn, &key, &thread_id)
+        .await?
+        .ok_or_else(|| thread_not_found(&key, &thread_id))
+}
+
+pub(crate) async fn new_segment<C: SessionSql>(
+    conn: &mut C,
     key: &TurnKey,
     thread_id: &str,
     parent: Option<i64>,
@@ -61,13 +73,12 @@ pub(super) async fn new_segment(
     let (parent, parent_len) = match parent {
         None => (None, 0),
         Some(parent) => {
-            let (len, parent_len, grandparent, parent_supersedes): (i64, i64, Option<i64>, Option<i64>) =
-                sqlx::query_as(
+            let (len, parent_len, grandparent, parent_supersedes): (i64, i64, Option<i64>, Option<i64>) = conn
+                .fetch_one(
                     "SELECT len, parent_len, parent_segment_id, supersedes_segment_id FROM context_segment \
                      WHERE segment_id = $1",
+                    &params![parent],
                 )
-                .bind(parent)
-                .fetch_one(&mut **tx)
                 .await?;
             // A parent that added nothing (a turn in which the thread was idle) is skipped: linking past it
             // keeps chains as long as the number of segments with messages, not the number of turns. It
@@ -79,23 +90,19 @@ pub(super) async fn new_segment(
             }
         }
     };
-    Ok(sqlx::query_scalar(
-        "INSERT INTO context_segment (session_id, turn_id, thread_id, parent_segment_id, parent_len, \
-         supersedes_segment_id, len) VALUES ($1, $2, $3, $4, $5, $6, $5) RETURNING segment_id",
-    )
-    .bind(&key.session_id)
-    .bind(&key.turn_id)
-    .bind(thread_id)
-    .bind(parent)
-    .bind(parent_len)
-    .bind(supersedes)
-    .fetch_one(&mut **tx)
-    .await?)
+    let (segment_id,): (i64,) = conn
+        .fetch_one(
+            "INSERT INTO context_segment (session_id, turn_id, thread_id, parent_segment_id, parent_len, \
+             supersedes_segment_id, len) VALUES ($1, $2, $3, $4, $5, $6, $5) RETURNING segment_id",
+            &params![&key.session_id, &key.turn_id, thread_id, parent, parent_len, supersedes],
+        )
+        .await?;
+    Ok(segment_id)
 }
 
 /// Appends bodies at the end of a segment: one multi-row insert per chunk plus one update of its length.
-pub(super) async fn append_messages(
-    tx: &mut Tx,
+pub(crate) async fn append_messages<C: SessionSql>(
+    conn: &mut C,
     key: &TurnKey,
     segment_id: i64,
     messages: &[ContextMessage],
@@ -104,49 +111,54 @@ pub(super) async fn append_messages(
         return Ok(());
     }
     let count = i64::try_from(messages.len()).map_err(|_| StoreError::InvalidInput("too many messages".into()))?;
-    let end: i64 = sqlx::query_scalar("UPDATE context_segment SET len = len + $2 WHERE segment_id = $1 RETURNING len")
-        .bind(segment_id)
-        .bind(count)
-        .fetch_one(&mut **tx)
+    let (end,): (i64,) = conn
+        .fetch_one(
+            "UPDATE context_segment SET len = len + $2 WHERE segment_id = $1 RETURNING len",
+            &params![segment_id, count],
+        )
         .await?;
     let mut position = end - count;
     for chunk in messages.chunks(INSERT_CHUNK) {
-        let mut insert = QueryBuilder::<Db>::new(
-            "INSERT INTO context_message (segment_id, session_id, turn_id, pos, body, index_text) ",
+        let mut insert = Statement::new(
+            "INSERT INTO context_message (segment_id, session_id, turn_id, pos, body, index_text) VALUES ",
         );
-        insert.push_values(chunk, |mut row, message| {
-            row.push_bind(segment_id)
-                .push_bind(&key.session_id)
-                .push_bind(&key.turn_id)
-                .push_bind(position)
-                .push_bind(Json(message))
-                .push_bind(search::index_text(&message.search_text()));
+        for message in chunk {
+            insert.values(params![
+                segment_id,
+                &key.session_id,
+                &key.turn_id,
+                position,
+                Param::json(message)?,
+                search::index_text(&message.search_text()),
+            ]);
             position += 1;
-        });
-        insert.build().execute(&mut **tx).await?;
+        }
+        conn.execute(&insert.sql, &insert.params).await?;
     }
     Ok(())
 }
 
 /// The contexts of every thread of a turn, read with one recursive query over the segment chains.
-pub(super) async fn load_contexts(tx: &mut Tx, key: &TurnKey) -> StoreResult<BTreeMap<String, Vec<ContextMessage>>> {
-    let rows: Vec<(String, Json<ContextMessage>)> = sqlx::query_as(
-        "WITH RECURSIVE chain (thread_id, segment_id, parent_segment_id, parent_len, cap) AS ( \
-             SELECT tt.thread_id, s.segment_id, s.parent_segment_id, s.parent_len, s.len \
-             FROM turn_thread tt JOIN context_segment s ON s.segment_id = tt.segment_id \
-             WHERE tt.session_id = $1 AND tt.turn_id = $2 \
-           UNION ALL \
-             SELECT c.thread_id, s.segment_id, s.parent_segment_id, s.parent_len, c.parent_len \
-             FROM chain c JOIN context_segment s ON s.segment_id = c.parent_segment_id \
-         ) \
-         SELECT c.thread_id, m.body FROM chain c \
-         JOIN context_message m ON m.segment_id = c.segment_id AND m.pos < c.cap \
-         ORDER BY c.thread_id, m.pos",
-    )
-    .bind(&key.session_id)
-    .bind(&key.turn_id)
-    .fetch_all(&mut **tx)
-    .await?;
+pub(crate) async fn load_contexts<C: SessionSql>(
+    conn: &mut C,
+    key: &TurnKey,
+) -> StoreResult<BTreeMap<String, Vec<ContextMessage>>> {
+    let rows: Vec<(String, Json<ContextMessage>)> = conn
+        .fetch_all(
+            "WITH RECURSIVE chain (thread_id, segment_id, parent_segment_id, parent_len, cap) AS ( \
+                 SELECT tt.thread_id, s.segment_id, s.parent_segment_id, s.parent_len, s.len \
+                 FROM turn_thread tt JOIN context_segment s ON s.segment_id = tt.segment_id \
+                 WHERE tt.session_id = $1 AND tt.turn_id = $2 \
+               UNION ALL \
+                 SELECT c.thread_id, s.segment_id, s.parent_segment_id, s.parent_len, c.parent_len \
+                 FROM chain c JOIN context_segment s ON s.segment_id = c.parent_segment_id \
+             ) \
+             SELECT c.thread_id, m.body FROM chain c \
+             JOIN context_message m ON m.segment_id = c.segment_id AND m.pos < c.cap \
+             ORDER BY c.thread_id, m.pos",
+            &params![&key.session_id, &key.turn_id],
+        )
+        .await?;
     let mut contexts: BTreeMap<String, Vec<ContextMessage>> = BTreeMap::new();
     for (thread_id, body) in rows {
         contexts.entry(thread_id).or_default().push(body.0);
@@ -155,8 +167,8 @@ pub(super) async fn load_contexts(tx: &mut Tx, key: &TurnKey) -> StoreResult<BTr
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(super) async fn insert_thread(
-    tx: &mut Tx,
+pub(crate) async fn insert_thread<C: SessionSql>(
+    conn: &mut C,
     key: &TurnKey,
     thread_id: &str,
     segment_id: i64,
@@ -166,23 +178,25 @@ pub(super) async fn insert_thread(
     usage: &CurrentContextUsage,
     capability_state: Option<&Map<String, Value>>,
 ) -> StoreResult<()> {
-    sqlx::query(
+    let params = params![
+        &key.session_id,
+        &key.turn_id,
+        thread_id,
+        segment_id,
+        Param::opt_json(parent)?,
+        Param::opt_json(agent_info)?,
+        Param::opt_json(completion)?,
+        Param::json(usage)?,
+        Param::opt_json(capability_state)?,
+    ];
+    conn.execute(
         "INSERT INTO turn_thread (session_id, turn_id, thread_id, segment_id, parent, agent_info, completion, usage, \
          capability_state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        &params,
     )
-    .bind(&key.session_id)
-    .bind(&key.turn_id)
-    .bind(thread_id)
-    .bind(segment_id)
-    .bind(parent.map(Json))
-    .bind(agent_info.map(Json))
-    .bind(completion.map(Json))
-    .bind(Json(usage))
-    .bind(capability_state.map(Json))
-    .execute(&mut **tx)
     .await
     .map_err(|error| {
-        if is_unique_violation(&error) {
+        if error.is_unique_violation() {
             StoreError::ThreadAlreadyExists {
                 turn_id: key.turn_id.clone(),
                 thread_id: thread_id.to_string(),
@@ -194,14 +208,17 @@ pub(super) async fn insert_thread(
     Ok(())
 }
 
-pub(super) async fn add_threads(store: &Store, key: &TurnKey, threads: Vec<AgentThreadSnapshot>) -> StoreResult<()> {
-    let mut tx = store.write_tx().await?;
-    let now = clock(&mut tx).await?;
-    fence(&mut tx, key, now).await?;
+pub(crate) async fn add_threads<C: SessionSql>(
+    conn: &mut C,
+    key: TurnKey,
+    threads: Vec<AgentThreadSnapshot>,
+) -> StoreResult<()> {
+    let now = conn.now().await?;
+    fence(conn, &key, now).await?;
     let mut seen = BTreeSet::new();
     for thread in &threads {
         rules::require_id("thread", &thread.thread_id)?;
-        if !seen.insert(thread.thread_id.clone()) || thread_segment(&mut tx, key, &thread.thread_id).await?.is_some() {
+        if !seen.insert(thread.thread_id.clone()) || thread_segment(conn, &key, &thread.thread_id).await?.is_some() {
             return Err(StoreError::ThreadAlreadyExists {
                 turn_id: key.turn_id.clone(),
                 thread_id: thread.thread_id.clone(),
@@ -209,10 +226,10 @@ pub(super) async fn add_threads(store: &Store, key: &TurnKey, threads: Vec<Agent
         }
     }
     for thread in &threads {
-        let segment_id = new_segment(&mut tx, key, &thread.thread_id, None, None).await?;
+        let segment_id = new_segment(conn, &key, &thread.thread_id, None, None).await?;
         insert_thread(
-            &mut tx,
-            key,
+            conn,
+            &key,
             &thread.thread_id,
             segment_id,
             thread.parent.as_ref(),
@@ -222,223 +239,146 @@ pub(super) async fn add_threads(store: &Store, key: &TurnKey, threads: Vec<Agent
             thread.capability_state.as_ref(),
         )
         .await?;
-        append_messages(&mut tx, key, segment_id, &thread.context).await?;
+        append_messages(conn, &key, segment_id, &thread.context).await?;
     }
-    tx.commit().await?;
     Ok(())
 }
 
-pub(super) async fn remove_threads(store: &Store, key: &TurnKey, thread_ids: &[String]) -> StoreResult<()> {
-    let mut tx = store.write_tx().await?;
-    let now = clock(&mut tx).await?;
-    fence(&mut tx, key, now).await?;
+pub(crate) async fn remove_threads<C: SessionSql>(
+    conn: &mut C,
+    key: TurnKey,
+    thread_ids: Vec<String>,
+) -> StoreResult<()> {
+    let now = conn.now().await?;
+    fence(conn, &key, now).await?;
     // A repeated id removes its thread once (as the memory backend does), not "not found" the second time.
-    let distinct: std::collections::BTreeSet<&String> = thread_ids.iter().collect();
+    let distinct: BTreeSet<&String> = thread_ids.iter().collect();
     for thread_id in distinct {
-        let removed = sqlx::query("DELETE FROM turn_thread WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3")
-            .bind(&key.session_id)
-            .bind(&key.turn_id)
-            .bind(thread_id)
-            .execute(&mut *tx)
+        let removed = conn
+            .execute(
+                "DELETE FROM turn_thread WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3",
+                &params![&key.session_id, &key.turn_id, thread_id],
+            )
             .await?;
-        if removed.rows_affected() == 0 {
-            return Err(thread_not_found(key, thread_id));
+        if removed == 0 {
+            return Err(thread_not_found(&key, thread_id));
         }
     }
-    tx.commit().await?;
     Ok(())
 }
 
-pub(super) async fn append_to_thread_context(
-    store: &Store,
-    key: &TurnKey,
-    thread_id: &str,
-    messages: Vec<ContextMessage>,
-    usage: Option<CurrentContextUsage>,
-    completion: Option<SubAgentCompletion>,
-) -> StoreResult<()> {
-    let mut tx = store.write_tx().await?;
-    let now = clock(&mut tx).await?;
-    fence(&mut tx, key, now).await?;
-    let segment_id: Option<i64> = sqlx::query_scalar(
-        "UPDATE turn_thread SET usage = COALESCE($4, usage), completion = COALESCE($5, completion) \
-         WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3 RETURNING segment_id",
-    )
-    .bind(&key.session_id)
-    .bind(&key.turn_id)
-    .bind(thread_id)
-    .bind(usage.as_ref().map(Json))
-    .bind(completion.as_ref().map(Json))
-    .fetch_optional(&mut *tx)
-    .await?;
-    let segment_id = segment_id.ok_or_else(|| thread_not_found(key, thread_id))?;
-    append_messages(&mut tx, key, segment_id, &messages).await?;
-    tx.commit().await?;
-    Ok(())
-}
-
-/// A step written statement by statement in one transaction (the Postgres path, and SQLite's fallback that
-/// reports exactly why a step was refused).
-pub(crate) async fn commit_thread_step(store: &Store, key: &TurnKey, step: ThreadStep) -> StoreResult<()> {
-    let events = rules::order_event_batch(&key.turn_id, step.events, 0)?;
-    naming_duplicates(store, key, &events, async {
-        let mut tx = store.write_tx().await?;
-        let now = clock(&mut tx).await?;
-        fence_and_advance(&mut tx, key, now, &events).await?;
-        let segment_id: Option<i64> = sqlx::query_scalar(
+/// A thread step in one transaction: the fence (advancing the last seq past the step's events, which come
+/// ordered), usage and completion, the events and the context rows. Also the path of
+/// `append_to_thread_context`, a step without events.
+pub(crate) async fn commit_thread_step<C: SessionSql>(conn: &mut C, key: TurnKey, step: ThreadStep) -> StoreResult<()> {
+    let now = conn.now().await?;
+    fence_and_advance(conn, &key, now, &step.events).await?;
+    let segment_id: Option<(i64,)> = conn
+        .fetch_optional(
             "UPDATE turn_thread SET usage = COALESCE($4, usage), completion = COALESCE($5, completion) \
              WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3 RETURNING segment_id",
+            &params![
+                &key.session_id,
+                &key.turn_id,
+                &step.thread_id,
+                Param::opt_json(step.usage.as_ref())?,
+                Param::opt_json(step.completion.as_ref())?,
+            ],
         )
-        .bind(&key.session_id)
-        .bind(&key.turn_id)
-        .bind(&step.thread_id)
-        .bind(step.usage.as_ref().map(Json))
-        .bind(step.completion.as_ref().map(Json))
-        .fetch_optional(&mut *tx)
         .await?;
-        let segment_id = segment_id.ok_or_else(|| thread_not_found(key, &step.thread_id))?;
-        insert_events(&mut tx, key, &events, now).await?;
-        append_messages(&mut tx, key, segment_id, &step.messages).await?;
-        tx.commit().await?;
-        Ok(())
-    })
-    .await
+    let (segment_id,) = segment_id.ok_or_else(|| thread_not_found(&key, &step.thread_id))?;
+    insert_events(conn, &key, &step.events, now).await?;
+    append_messages(conn, &key, segment_id, &step.messages).await
 }
 
-pub(super) async fn overwrite_thread_context(
-    store: &Store,
-    key: &TurnKey,
-    thread_id: &str,
+pub(crate) async fn overwrite_thread_context<C: SessionSql>(
+    conn: &mut C,
+    key: TurnKey,
+    thread_id: String,
     messages: Vec<ContextMessage>,
     usage: CurrentContextUsage,
 ) -> StoreResult<()> {
-    let mut tx = store.write_tx().await?;
-    let now = clock(&mut tx).await?;
-    fence(&mut tx, key, now).await?;
-    let old_segment = thread_segment(&mut tx, key, thread_id)
+    let now = conn.now().await?;
+    fence(conn, &key, now).await?;
+    let old_segment = thread_segment(conn, &key, &thread_id)
         .await?
-        .ok_or_else(|| thread_not_found(key, thread_id))?;
-    let segment_id = new_segment(&mut tx, key, thread_id, None, Some(old_segment)).await?;
-    append_messages(&mut tx, key, segment_id, &messages).await?;
-    sqlx::query(
+        .ok_or_else(|| thread_not_found(&key, &thread_id))?;
+    let segment_id = new_segment(conn, &key, &thread_id, None, Some(old_segment)).await?;
+    append_messages(conn, &key, segment_id, &messages).await?;
+    conn.execute(
         "UPDATE turn_thread SET segment_id = $4, usage = $5 WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3",
+        &params![
+            &key.session_id,
+            &key.turn_id,
+            &thread_id,
+            segment_id,
+            Param::json(&usage)?
+        ],
     )
-    .bind(&key.session_id)
-    .bind(&key.turn_id)
-    .bind(thread_id)
-    .bind(segment_id)
-    .bind(Json(&usage))
-    .execute(&mut *tx)
     .await?;
-    tx.commit().await?;
     Ok(())
 }
 
-pub(super) async fn patch_mcp_servers(
-    store: &Store,
-    key: &TurnKey,
+pub(crate) async fn patch_mcp_servers<C: SessionSql>(
+    conn: &mut C,
+    key: TurnKey,
     servers: Vec<McpServerInitInfo>,
 ) -> StoreResult<()> {
-    let mut tx = store.write_tx().await?;
-    let now = clock(&mut tx).await?;
-    fence(&mut tx, key, now).await?;
-    let current: Option<Json<BTreeMap<String, McpServerInitInfo>>> =
-        sqlx::query_scalar("SELECT mcp_servers FROM turn WHERE session_id = $1 AND turn_id = $2")
-            .bind(&key.session_id)
-            .bind(&key.turn_id)
-            .fetch_one(&mut *tx)
-            .await?;
+    let now = conn.now().await?;
+    fence(conn, &key, now).await?;
+    let (current,): (Option<Json<BTreeMap<String, McpServerInitInfo>>>,) = conn
+        .fetch_one(
+            "SELECT mcp_servers FROM turn WHERE session_id = $1 AND turn_id = $2",
+            &params![&key.session_id, &key.turn_id],
+        )
+        .await?;
     let mut merged = current.map(|json| json.0).unwrap_or_default();
     for server in servers {
         merged.insert(server.id.clone(), server);
     }
-    sqlx::query("UPDATE turn SET mcp_servers = $3 WHERE session_id = $1 AND turn_id = $2")
-        .bind(&key.session_id)
-        .bind(&key.turn_id)
-        .bind(Json(&merged))
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
+    conn.execute(
+        "UPDATE turn SET mcp_servers = $3 WHERE session_id = $1 AND turn_id = $2",
+        &params![&key.session_id, &key.turn_id, Param::json(&merged)?],
+    )
+    .await?;
     Ok(())
 }
 
-pub(super) async fn patch_sandbox_info(store: &Store, key: &TurnKey, sandbox: SandboxInfo) -> StoreResult<()> {
-    let mut tx = store.write_tx().await?;
-    let now = clock(&mut tx).await?;
-    fence(&mut tx, key, now).await?;
-    sqlx::query("UPDATE turn SET sandbox_info = $3 WHERE session_id = $1 AND turn_id = $2")
-        .bind(&key.session_id)
-        .bind(&key.turn_id)
-        .bind(Json(&sandbox))
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(())
-}
-
-pub(crate) async fn patch_thread_capability_state(
-    store: &Store,
-    key: &TurnKey,
-    thread_id: &str,
-    state_key: &str,
+/// Sets one key in place when the engine can name it as a path: the runtime writes a key before every tool
+/// step, so a read and a rewrite of the whole map would cost a statement more each time. Other keys rewrite
+/// the whole map.
+pub(crate) async fn patch_thread_capability_state<C: SessionSql>(
+    conn: &mut C,
+    key: TurnKey,
+    thread_id: String,
+    state_key: String,
     state: Value,
 ) -> StoreResult<()> {
-    let Some(path) = capability_key_path(state_key) else {
-        return rewrite_capability_state(store, key, thread_id, state_key, state).await;
+    let now = conn.now().await?;
+    fence(conn, &key, now).await?;
+    let Some(path) = C::capability_key_path(&state_key) else {
+        let current = read_capability_state(conn, &key, &thread_id)
+            .await?
+            .ok_or_else(|| thread_not_found(&key, &thread_id))?;
+        let mut map = current.unwrap_or_default();
+        map.insert(state_key, state);
+        conn.execute(
+            "UPDATE turn_thread SET capability_state = $4 WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3",
+            &params![&key.session_id, &key.turn_id, &thread_id, Param::json(&map)?],
+        )
+        .await?;
+        return Ok(());
     };
-    // One statement sets the key in place: the runtime writes a key before every tool step, so a read
-    // and a rewrite of the whole map would cost a round trip each time.
-    let mut tx = store.write_tx().await?;
-    let now = clock(&mut tx).await?;
-    fence(&mut tx, key, now).await?;
-    let updated: Option<String> = sqlx::query_scalar(&format!(
-        "UPDATE turn_thread SET capability_state = {SET_CAPABILITY_KEY} \
-         WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3 RETURNING thread_id"
-    ))
-    .bind(&key.session_id)
-    .bind(&key.turn_id)
-    .bind(thread_id)
-    .bind(Json(&state))
-    .bind(path)
-    .fetch_optional(&mut *tx)
-    .await?;
-    updated.ok_or_else(|| thread_not_found(key, thread_id))?;
-    tx.commit().await?;
-    Ok(())
-}
-
-/// Reads the whole map, sets the key and writes it back: for keys a JSON path cannot name.
-async fn rewrite_capability_state(
-    store: &Store,
-    key: &TurnKey,
-    thread_id: &str,
-    state_key: &str,
-    state: Value,
-) -> StoreResult<()> {
-    let mut tx = store.write_tx().await?;
-    let now = clock(&mut tx).await?;
-    fence(&mut tx, key, now).await?;
-    type CapabilityRow = (Option<Json<Map<String, Value>>>,);
-    let current: Option<CapabilityRow> = sqlx::query_as(
-        "SELECT capability_state FROM turn_thread WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3",
-    )
-    .bind(&key.session_id)
-    .bind(&key.turn_id)
-    .bind(thread_id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let (current,) = current.ok_or_else(|| thread_not_found(key, thread_id))?;
-    let mut map = current.map(|json| json.0).unwrap_or_default();
-    map.insert(state_key.to_string(), state);
-    sqlx::query(
-        "UPDATE turn_thread SET capability_state = $4 WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3",
-    )
-    .bind(&key.session_id)
-    .bind(&key.turn_id)
-    .bind(thread_id)
-    .bind(Json(&map))
-    .execute(&mut *tx)
-    .await?;
-    tx.commit().await?;
+    let updated: Option<(String,)> = conn
+        .fetch_optional(
+            &format!(
+                "UPDATE turn_thread SET capability_state = {} \
+                 WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3 RETURNING thread_id",
+                C::SET_CAPABILITY_KEY
+            ),
+            &params![&key.session_id, &key.turn_id, &thread_id, Param::json(&state)?, path],
+        )
+        .await?;
+    updated.ok_or_else(|| thread_not_found(&key, &thread_id))?;
     Ok(())
 }

@@ -2,23 +2,25 @@
 
 use super::context::thread_segment;
 use super::rows::HistoryRow;
+use super::thread_not_found;
 use super::turns::require_turn;
-use super::{SEARCH_CONDITION, Store, Tx, search_expression, thread_not_found};
 use crate::error::StoreResult;
 use crate::session::model::*;
 use crate::session::page;
 use crate::session::search;
+use crate::session::sql::SessionSql;
+use crate::sql::Param;
 
 /// Every body of a thread's lineage (parents and superseded segments), flagged active when it is in the
-/// current chain, optionally filtered by a full-text condition on `$4`.
-async fn history(
-    tx: &mut Tx,
+/// current chain, optionally filtered by a full-text query (`$4`) and limited.
+async fn history<C: SessionSql>(
+    conn: &mut C,
     key: &TurnKey,
     thread_id: &str,
     search: Option<(String, u32)>,
 ) -> StoreResult<Vec<HistoryEntry>> {
-    require_turn(tx, key).await?;
-    let segment_id = thread_segment(tx, key, thread_id)
+    require_turn(conn, key).await?;
+    let segment_id = thread_segment(conn, key, thread_id)
         .await?
         .ok_or_else(|| thread_not_found(key, thread_id))?;
     let mut sql = String::from(
@@ -39,44 +41,37 @@ async fn history(
          LEFT JOIN chain c ON c.segment_id = m.segment_id AND m.pos < c.cap \
          WHERE m.session_id = $2",
     );
-    let (query, limit) = match search {
+    let mut params = vec![Param::from(segment_id), Param::from(key.session_id.as_str())];
+    match search {
         Some((query, limit)) => {
             sql.push_str(" AND ");
-            sql.push_str(SEARCH_CONDITION);
-            (query, i64::from(limit))
+            sql.push_str(C::SEARCH_CONDITION);
+            params.push(Param::from(i64::from(limit)));
+            params.push(Param::from(query));
         }
-        None => (String::new(), i64::MAX),
-    };
-    sql.push_str(" ORDER BY m.message_id LIMIT $3");
-    let mut statement = sqlx::query_as::<_, HistoryRow>(&sql)
-        .bind(segment_id)
-        .bind(&key.session_id)
-        .bind(limit);
-    if !query.is_empty() {
-        statement = statement.bind(query);
+        None => params.push(Param::from(i64::MAX)),
     }
-    let rows = statement.fetch_all(&mut **tx).await?;
+    sql.push_str(" ORDER BY m.message_id LIMIT $3");
+    let rows: Vec<HistoryRow> = conn.fetch_all(&sql, &params).await?;
     Ok(rows.into_iter().map(HistoryEntry::from).collect())
 }
 
-pub(super) async fn thread_history(store: &Store, key: &TurnKey, thread_id: &str) -> StoreResult<Vec<HistoryEntry>> {
-    let mut tx = store.read_tx().await?;
-    let entries = history(&mut tx, key, thread_id, None).await?;
-    tx.commit().await?;
-    Ok(entries)
+pub(crate) async fn thread_history<C: SessionSql>(
+    conn: &mut C,
+    key: TurnKey,
+    thread_id: String,
+) -> StoreResult<Vec<HistoryEntry>> {
+    history(conn, &key, &thread_id, None).await
 }
 
-pub(super) async fn search_thread_history(
-    store: &Store,
-    key: &TurnKey,
-    thread_id: &str,
-    query: &str,
+pub(crate) async fn search_thread_history<C: SessionSql>(
+    conn: &mut C,
+    key: TurnKey,
+    thread_id: String,
+    query: String,
     limit: u32,
 ) -> StoreResult<Vec<HistoryEntry>> {
-    let terms = search::query_terms(query)?;
+    let terms = search::query_terms(&query)?;
     page::open_page(&PageRequest::first(limit))?;
-    let mut tx = store.read_tx().await?;
-    let entries = history(&mut tx, key, thread_id, Some((search_expression(&terms), limit))).await?;
-    tx.commit().await?;
-    Ok(entries)
+    history(conn, &key, &thread_id, Some((C::search_expression(&terms), limit))).await
 }

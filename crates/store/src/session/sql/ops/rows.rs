@@ -1,32 +1,47 @@
 //! Row structs of the session tables, their conversions to the model and the column lists they read.
 
 use serde_json::{Map, Value};
-use sqlx::types::Json;
 use trueforge_protocol::{
     AgentInfo, AgentParent, ContextMessage, CurrentContextUsage, SubAgentCompletion, TurnInputItem, TurnState,
 };
 
 use crate::error::{StoreError, StoreResult};
 use crate::session::model::*;
+use crate::sql::{Column, FromRow, Json, SqlRow};
 use crate::time::Timestamp;
 
 /// `agent` is read as text: on Postgres it is a `json` column, kept as written (see `JSON_TEXT`).
-pub(super) const SESSION_COLUMNS: &str = "tenant_id, session_id, created_by, CAST(agent AS TEXT) AS agent, title, \
+pub(crate) const SESSION_COLUMNS: &str = "tenant_id, session_id, created_by, CAST(agent AS TEXT) AS agent, title, \
     last_turn_id, created_at, updated_at, custom";
-pub(super) const TURN_COLUMNS: &str = "ord, tenant_id, session_id, turn_id, first_turn_id, ancestor_ids, previous_turn_id, \
+pub(crate) const TURN_COLUMNS: &str = "ord, tenant_id, session_id, turn_id, first_turn_id, ancestor_ids, previous_turn_id, \
     state, input, custom, lease_owner, lease_expires_at, last_seq, created_at, updated_at";
 
-#[derive(sqlx::FromRow)]
-pub(super) struct SessionRow {
-    pub(super) tenant_id: String,
-    pub(super) session_id: String,
-    pub(super) created_by: String,
-    pub(super) agent: String,
-    pub(super) title: Option<String>,
-    pub(super) last_turn_id: Option<String>,
-    pub(super) created_at: i64,
-    pub(super) updated_at: i64,
-    pub(super) custom: Option<Json<Value>>,
+pub(crate) struct SessionRow {
+    pub(crate) tenant_id: String,
+    pub(crate) session_id: String,
+    pub(crate) created_by: String,
+    pub(crate) agent: String,
+    pub(crate) title: Option<String>,
+    pub(crate) last_turn_id: Option<String>,
+    pub(crate) created_at: i64,
+    pub(crate) updated_at: i64,
+    pub(crate) custom: Option<Json<Value>>,
+}
+
+impl FromRow for SessionRow {
+    fn from_row(row: &impl SqlRow) -> StoreResult<Self> {
+        Ok(Self {
+            tenant_id: Column::column(row, 0)?,
+            session_id: Column::column(row, 1)?,
+            created_by: Column::column(row, 2)?,
+            agent: Column::column(row, 3)?,
+            title: Column::column(row, 4)?,
+            last_turn_id: Column::column(row, 5)?,
+            created_at: Column::column(row, 6)?,
+            updated_at: Column::column(row, 7)?,
+            custom: Column::column(row, 8)?,
+        })
+    }
 }
 
 impl TryFrom<SessionRow> for SessionRecord {
@@ -47,23 +62,44 @@ impl TryFrom<SessionRow> for SessionRecord {
     }
 }
 
-#[derive(sqlx::FromRow)]
-pub(super) struct TurnRow {
-    pub(super) ord: i64,
-    pub(super) tenant_id: String,
-    pub(super) session_id: String,
-    pub(super) turn_id: String,
-    pub(super) first_turn_id: String,
-    pub(super) ancestor_ids: Json<Vec<String>>,
-    pub(super) previous_turn_id: Option<String>,
-    pub(super) state: Json<TurnState>,
-    pub(super) input: Json<Vec<TurnInputItem>>,
-    pub(super) custom: Option<Json<Value>>,
-    pub(super) lease_owner: Option<String>,
-    pub(super) lease_expires_at: Option<i64>,
-    pub(super) last_seq: i64,
-    pub(super) created_at: i64,
-    pub(super) updated_at: i64,
+pub(crate) struct TurnRow {
+    pub(crate) ord: i64,
+    pub(crate) tenant_id: String,
+    pub(crate) session_id: String,
+    pub(crate) turn_id: String,
+    pub(crate) first_turn_id: String,
+    pub(crate) ancestor_ids: Json<Vec<String>>,
+    pub(crate) previous_turn_id: Option<String>,
+    pub(crate) state: Json<TurnState>,
+    pub(crate) input: Json<Vec<TurnInputItem>>,
+    pub(crate) custom: Option<Json<Value>>,
+    pub(crate) lease_owner: Option<String>,
+    pub(crate) lease_expires_at: Option<i64>,
+    pub(crate) last_seq: i64,
+    pub(crate) created_at: i64,
+    pub(crate) updated_at: i64,
+}
+
+impl FromRow for TurnRow {
+    fn from_row(row: &impl SqlRow) -> StoreResult<Self> {
+        Ok(Self {
+            ord: Column::column(row, 0)?,
+            tenant_id: Column::column(row, 1)?,
+            session_id: Column::column(row, 2)?,
+            turn_id: Column::column(row, 3)?,
+            first_turn_id: Column::column(row, 4)?,
+            ancestor_ids: Column::column(row, 5)?,
+            previous_turn_id: Column::column(row, 6)?,
+            state: Column::column(row, 7)?,
+            input: Column::column(row, 8)?,
+            custom: Column::column(row, 9)?,
+            lease_owner: Column::column(row, 10)?,
+            lease_expires_at: Column::column(row, 11)?,
+            last_seq: Column::column(row, 12)?,
+            created_at: Column::column(row, 13)?,
+            updated_at: Column::column(row, 14)?,
+        })
+    }
 }
 
 impl From<TurnRow> for TurnSummary {
@@ -93,24 +129,52 @@ impl From<TurnRow> for TurnSummary {
     }
 }
 
-#[derive(sqlx::FromRow)]
-pub(super) struct ThreadRow {
-    pub(super) thread_id: String,
-    pub(super) segment_id: i64,
-    pub(super) parent: Option<Json<AgentParent>>,
-    pub(super) agent_info: Option<Json<AgentInfo>>,
-    pub(super) completion: Option<Json<SubAgentCompletion>>,
-    pub(super) usage: Json<CurrentContextUsage>,
-    pub(super) capability_state: Option<Json<Map<String, Value>>>,
+pub(crate) struct ThreadRow {
+    pub(crate) thread_id: String,
+    pub(crate) segment_id: i64,
+    pub(crate) parent: Option<Json<AgentParent>>,
+    pub(crate) agent_info: Option<Json<AgentInfo>>,
+    pub(crate) completion: Option<Json<SubAgentCompletion>>,
+    pub(crate) usage: Json<CurrentContextUsage>,
+    pub(crate) capability_state: Option<Json<Map<String, Value>>>,
 }
 
-#[derive(sqlx::FromRow)]
-pub(super) struct HistoryRow {
-    pub(super) message_id: i64,
-    pub(super) turn_id: String,
-    pub(super) pos: i64,
-    pub(super) body: Json<ContextMessage>,
-    pub(super) active: i64,
+/// The columns a [`ThreadRow`] reads.
+pub(crate) const THREAD_COLUMNS: &str =
+    "thread_id, segment_id, parent, agent_info, completion, usage, capability_state";
+
+impl FromRow for ThreadRow {
+    fn from_row(row: &impl SqlRow) -> StoreResult<Self> {
+        Ok(Self {
+            thread_id: Column::column(row, 0)?,
+            segment_id: Column::column(row, 1)?,
+            parent: Column::column(row, 2)?,
+            agent_info: Column::column(row, 3)?,
+            completion: Column::column(row, 4)?,
+            usage: Column::column(row, 5)?,
+            capability_state: Column::column(row, 6)?,
+        })
+    }
+}
+
+pub(crate) struct HistoryRow {
+    pub(crate) message_id: i64,
+    pub(crate) turn_id: String,
+    pub(crate) pos: i64,
+    pub(crate) body: Json<ContextMessage>,
+    pub(crate) active: i64,
+}
+
+impl FromRow for HistoryRow {
+    fn from_row(row: &impl SqlRow) -> StoreResult<Self> {
+        Ok(Self {
+            message_id: Column::column(row, 0)?,
+            turn_id: Column::column(row, 1)?,
+            pos: Column::column(row, 2)?,
+            body: Column::column(row, 3)?,
+            active: Column::column(row, 4)?,
+        })
+    }
 }
 
 impl From<HistoryRow> for HistoryEntry {
@@ -125,6 +189,6 @@ impl From<HistoryRow> for HistoryEntry {
     }
 }
 
-pub(super) fn seq_from_db(seq: i64) -> u64 {
+pub(crate) fn seq_from_db(seq: i64) -> u64 {
     u64::try_from(seq).unwrap_or(0)
 }

@@ -1,39 +1,36 @@
 //! Sessions: create, read, update, delete and the keyset-paged listing.
 
-use sqlx::QueryBuilder;
-use sqlx::types::Json;
 use trueforge_protocol::SessionAgent;
 
 use super::rows::{SESSION_COLUMNS, SessionRow};
-use super::{Db, JSON_TEXT, Store, clock};
-use crate::error::{StoreError, StoreResult, is_unique_violation};
+use crate::error::{StoreError, StoreResult};
 use crate::session::model::*;
 use crate::session::page::{self, Cursor};
-use crate::session::rules;
+use crate::session::sql::SessionSql;
+use crate::sql::{Param, Statement, params};
 
-pub(super) async fn create_session(store: &Store, session: NewSession) -> StoreResult<SessionRecord> {
-    rules::require_id("session", &session.session_id)?;
-    let mut tx = store.write_tx().await?;
-    let now = clock(&mut tx).await?;
+pub(crate) async fn create_session<C: SessionSql>(conn: &mut C, session: NewSession) -> StoreResult<SessionRecord> {
+    let now = conn.now().await?;
     let agent_id = match &session.agent {
-        SessionAgent::Reference { id, .. } => Some(id.clone()),
+        SessionAgent::Reference { id, .. } => Some(id.as_str()),
         _ => None,
     };
-    let row: SessionRow = sqlx::query_as(&format!(
+    let sql = format!(
         "INSERT INTO session (session_id, tenant_id, created_by, agent, agent_id, custom, created_at, updated_at) \
-         VALUES ($1, $2, $3, CAST($4 AS {JSON_TEXT}), $5, $6, $7, $7) RETURNING {SESSION_COLUMNS}"
-    ))
-    .bind(&session.session_id)
-    .bind(&session.tenant_id)
-    .bind(&session.created_by)
-    .bind(serde_json::to_string(&session.agent)?)
-    .bind(agent_id)
-    .bind(session.custom.as_ref().map(Json))
-    .bind(now.millis())
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(|error| {
-        if is_unique_violation(&error) {
+         VALUES ($1, $2, $3, CAST($4 AS {}), $5, $6, $7, $7) RETURNING {SESSION_COLUMNS}",
+        C::JSON_TEXT
+    );
+    let params = params![
+        &session.session_id,
+        &session.tenant_id,
+        &session.created_by,
+        serde_json::to_string(&session.agent)?,
+        agent_id,
+        Param::opt_json(session.custom.as_ref())?,
+        now.millis(),
+    ];
+    let row: SessionRow = conn.fetch_one(&sql, &params).await.map_err(|error| {
+        if error.is_unique_violation() {
             StoreError::SessionAlreadyExists {
                 session_id: session.session_id.clone(),
             }
@@ -41,68 +38,62 @@ pub(super) async fn create_session(store: &Store, session: NewSession) -> StoreR
             error.into()
         }
     })?;
-    tx.commit().await?;
     row.try_into()
 }
 
-pub(super) async fn delete_session(store: &Store, tenant_id: &str, session_id: &str) -> StoreResult<()> {
-    let mut tx = store.write_tx().await?;
+pub(crate) async fn delete_session<C: SessionSql>(
+    conn: &mut C,
+    tenant_id: String,
+    session_id: String,
+) -> StoreResult<()> {
     // Lock order: turn rows before the session row, the order every turn-scoped write takes them (its
     // fence locks the turn, its inserts then key-share-lock the session). Deleting the session first
     // and cascading to the turns deadlocks against such a writer on Postgres.
-    sqlx::query("DELETE FROM turn WHERE tenant_id = $1 AND session_id = $2")
-        .bind(tenant_id)
-        .bind(session_id)
-        .execute(&mut *tx)
+    let params = params![&tenant_id, &session_id];
+    conn.execute("DELETE FROM turn WHERE tenant_id = $1 AND session_id = $2", &params)
         .await?;
-    sqlx::query("DELETE FROM session WHERE tenant_id = $1 AND session_id = $2")
-        .bind(tenant_id)
-        .bind(session_id)
-        .execute(&mut *tx)
+    conn.execute("DELETE FROM session WHERE tenant_id = $1 AND session_id = $2", &params)
         .await?;
-    tx.commit().await?;
     Ok(())
 }
 
-pub(super) async fn get_session(
-    store: &Store,
-    tenant_id: &str,
-    session_id: &str,
+pub(crate) async fn get_session<C: SessionSql>(
+    conn: &mut C,
+    tenant_id: String,
+    session_id: String,
 ) -> StoreResult<Option<SessionRecord>> {
-    let row: Option<SessionRow> = sqlx::query_as(&format!(
-        "SELECT {SESSION_COLUMNS} FROM session WHERE tenant_id = $1 AND session_id = $2"
-    ))
-    .bind(tenant_id)
-    .bind(session_id)
-    .fetch_optional(store.read_pool())
-    .await?;
+    let row: Option<SessionRow> = conn
+        .fetch_optional(
+            &format!("SELECT {SESSION_COLUMNS} FROM session WHERE tenant_id = $1 AND session_id = $2"),
+            &params![&tenant_id, &session_id],
+        )
+        .await?;
     row.map(SessionRecord::try_from).transpose()
 }
 
-pub(super) async fn update_session(
-    store: &Store,
-    tenant_id: &str,
-    session_id: &str,
+pub(crate) async fn update_session<C: SessionSql>(
+    conn: &mut C,
+    tenant_id: String,
+    session_id: String,
     update: SessionUpdate,
 ) -> StoreResult<SessionRecord> {
-    let mut tx = store.write_tx().await?;
-    let now = clock(&mut tx).await?;
+    let now = conn.now().await?;
+    let key = params![&tenant_id, &session_id];
     // The update merges in Rust, so the row must not change between the read and the write: an UPDATE
     // takes its lock first (a no-op on SQLite, whose write transaction already excludes other writers).
-    sqlx::query("UPDATE session SET updated_at = updated_at WHERE tenant_id = $1 AND session_id = $2")
-        .bind(tenant_id)
-        .bind(session_id)
-        .execute(&mut *tx)
-        .await?;
-    let current: Option<SessionRow> = sqlx::query_as(&format!(
-        "SELECT {SESSION_COLUMNS} FROM session WHERE tenant_id = $1 AND session_id = $2"
-    ))
-    .bind(tenant_id)
-    .bind(session_id)
-    .fetch_optional(&mut *tx)
+    conn.execute(
+        "UPDATE session SET updated_at = updated_at WHERE tenant_id = $1 AND session_id = $2",
+        &key,
+    )
     .await?;
+    let current: Option<SessionRow> = conn
+        .fetch_optional(
+            &format!("SELECT {SESSION_COLUMNS} FROM session WHERE tenant_id = $1 AND session_id = $2"),
+            &key,
+        )
+        .await?;
     let current = current.ok_or_else(|| StoreError::SessionNotFound {
-        session_id: session_id.to_string(),
+        session_id: session_id.clone(),
     })?;
     let current = SessionRecord::try_from(current)?;
     let agent = match update.agent_spec {
@@ -117,56 +108,61 @@ pub(super) async fn update_session(
         },
     };
     let title = update.title.unwrap_or(current.title);
-    let row: SessionRow = sqlx::query_as(&format!(
-        "UPDATE session SET agent = CAST($3 AS {JSON_TEXT}), title = $4, \
+    let sql = format!(
+        "UPDATE session SET agent = CAST($3 AS {}), title = $4, \
          updated_at = CASE WHEN updated_at + 1 > $5 THEN updated_at + 1 ELSE $5 END \
-         WHERE tenant_id = $1 AND session_id = $2 RETURNING {SESSION_COLUMNS}"
-    ))
-    .bind(tenant_id)
-    .bind(session_id)
-    .bind(serde_json::to_string(&agent)?)
-    .bind(title)
-    .bind(now.millis())
-    .fetch_one(&mut *tx)
-    .await?;
-    tx.commit().await?;
+         WHERE tenant_id = $1 AND session_id = $2 RETURNING {SESSION_COLUMNS}",
+        C::JSON_TEXT
+    );
+    let row: SessionRow = conn
+        .fetch_one(
+            &sql,
+            &params![
+                &tenant_id,
+                &session_id,
+                serde_json::to_string(&agent)?,
+                title,
+                now.millis()
+            ],
+        )
+        .await?;
     row.try_into()
 }
 
-pub(super) async fn list_sessions(
-    store: &Store,
-    tenant_id: &str,
-    filter: &SessionFilter,
-    page: &PageRequest,
+pub(crate) async fn list_sessions<C: SessionSql>(
+    conn: &mut C,
+    tenant_id: String,
+    filter: SessionFilter,
+    page: PageRequest,
 ) -> StoreResult<Page<SessionRecord>> {
-    let after = page::sessions_cursor(page::open_page(page)?, filter.order)?;
+    let after = page::sessions_cursor(page::open_page(&page)?, filter.order)?;
     let desc = filter.order == SortOrder::Desc;
-    let mut query = QueryBuilder::<Db>::new(format!("SELECT {SESSION_COLUMNS} FROM session WHERE tenant_id = "));
-    query.push_bind(tenant_id);
+    let mut query = Statement::new(format!("SELECT {SESSION_COLUMNS} FROM session WHERE tenant_id = "));
+    query.bind(&tenant_id);
     if let Some(from) = filter.created_from {
-        query.push(" AND created_at >= ").push_bind(from.millis());
+        query.push(" AND created_at >= ").bind(from.millis());
     }
     if let Some(to) = filter.created_to {
-        query.push(" AND created_at <= ").push_bind(to.millis());
+        query.push(" AND created_at <= ").bind(to.millis());
     }
     if let Some(agent_id) = &filter.agent_id {
-        query.push(" AND agent_id = ").push_bind(agent_id);
+        query.push(" AND agent_id = ").bind(agent_id);
     }
     if let Some(created_by) = &filter.created_by {
-        query.push(" AND created_by = ").push_bind(created_by);
+        query.push(" AND created_by = ").bind(created_by);
     }
     if let Some((updated_at, session_id)) = after {
         // A row-value comparison, which both engines answer with one index range scan.
         let op = if desc { " < " } else { " > " };
         query.push(" AND (updated_at, session_id)").push(op).push("(");
-        query.push_bind(updated_at).push(", ").push_bind(session_id).push(")");
+        query.bind(updated_at).push(", ").bind(session_id).push(")");
     }
     let direction = if desc { "DESC" } else { "ASC" };
-    query.push(format!(
+    query.push(&format!(
         " ORDER BY updated_at {direction}, session_id {direction} LIMIT "
     ));
-    query.push_bind(i64::from(page.limit) + 1);
-    let rows: Vec<SessionRow> = query.build_query_as().fetch_all(store.read_pool()).await?;
+    query.bind(i64::from(page.limit) + 1);
+    let rows: Vec<SessionRow> = conn.fetch_all(&query.sql, &query.params).await?;
     let rows = rows
         .into_iter()
         .map(SessionRecord::try_from)

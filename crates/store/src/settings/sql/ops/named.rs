@@ -2,17 +2,24 @@
 //! Table names come from the fixed [`Table`] constants, never from input. Manifests are JSON (`json` on
 //! Postgres), read back as text so both SQL backends decode the same way.
 
-use super::{Conn, FOR_UPDATE, JSON_TYPE, Store, clock, finish_write, from_clock, in_list, list_param, lock_row, now};
+use super::{SettingsSql, SqlSettingsStore, from_clock, texts};
 use crate::error::StoreResult;
 use crate::settings::codec::{
     MCP_SERVERS, NamedRow, RowKey, RowSealer, Table, map_write_error, new_id, not_found, open_client, open_named_row,
     seal_client, written_record,
 };
 use crate::settings::{ManifestUpdate, NamedRecord, OAuthClientRegistration, SettingsManifest};
+use crate::sql::{Access, Database, Param, Sql, params};
 
 const COLUMNS: &str = "id, name, CAST(manifest AS TEXT), created_at, updated_at";
 
-impl Store {
+/// The write a read-modify-write decided on: the row's id and its sealed manifest.
+enum NamedWrite {
+    Update { id: String, sealed: String },
+    Insert { id: String, sealed: String },
+}
+
+impl<D> SqlSettingsStore<D> {
     fn sealer<'a>(&'a self, table: &'a Table, tenant: &'a str, id: &'a [&'a str; 1]) -> RowSealer<'a> {
         RowSealer {
             cipher: &self.cipher,
@@ -21,30 +28,45 @@ impl Store {
             row: id,
         }
     }
+}
 
+// The methods `impl_named_stores!` maps the named stores onto; the bound names crate-private traits, and so
+// do the methods' callers.
+#[allow(private_bounds)]
+impl<D> SqlSettingsStore<D>
+where
+    D: Database,
+    D::Conn: SettingsSql,
+{
     pub(super) async fn list_named<M: SettingsManifest>(
         &self,
         table: &'static Table,
         tenant: &str,
         names: Option<&[String]>,
     ) -> StoreResult<Vec<NamedRecord<M>>> {
-        let base = format!("SELECT {COLUMNS} FROM {} WHERE tenant_id = $1", table.name);
-        let rows: Vec<NamedRow> = match names {
-            None => {
-                sqlx::query_as(&format!("{base} ORDER BY name"))
-                    .bind(tenant)
-                    .fetch_all(self.read_pool())
-                    .await?
-            }
-            Some([]) => Vec::new(),
-            Some(names) => {
-                sqlx::query_as(&format!("{base} AND name {} ORDER BY name", in_list("$2")))
-                    .bind(tenant)
-                    .bind(list_param(names)?)
-                    .fetch_all(self.read_pool())
-                    .await?
-            }
-        };
+        if names.is_some_and(<[String]>::is_empty) {
+            return Ok(Vec::new());
+        }
+        let (owned_tenant, names) = (tenant.to_owned(), names.map(<[String]>::to_vec));
+        let rows: Vec<NamedRow> = self
+            .db
+            .run(Access::ReadOne, move |conn| {
+                Box::pin(async move {
+                    let base = format!("SELECT {COLUMNS} FROM {} WHERE tenant_id = $1", table.name);
+                    Ok(match &names {
+                        None => {
+                            conn.fetch_all(&format!("{base} ORDER BY name"), &params![&owned_tenant])
+                                .await?
+                        }
+                        Some(names) => {
+                            let sql = format!("{base} AND name {} ORDER BY name", D::Conn::in_list("$2"));
+                            conn.fetch_all(&sql, &[Param::from(&owned_tenant), Param::TextList(names)])
+                                .await?
+                        }
+                    })
+                })
+            })
+            .await?;
         rows.into_iter()
             .map(|row| open_named_row(&self.cipher, table, tenant, row))
             .collect()
@@ -61,11 +83,7 @@ impl Store {
             table.name,
             key.column()
         );
-        let row: Option<NamedRow> = sqlx::query_as(&sql)
-            .bind(tenant)
-            .bind(key.value())
-            .fetch_optional(self.read_pool())
-            .await?;
+        let row: Option<NamedRow> = self.read_row(sql, texts([tenant, key.value()])).await?;
         row.map(|row| open_named_row(&self.cipher, table, tenant, row))
             .transpose()
     }
@@ -79,10 +97,16 @@ impl Store {
     ) -> StoreResult<NamedRecord<M>> {
         let id = new_id();
         let sealed = self.sealer(table, tenant, &[&id]).seal_manifest(&manifest)?;
-        let mut tx = self.write_tx().await?;
-        lock_row(&mut tx, &[table.name, tenant, name]).await?;
-        let (created_at, updated_at) = insert(&mut tx, table, tenant, &id, name, &sealed).await?;
-        tx.commit().await?;
+        let (owned_tenant, owned_name, owned_id) = (tenant.to_owned(), name.to_owned(), id.clone());
+        let (created_at, updated_at) = self
+            .db
+            .run(Access::Write, move |conn| {
+                Box::pin(async move {
+                    conn.lock_row(&[table.name, &owned_tenant, &owned_name]).await?;
+                    insert(conn, table, &owned_tenant, &owned_id, &owned_name, &sealed).await
+                })
+            })
+            .await?;
         written_record(tenant, id, name, &manifest, created_at, updated_at)
     }
 
@@ -93,36 +117,66 @@ impl Store {
         name: &str,
         update: ManifestUpdate<'_, M>,
     ) -> StoreResult<NamedRecord<M>> {
-        let mut tx = self.write_tx().await?;
-        lock_row(&mut tx, &[table.name, tenant, name]).await?;
-        let row: Option<NamedRow> = sqlx::query_as(&format!(
-            "SELECT {COLUMNS} FROM {} WHERE tenant_id = $1 AND name = $2{FOR_UPDATE}",
-            table.name
-        ))
-        .bind(tenant)
-        .bind(name)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let stored = row
-            .map(|row| open_named_row::<M>(&self.cipher, table, tenant, row))
-            .transpose()?;
-        let manifest = update(stored.as_ref().map(|record| &record.manifest))?;
-        let (id, created_at, updated_at) = match stored {
-            Some(stored) => {
-                let sealed = self.sealer(table, tenant, &[&stored.id]).seal_manifest(&manifest)?;
-                let (_, created_at, updated_at) = update_manifest(&mut tx, table, tenant, &stored.id, &sealed)
-                    .await?
-                    .ok_or_else(|| not_found(table.kind, &stored.id))?;
-                (stored.id, created_at, updated_at)
-            }
-            None => {
-                let id = new_id();
-                let sealed = self.sealer(table, tenant, &[&id]).seal_manifest(&manifest)?;
-                let (created_at, updated_at) = insert(&mut tx, table, tenant, &id, name, &sealed).await?;
-                (id, created_at, updated_at)
-            }
-        };
-        tx.commit().await?;
+        let (load_tenant, load_name) = (tenant.to_owned(), name.to_owned());
+        let (save_tenant, save_name) = (tenant.to_owned(), name.to_owned());
+        // What the step computed, kept here: only the sealed form travels to the database.
+        let mut manifest = None;
+        let (id, created_at, updated_at) = self
+            .db
+            .write_with(
+                move |conn| {
+                    Box::pin(async move {
+                        conn.lock_row(&[table.name, &load_tenant, &load_name]).await?;
+                        let sql = format!(
+                            "SELECT {COLUMNS} FROM {} WHERE tenant_id = $1 AND name = $2{}",
+                            table.name,
+                            D::Conn::FOR_UPDATE
+                        );
+                        let row: Option<NamedRow> =
+                            conn.fetch_optional(&sql, &params![&load_tenant, &load_name]).await?;
+                        Ok(row)
+                    })
+                },
+                |row| {
+                    let stored = row
+                        .map(|row| open_named_row::<M>(&self.cipher, table, tenant, row))
+                        .transpose()?;
+                    let updated = update(stored.as_ref().map(|record| &record.manifest))?;
+                    let write = match stored {
+                        Some(stored) => {
+                            let sealed = self.sealer(table, tenant, &[&stored.id]).seal_manifest(&updated)?;
+                            NamedWrite::Update { id: stored.id, sealed }
+                        }
+                        None => {
+                            let id = new_id();
+                            let sealed = self.sealer(table, tenant, &[&id]).seal_manifest(&updated)?;
+                            NamedWrite::Insert { id, sealed }
+                        }
+                    };
+                    manifest = Some(updated);
+                    Ok(write)
+                },
+                move |conn, write| {
+                    Box::pin(async move {
+                        match write {
+                            NamedWrite::Update { id, sealed } => {
+                                let (_, created_at, updated_at) =
+                                    update_manifest(conn, table, &save_tenant, &id, &sealed)
+                                        .await?
+                                        .ok_or_else(|| not_found(table.kind, &id))?;
+                                Ok((id, created_at, updated_at))
+                            }
+                            NamedWrite::Insert { id, sealed } => {
+                                let (created_at, updated_at) =
+                                    insert(conn, table, &save_tenant, &id, &save_name, &sealed).await?;
+                                Ok((id, created_at, updated_at))
+                            }
+                        }
+                    })
+                },
+            )
+            .await?;
+        let manifest = manifest.ok_or_else(|| not_found(table.kind, name))?;
         written_record(tenant, id, name, &manifest, created_at, updated_at)
     }
 
@@ -134,10 +188,14 @@ impl Store {
         manifest: M,
     ) -> StoreResult<NamedRecord<M>> {
         let sealed = self.sealer(table, tenant, &[id]).seal_manifest(&manifest)?;
-        let mut conn = self.write_conn().await?;
-        let row = update_manifest(&mut conn, table, tenant, id, &sealed).await?;
+        let (owned_tenant, owned_id) = (tenant.to_owned(), id.to_owned());
+        let row = self
+            .db
+            .run(Access::WriteOne, move |conn| {
+                Box::pin(async move { update_manifest(conn, table, &owned_tenant, &owned_id, &sealed).await })
+            })
+            .await?;
         let (name, created_at, updated_at) = row.ok_or_else(|| not_found(table.kind, id))?;
-        finish_write(conn).await?;
         written_record(tenant, id.to_owned(), &name, &manifest, created_at, updated_at)
     }
 
@@ -147,9 +205,7 @@ impl Store {
             table.name,
             key.column()
         );
-        let deleted = self
-            .execute_write(sqlx::query(&sql).bind(tenant).bind(key.value()))
-            .await?;
+        let deleted = self.write_texts(sql, texts([tenant, key.value()])).await?;
         Ok(deleted > 0)
     }
 
@@ -158,12 +214,8 @@ impl Store {
         tenant: &str,
         server_id: &str,
     ) -> StoreResult<Option<OAuthClientRegistration>> {
-        let row: Option<(Option<String>,)> =
-            sqlx::query_as("SELECT CAST(oauth_client AS TEXT) FROM mcp_server WHERE tenant_id = $1 AND id = $2")
-                .bind(tenant)
-                .bind(server_id)
-                .fetch_optional(self.read_pool())
-                .await?;
+        let sql = "SELECT CAST(oauth_client AS TEXT) FROM mcp_server WHERE tenant_id = $1 AND id = $2";
+        let row: Option<(Option<String>,)> = self.read_row(sql.into(), texts([tenant, server_id])).await?;
         row.and_then(|(client,)| client)
             .map(|json| open_client(&self.sealer(&MCP_SERVERS, tenant, &[server_id]), &json))
             .transpose()
@@ -176,10 +228,12 @@ impl Store {
         client: OAuthClientRegistration,
     ) -> StoreResult<()> {
         let sealed = seal_client(&self.sealer(&MCP_SERVERS, tenant, &[server_id]), &client)?;
-        let sql =
-            format!("UPDATE mcp_server SET oauth_client = CAST($1 AS {JSON_TYPE}) WHERE tenant_id = $2 AND id = $3");
+        let sql = format!(
+            "UPDATE mcp_server SET oauth_client = CAST($1 AS {}) WHERE tenant_id = $2 AND id = $3",
+            D::Conn::JSON_TEXT
+        );
         let updated = self
-            .execute_write(sqlx::query(&sql).bind(&sealed).bind(tenant).bind(server_id))
+            .write_texts(sql, vec![sealed, tenant.to_owned(), server_id.to_owned()])
             .await?;
         if updated == 0 {
             return Err(not_found(MCP_SERVERS.kind, server_id));
@@ -188,23 +242,16 @@ impl Store {
     }
 
     pub(super) async fn delete_client(&self, tenant: &str, server_id: &str) -> StoreResult<bool> {
-        let cleared = self
-            .execute_write(
-                sqlx::query(
-                    "UPDATE mcp_server SET oauth_client = NULL \
-                     WHERE tenant_id = $1 AND id = $2 AND oauth_client IS NOT NULL",
-                )
-                .bind(tenant)
-                .bind(server_id),
-            )
-            .await?;
+        let sql = "UPDATE mcp_server SET oauth_client = NULL \
+                   WHERE tenant_id = $1 AND id = $2 AND oauth_client IS NOT NULL";
+        let cleared = self.write_texts(sql.into(), texts([tenant, server_id])).await?;
         Ok(cleared > 0)
     }
 }
 
 /// Inserts a new row stamped now; returns its (created_at, updated_at).
-async fn insert(
-    conn: &mut Conn,
+async fn insert<C: SettingsSql>(
+    conn: &mut C,
     table: &Table,
     tenant: &str,
     id: &str,
@@ -213,41 +260,33 @@ async fn insert(
 ) -> StoreResult<(i64, i64)> {
     let sql = format!(
         "INSERT INTO {} (tenant_id, id, name, manifest, created_at, updated_at) \
-         SELECT $1, $2, $3, CAST($4 AS {JSON_TYPE}), clock.ms, clock.ms {} RETURNING created_at, updated_at",
+         SELECT $1, $2, $3, CAST($4 AS {}), clock.ms, clock.ms {} RETURNING created_at, updated_at",
         table.name,
-        from_clock("$5")
+        C::JSON_TEXT,
+        from_clock::<C>("$5")
     );
-    sqlx::query_as(&sql)
-        .bind(tenant)
-        .bind(id)
-        .bind(name)
-        .bind(sealed)
-        .bind(clock())
-        .fetch_one(conn)
+    conn.fetch_one(&sql, &params![tenant, id, name, sealed, C::clock_param()])
         .await
         .map_err(|error| map_write_error(error, table.kind, name))
 }
 
 /// Replaces the manifest of the row `id`, stamped now; returns its (name, created_at, updated_at), `None`
 /// when there is no such row.
-async fn update_manifest(
-    conn: &mut Conn,
+async fn update_manifest<C: SettingsSql>(
+    conn: &mut C,
     table: &Table,
     tenant: &str,
     id: &str,
     sealed: &str,
 ) -> StoreResult<Option<(String, i64, i64)>> {
     let sql = format!(
-        "UPDATE {} SET manifest = CAST($1 AS {JSON_TYPE}), updated_at = {} WHERE tenant_id = $2 AND id = $3 \
+        "UPDATE {} SET manifest = CAST($1 AS {}), updated_at = {} WHERE tenant_id = $2 AND id = $3 \
          RETURNING name, created_at, updated_at",
         table.name,
-        now("$4")
+        C::JSON_TEXT,
+        C::now_sql("$4")
     );
-    Ok(sqlx::query_as(&sql)
-        .bind(sealed)
-        .bind(tenant)
-        .bind(id)
-        .bind(clock())
-        .fetch_optional(conn)
+    Ok(conn
+        .fetch_optional(&sql, &params![sealed, tenant, id, C::clock_param()])
         .await?)
 }

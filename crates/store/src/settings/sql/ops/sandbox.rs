@@ -3,12 +3,13 @@
 use async_trait::async_trait;
 use trueforge_protocol::SandboxProviderManifest;
 
-use super::{FOR_UPDATE, JSON_TYPE, Store, clock, finish_write, from_clock, lock_row, now};
+use super::{SettingsSql, SqlSettingsStore, from_clock, texts};
 use crate::error::StoreResult;
 use crate::settings::codec::{
     SANDBOX_PROVIDER_KIND, SANDBOX_PROVIDER_TABLE, SandboxRow, normalised, not_found, open_sandbox_row, sandbox_sealer,
 };
 use crate::settings::{SandboxProviderRecord, SandboxProviderStatus, SandboxProviderStore, SandboxProviderUpdate};
+use crate::sql::{Access, Database, Sql, params};
 use crate::time::Timestamp;
 
 /// The columns of a [`SandboxRow`].
@@ -20,12 +21,13 @@ fn select_sql() -> String {
 }
 
 #[async_trait]
-impl SandboxProviderStore for Store {
+impl<D> SandboxProviderStore for SqlSettingsStore<D>
+where
+    D: Database,
+    D::Conn: SettingsSql,
+{
     async fn get_sandbox_provider(&self, tenant: &str) -> StoreResult<Option<SandboxProviderRecord>> {
-        let row: Option<SandboxRow> = sqlx::query_as(&select_sql())
-            .bind(tenant)
-            .fetch_optional(self.read_pool())
-            .await?;
+        let row: Option<SandboxRow> = self.read_row(select_sql(), texts([tenant])).await?;
         row.map(|row| open_sandbox_row(&self.cipher, tenant, row)).transpose()
     }
 
@@ -44,34 +46,60 @@ impl SandboxProviderStore for Store {
         tenant: &str,
         update: SandboxProviderUpdate<'_>,
     ) -> StoreResult<SandboxProviderRecord> {
-        let mut tx = self.write_tx().await?;
-        lock_row(&mut tx, &[SANDBOX_PROVIDER_TABLE, tenant]).await?;
-        let row: Option<SandboxRow> = sqlx::query_as(&format!("{}{FOR_UPDATE}", select_sql()))
-            .bind(tenant)
-            .fetch_optional(&mut *tx)
+        let (load_tenant, save_tenant) = (tenant.to_owned(), tenant.to_owned());
+        // What the step computed, kept here: only the sealed form travels to the database.
+        let mut written = None;
+        let (created_at, updated_at): (i64, i64) = self
+            .db
+            .write_with(
+                move |conn| {
+                    Box::pin(async move {
+                        conn.lock_row(&[SANDBOX_PROVIDER_TABLE, &load_tenant]).await?;
+                        let sql = format!("{}{}", select_sql(), D::Conn::FOR_UPDATE);
+                        let row: Option<SandboxRow> = conn.fetch_optional(&sql, &params![&load_tenant]).await?;
+                        Ok(row)
+                    })
+                },
+                |row| {
+                    let stored = row.map(|row| open_sandbox_row(&self.cipher, tenant, row)).transpose()?;
+                    let (manifest, status) = update(stored.as_ref())?;
+                    let sealed = sandbox_sealer(&self.cipher, tenant).seal_manifest(&manifest)?;
+                    let row = (
+                        sealed,
+                        status.status.as_str().to_owned(),
+                        status.status_reason.clone(),
+                        serde_json::to_string(&status.build_metadata)?,
+                    );
+                    written = Some((manifest, status));
+                    Ok(row)
+                },
+                move |conn, (sealed, status, reason, build_metadata)| {
+                    Box::pin(async move {
+                        let sql = format!(
+                            "INSERT INTO sandbox_provider \
+                             (tenant_id, manifest, status, status_reason, build_metadata, created_at, updated_at) \
+                             SELECT $1, CAST($2 AS {json}), $3, $4, CAST($5 AS {json}), clock.ms, clock.ms {from} \
+                             ON CONFLICT (tenant_id) DO UPDATE SET manifest = excluded.manifest, \
+                             status = excluded.status, status_reason = excluded.status_reason, \
+                             build_metadata = excluded.build_metadata, updated_at = excluded.updated_at \
+                             RETURNING created_at, updated_at",
+                            json = D::Conn::JSON_TEXT,
+                            from = from_clock::<D::Conn>("$6")
+                        );
+                        let params = params![
+                            &save_tenant,
+                            &sealed,
+                            &status,
+                            &reason,
+                            &build_metadata,
+                            D::Conn::clock_param(),
+                        ];
+                        Ok(conn.fetch_one(&sql, &params).await?)
+                    })
+                },
+            )
             .await?;
-        let stored = row.map(|row| open_sandbox_row(&self.cipher, tenant, row)).transpose()?;
-        let (manifest, status) = update(stored.as_ref())?;
-        let sealed = sandbox_sealer(&self.cipher, tenant).seal_manifest(&manifest)?;
-        let (created_at, updated_at): (i64, i64) = sqlx::query_as(&format!(
-            "INSERT INTO sandbox_provider \
-             (tenant_id, manifest, status, status_reason, build_metadata, created_at, updated_at) \
-             SELECT $1, CAST($2 AS {JSON_TYPE}), $3, $4, CAST($5 AS {JSON_TYPE}), clock.ms, clock.ms {} \
-             ON CONFLICT (tenant_id) DO UPDATE SET manifest = excluded.manifest, status = excluded.status, \
-             status_reason = excluded.status_reason, build_metadata = excluded.build_metadata, \
-             updated_at = excluded.updated_at \
-             RETURNING created_at, updated_at",
-            from_clock("$6")
-        ))
-        .bind(tenant)
-        .bind(&sealed)
-        .bind(status.status.as_str())
-        .bind(&status.status_reason)
-        .bind(serde_json::to_string(&status.build_metadata)?)
-        .bind(clock())
-        .fetch_one(&mut *tx)
-        .await?;
-        tx.commit().await?;
+        let (manifest, status) = written.ok_or_else(|| not_found(SANDBOX_PROVIDER_KIND, tenant))?;
         Ok(SandboxProviderRecord {
             tenant_id: tenant.to_owned(),
             manifest: normalised(&manifest)?,
@@ -86,28 +114,32 @@ impl SandboxProviderStore for Store {
         tenant: &str,
         status: SandboxProviderStatus,
     ) -> StoreResult<SandboxProviderRecord> {
-        let mut conn = self.write_conn().await?;
-        let row: Option<SandboxRow> = sqlx::query_as(&format!(
-            "UPDATE sandbox_provider SET status = $1, status_reason = $2, build_metadata = CAST($3 AS {JSON_TYPE}), \
-             updated_at = {} WHERE tenant_id = $4 RETURNING {COLUMNS}",
-            now("$5")
-        ))
-        .bind(status.status.as_str())
-        .bind(&status.status_reason)
-        .bind(serde_json::to_string(&status.build_metadata)?)
-        .bind(tenant)
-        .bind(clock())
-        .fetch_optional(&mut *conn)
-        .await?;
+        let owned_tenant = tenant.to_owned();
+        let state = status.status.as_str().to_owned();
+        let reason = status.status_reason.clone();
+        let build_metadata = serde_json::to_string(&status.build_metadata)?;
+        let row: Option<SandboxRow> = self
+            .db
+            .run(Access::WriteOne, move |conn| {
+                Box::pin(async move {
+                    let sql = format!(
+                        "UPDATE sandbox_provider SET status = $1, status_reason = $2, \
+                         build_metadata = CAST($3 AS {}), updated_at = {} WHERE tenant_id = $4 RETURNING {COLUMNS}",
+                        D::Conn::JSON_TEXT,
+                        D::Conn::now_sql("$5")
+                    );
+                    let params = params![&state, &reason, &build_metadata, &owned_tenant, D::Conn::clock_param()];
+                    Ok(conn.fetch_optional(&sql, &params).await?)
+                })
+            })
+            .await?;
         let row = row.ok_or_else(|| not_found(SANDBOX_PROVIDER_KIND, tenant))?;
-        finish_write(conn).await?;
         open_sandbox_row(&self.cipher, tenant, row)
     }
 
     async fn delete_sandbox_provider(&self, tenant: &str) -> StoreResult<bool> {
-        let deleted = self
-            .execute_write(sqlx::query("DELETE FROM sandbox_provider WHERE tenant_id = $1").bind(tenant))
-            .await?;
+        let sql = "DELETE FROM sandbox_provider WHERE tenant_id = $1";
+        let deleted = self.write_texts(sql.into(), texts([tenant])).await?;
         Ok(deleted > 0)
     }
 }
