@@ -14,8 +14,8 @@ use trueforge_store::session::model::{
     ContextAppend, FreezeTurn, NewThread, NewTurn, SessionRecord, StoredEvent, TurnDone, TurnKey,
 };
 
-use super::{PreviousTurn, Runtime, Start, StartedTurn, TurnRequest, with_root};
-use crate::admission::{Admission, admit, admit_with, session_approvals};
+use super::{PreviousTurn, Runtime, Start, StartedTurn, TurnRequest, standing_approvals, with_root};
+use crate::admission::{Admission, admit, admit_with};
 use crate::approvals::{agent_scope_target, check_max_scope};
 use crate::cancel::TurnCancel;
 use crate::error::AgentError;
@@ -90,12 +90,7 @@ impl Runtime {
         if !admission.stopped_threads.is_empty() {
             self.store.remove_threads(&key, &admission.stopped_threads).await?;
         }
-        let mut approvals = session_approvals(
-            threads
-                .get(MAIN_THREAD_ID)
-                .and_then(|main| main.capability_state.as_ref()),
-        );
-        approvals.extend(agent_approvals);
+        let approvals = standing_approvals(&threads, agent_approvals);
         Ok(self.start(
             key,
             first_events.len() as u64,

@@ -196,12 +196,7 @@ impl Runtime {
         resources.known_mcp_sessions = record.snapshot.mcp_servers.unwrap_or_default();
         let threads = record.snapshot.threads;
         let built = self.build_threads(&resources, &threads).await?;
-        let mut approvals = session_approvals(
-            threads
-                .get(MAIN_THREAD_ID)
-                .and_then(|main| main.capability_state.as_ref()),
-        );
-        approvals.extend(agent_approvals);
+        let approvals = standing_approvals(&threads, agent_approvals);
         Ok(self.start(
             key.clone(),
             crate::journal::resumed_seq(record.turn.last_seq),
@@ -385,6 +380,21 @@ impl Runtime {
             task,
         }
     }
+}
+
+/// The tools a turn may run without asking: those allowed for the session (recorded on the root thread) and
+/// those allowed for every session of its saved agent.
+fn standing_approvals(
+    threads: &BTreeMap<String, AgentThreadSnapshot>,
+    agent_approvals: HashSet<(String, String)>,
+) -> HashSet<(String, String)> {
+    let mut approvals = session_approvals(
+        threads
+            .get(MAIN_THREAD_ID)
+            .and_then(|main| main.capability_state.as_ref()),
+    );
+    approvals.extend(agent_approvals);
+    approvals
 }
 
 /// The threads with an empty root added when there is none yet (a conversation's first turn).

@@ -4,10 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
+use crate::support::{MODEL, TestServer};
 use serde_json::{Value, json};
-use support::{MODEL, TestServer};
 
 // ---- whole floats are integers ----
 
@@ -103,7 +101,7 @@ async fn integers_in_query_strings_may_be_written_as_whole_floats() {
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 200);
-    let replayed = support::parse_frames(&response.text().await.unwrap());
+    let replayed = crate::support::parse_frames(&response.text().await.unwrap());
     assert_eq!(replayed.first().map(|(id, _)| *id), Some(2), "{replayed:?}");
     server.stop().await;
 }

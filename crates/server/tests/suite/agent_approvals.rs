@@ -5,10 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
+use crate::support::{Everything, TestServer, types};
 use serde_json::{Value, json};
-use support::{Everything, TestServer, types};
 use trueforge_protocol::ApprovalScope;
 
 /// The tool of server-everything the tests approve: not read-only, so it asks by default.
@@ -29,7 +27,7 @@ async fn two_agents(server: &TestServer, everything: &Everything) -> (String, St
         let (status, body) = server
             .post(
                 "/api/v1/agents",
-                json!({"name": name, "manifest": {"model": {"name": support::MODEL},
+                json!({"name": name, "manifest": {"model": {"name": crate::support::MODEL},
                     "mcp_servers": [{"name": "everything", "preload": true}]}}),
             )
             .await;

@@ -4,13 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::time::{Duration, Instant};
 
+use crate::support::{MODEL, TestServer};
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::{MODEL, TestServer};
 
 /// A stdio MCP server whose command leaves a file behind when it is started.
 fn marker_manifest(marker: &std::path::Path) -> Value {

@@ -13,13 +13,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 
+use crate::support::TestServer;
 use serde_json::{Value, json};
-use support::TestServer;
 
 // ---- the served document and page ----
 
@@ -136,7 +134,7 @@ async fn live_answers_fit_the_document() {
     let (status, body) = server
         .post(
             "/api/v1/agents",
-            json!({"name": "helper", "manifest": {"model": {"name": support::MODEL}, "instructions": "Be brief."}}),
+            json!({"name": "helper", "manifest": {"model": {"name": crate::support::MODEL}, "instructions": "Be brief."}}),
         )
         .await;
     assert_eq!(status, 201, "{body}");

@@ -5,12 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{TestServer, types};
 use serde_json::{Value, json};
-use support::{TestServer, types};
 use trueforge_testkit::fake_llm::ScriptedStream;
 
 fn user(text: &str) -> Value {

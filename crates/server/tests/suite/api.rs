@@ -3,10 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
+use crate::support::{TestServer, parse_frames, types};
 use serde_json::{Value, json};
-use support::{TestServer, parse_frames, types};
 
 fn user(text: &str) -> Value {
     json!([{"type": "user.message", "content": text}])

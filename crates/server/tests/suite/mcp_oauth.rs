@@ -4,12 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{TestServer, types};
 use serde_json::{Value, json};
-use support::{TestServer, types};
 use trueforge_testkit::oauth_mcp::{OAuthMcpOptions, OAuthMcpServer};
 
 fn no_redirects() -> reqwest::Client {
@@ -35,7 +33,7 @@ async fn session_with_secure(server: &TestServer) -> String {
     let (status, body) = server
         .post(
             "/api/v1/sessions",
-            json!({"agent": {"spec": {"model": {"name": support::MODEL},
+            json!({"agent": {"spec": {"model": {"name": crate::support::MODEL},
                 "mcp_servers": [{"name": "secure", "preload": true}]}}}),
         )
         .await;
@@ -129,7 +127,7 @@ async fn oauth_turn_waits_for_authorization_then_the_next_turn_uses_the_users_to
     // The waiting question is answered now: an empty input continues the conversation, and the tool runs
     // with the user's token (the server tells whose).
     let frames = server.stream_turn(&session_id, json!({"input": []})).await;
-    let response = support::first_event(&frames, "tool.response");
+    let response = crate::support::first_event(&frames, "tool.response");
     assert!(response["content"].as_str().unwrap().contains("alice"), "{}", response);
     assert_eq!(frames.last().unwrap().1["state"]["required_actions"], json!([]));
 
@@ -282,7 +280,7 @@ async fn oauth_call_refused_mid_conversation_runs_again_after_the_user_authorize
     let (status, body) = server
         .post(
             "/api/v1/sessions",
-            json!({"agent": {"spec": {"model": {"name": support::MODEL},
+            json!({"agent": {"spec": {"model": {"name": crate::support::MODEL},
                 "mcp_servers": [{"name": "secure", "preload": false}]}}}),
         )
         .await;
@@ -320,7 +318,7 @@ async fn oauth_call_refused_mid_conversation_runs_again_after_the_user_authorize
     assert_eq!(exchanges, 2);
     let frames = server.stream_turn(&session_id, json!({"input": []})).await;
     let kinds = types(&frames);
-    let response = support::first_event(&frames, "tool.response");
+    let response = crate::support::first_event(&frames, "tool.response");
     assert!(response["content"].as_str().unwrap().contains("alice"), "{}", response);
     // The interrupted call ran: no model call came before its result.
     let first_model = kinds.iter().position(|kind| kind.starts_with("model."));

@@ -4,14 +4,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{MODEL, TestServer, parse_frames, types};
 use reqwest::Method;
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use serde_json::{Value, json};
-use support::{MODEL, TestServer, parse_frames, types};
 
 // ---------------------------------------------------------------------------------------------------------
 // Helpers

@@ -5,10 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
+use crate::support::{Everything, TestServer, everything_bin, types};
 use serde_json::{Value, json};
-use support::{Everything, TestServer, everything_bin, types};
 
 async fn configure(server: &TestServer, everything: &Everything) {
     let (status, body) = server
@@ -25,7 +23,7 @@ async fn session_with_everything(server: &TestServer) -> String {
     let (status, body) = server
         .post(
             "/api/v1/sessions",
-            json!({"agent": {"spec": {"model": {"name": support::MODEL},
+            json!({"agent": {"spec": {"model": {"name": crate::support::MODEL},
                 "mcp_servers": [{"name": "everything", "preload": true}]}}}),
         )
         .await;
@@ -70,7 +68,7 @@ async fn everything_streamable_tool_called_by_the_agent() {
             json!({"input": user(r#"echo it #steps=1 #tool=echo #args={"message":"hello-mcp"}"#)}),
         )
         .await;
-    let response = support::first_event(&frames, "tool.response");
+    let response = crate::support::first_event(&frames, "tool.response");
     assert!(
         response["content"].as_str().unwrap().contains("hello-mcp"),
         "{}",
@@ -166,7 +164,7 @@ async fn everything_stdio_server_from_the_settings_is_called_by_the_agent_and_it
             json!({"input": user("show the environment #steps=1 #tool=get-env")}),
         )
         .await;
-    let response = support::first_event(&frames, "tool.response");
+    let response = crate::support::first_event(&frames, "tool.response");
     let content = response["content"].as_str().unwrap();
     // The stored (encrypted) env value reaches the process decrypted; our own environment does not.
     assert!(content.contains("secret-value"), "{content}");
@@ -235,7 +233,7 @@ async fn everything_streamable_session_is_recorded_once_and_kept_across_turns() 
             json!({"input": user("hello #steps=1 #tool=echo #args={\"message\":\"a\"}")}),
         )
         .await;
-    let servers = support::initialized_mcp_servers(&first);
+    let servers = crate::support::initialized_mcp_servers(&first);
     assert_eq!(servers.len(), 1, "{:?}", types(&first));
     assert_eq!(servers[0]["name"], "everything");
     assert_eq!(servers[0]["transport_type"], "streamable-http");
@@ -248,7 +246,7 @@ async fn everything_streamable_session_is_recorded_once_and_kept_across_turns() 
         )
         .await;
     assert!(
-        support::initialized_mcp_servers(&second).is_empty(),
+        crate::support::initialized_mcp_servers(&second).is_empty(),
         "same MCP session: {:?}",
         types(&second)
     );
@@ -283,7 +281,7 @@ async fn everything_streamable_session_is_resumed_by_the_next_server_process() {
             json!({"input": user("one #steps=1 #tool=echo #args={\"message\":\"a\"}")}),
         )
         .await;
-    let servers = support::initialized_mcp_servers(&frames);
+    let servers = crate::support::initialized_mcp_servers(&frames);
     assert_eq!(servers.len(), 1, "{:?}", types(&frames));
     // A graceful stop leaves the MCP session on the server for the next process.
     first.stop().await;
@@ -296,11 +294,11 @@ async fn everything_streamable_session_is_resumed_by_the_next_server_process() {
         )
         .await;
     assert!(
-        support::initialized_mcp_servers(&frames).is_empty(),
+        crate::support::initialized_mcp_servers(&frames).is_empty(),
         "the same MCP session goes on: {:?}",
         types(&frames)
     );
-    let response = support::first_event(&frames, "tool.response");
+    let response = crate::support::first_event(&frames, "tool.response");
     assert!(response["content"].as_str().unwrap().contains('b'), "{}", response);
     second.stop().await;
 }

@@ -1,0 +1,11 @@
+mod agent_approvals;
+mod api;
+mod bus_contract;
+mod full_store;
+mod hardening;
+mod mcp;
+mod mcp_oauth;
+mod models;
+mod openapi;
+mod routes;
+mod value_rules;
