@@ -3,14 +3,12 @@
 //! maximum scope is narrower.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use support::fixtures::{answer_text, approvals_required, deleting_model};
-use support::tools::executed;
-use support::{Harness, TENANT, approve, spec, user};
+use crate::support::fixtures::{answer_text, approvals_required, deleting_model};
+use crate::support::tools::executed;
+use crate::support::{Harness, TENANT, approve, spec, user};
 use trueforge_agent::{AgentApprovals, AgentError, PreviousTurn, StoredAgentApprovals, StoredAgents};
 use trueforge_protocol::{ApprovalDecision, ApprovalScope, SessionAgent, TurnState};
 use trueforge_store::session::model::NewSession;

@@ -3,15 +3,13 @@
 //! context and the same stored events as an uninterrupted run, and no tool may run twice.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::crash::CrashingStore;
+use crate::support::model::{ScriptedModel, assistant_count, calls, text};
+use crate::support::tools::Executions;
+use crate::support::{Harness, TENANT, normalized_json, spec, user};
 use serde_json::{Value, json};
-use support::crash::CrashingStore;
-use support::model::{ScriptedModel, assistant_count, calls, text};
-use support::tools::Executions;
-use support::{Harness, TENANT, normalized_json, spec, user};
 use trueforge_agent::capabilities::SUB_AGENT_IDENTITY;
 use trueforge_agent::{PreviousTurn, RuntimeOptions};
 use trueforge_protocol::TurnState;
@@ -139,14 +137,15 @@ async fn resume_after_every_step_gives_the_uninterrupted_result() {
 
 /// A runtime on the second harness's store whose workbench records into `executions`.
 fn rebind_tools(harness: &Harness, executions: &Executions) -> trueforge_agent::Runtime {
-    let tools = trueforge_agent::StaticToolSets::new().with(Arc::new(support::tools::workbench(executions.clone())));
+    let tools =
+        trueforge_agent::StaticToolSets::new().with(Arc::new(crate::support::tools::workbench(executions.clone())));
     trueforge_agent::Runtime::new(
         harness.store.clone(),
-        Arc::new(support::model::OneModel {
+        Arc::new(crate::support::model::OneModel {
             model: model(),
             context_window: None,
         }),
-        Arc::new(support::NoAgents),
+        Arc::new(crate::support::NoAgents),
         Arc::new(tools),
         RuntimeOptions::default(),
     )

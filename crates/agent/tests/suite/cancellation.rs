@@ -2,19 +2,17 @@
 //! and how the next turn treats a call a cancel interrupted.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use serde_json::Value;
-use support::fixtures::{
+use crate::support::fixtures::{
     AsyncModel, Probe, StallingModel, answer_text, only_response, probe_tools, session_events, steps_since_user,
     stored, tool_responses, tool_result, use_tool_sets, user_texts, within,
 };
-use support::model::{Reply, calls, text};
-use support::{Harness, spec, user};
+use crate::support::model::{Reply, calls, text};
+use crate::support::{Harness, spec, user};
+use serde_json::Value;
 use trueforge_agent::{PreviousTurn, RuntimeOptions, StartedTurn, StreamItem};
 use trueforge_llm::StreamEvent;
 use trueforge_protocol::{

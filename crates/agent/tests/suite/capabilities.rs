@@ -2,19 +2,17 @@
 //! deferred tools, question validation, and the turn's metrics.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde_json::Value;
-use support::fixtures::{
+use crate::support::fixtures::{
     AsyncModel, all_text, answer_text, is_child, is_summary, metrics, only_response, server_error, session_events,
     steps_since_user, stored, tool_result, use_tool_sets, vault_tools, with_usage, within,
 };
-use support::model::{calls, text};
-use support::tools::executed;
-use support::{Harness, approve, spec, user};
+use crate::support::model::{calls, text};
+use crate::support::tools::executed;
+use crate::support::{Harness, approve, spec, user};
+use serde_json::Value;
 use tokio::sync::Notify;
 use trueforge_agent::PreviousTurn;
 use trueforge_agent::capabilities::{CONTINUATION_NOTE, internal};
@@ -400,7 +398,7 @@ async fn deferred_tools_are_listed_described_and_called_through_meta_tools() {
 #[tokio::test]
 async fn approval_for_the_session_covers_a_deferred_tool_reached_through_call_tool() {
     let model = AsyncModel::scripted(|request| {
-        let n = support::fixtures::user_texts(request).len();
+        let n = crate::support::fixtures::user_texts(request).len();
         match steps_since_user(request) {
             0 => {
                 let id = format!("call_burn_{n}");

@@ -3,16 +3,14 @@
 //! are recorded with `mcp.initialize` when they are new, and images a tool returns reach the model as images.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::support::fixtures::{AsyncModel, session_events, steps_since_user};
+use crate::support::model::{calls, text};
+use crate::support::{Harness, user};
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use support::fixtures::{AsyncModel, session_events, steps_since_user};
-use support::model::{calls, text};
-use support::{Harness, user};
 use trueforge_agent::tools::{ToolContext, ToolError, ToolOutput, ToolSet, ToolSpec};
 use trueforge_protocol::{
     AgentSpec, McpServerInitInfo, McpServerRef, McpTransportType, SessionEvent, ToolSource, TurnState,

@@ -1,14 +1,12 @@
 //! A sub-agent started on another configured model than its parent's.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use crate::support::model::{ScriptedModel, assistant_count, calls, text};
+use crate::support::{Harness, spec, user};
 use async_trait::async_trait;
-use support::model::{ScriptedModel, assistant_count, calls, text};
-use support::{Harness, spec, user};
 use trueforge_agent::capabilities::{SUB_AGENT_IDENTITY, SubAgentModel};
 use trueforge_agent::{ModelResolveError, ModelResolver, ResolvedModel, Runtime, RuntimeOptions, StaticToolSets};
 use trueforge_llm::TokenizerFamily;
@@ -86,8 +84,8 @@ async fn sub_agent_runs_on_the_model_it_was_given() {
             main: main.clone(),
             small: small.clone(),
         }),
-        Arc::new(support::NoAgents),
-        Arc::new(StaticToolSets::new().with(Arc::new(support::tools::workbench(harness.executions.clone())))),
+        Arc::new(crate::support::NoAgents),
+        Arc::new(StaticToolSets::new().with(Arc::new(crate::support::tools::workbench(harness.executions.clone())))),
         RuntimeOptions::default(),
     );
     let started = runtime
@@ -139,8 +137,8 @@ async fn sub_agent_with_an_unknown_model_is_refused_to_the_model() {
             main,
             small: small.clone(),
         }),
-        Arc::new(support::NoAgents),
-        Arc::new(StaticToolSets::new().with(Arc::new(support::tools::workbench(harness.executions.clone())))),
+        Arc::new(crate::support::NoAgents),
+        Arc::new(StaticToolSets::new().with(Arc::new(crate::support::tools::workbench(harness.executions.clone())))),
         RuntimeOptions::default(),
     );
     let started = runtime
@@ -202,7 +200,7 @@ async fn sub_agent_that_answers_nothing_still_gives_its_parent_a_result() {
 
 #[tokio::test]
 async fn cancel_is_not_caused_by_a_next_turn_that_cannot_start() {
-    let model = ScriptedModel::new(|_| support::model::Reply::Hang);
+    let model = ScriptedModel::new(|_| crate::support::model::Reply::Hang);
     let harness = Harness::new(model, spec()).await;
     let first = harness
         .runtime
@@ -214,7 +212,7 @@ async fn cancel_is_not_caused_by_a_next_turn_that_cannot_start() {
     harness
         .store
         .update_session(
-            support::TENANT,
+            crate::support::TENANT,
             &harness.session_id,
             trueforge_store::session::model::SessionUpdate {
                 agent_spec: Some(broken),

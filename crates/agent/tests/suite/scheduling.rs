@@ -2,17 +2,15 @@
 //! is compacted once it reaches 80 % of the model's context window when the spec sets no threshold.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
-use support::fixtures::{
+use crate::support::fixtures::{
     AsyncModel, all_text, answer_text, is_summary, metrics, steps_since_user, tool_result, tool_results, with_usage,
 };
-use support::model::{calls, text};
-use support::{Harness, spec, user};
+use crate::support::model::{calls, text};
+use crate::support::{Harness, spec, user};
+use serde_json::json;
 use tokio::sync::Barrier;
 use trueforge_agent::RuntimeOptions;
 use trueforge_agent::capabilities::CONTINUATION_NOTE;

@@ -2,17 +2,15 @@
 //! agents read live, and the iteration budget.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::sync::Arc;
 
-use serde_json::Value;
-use support::fixtures::{
+use crate::support::fixtures::{
     AsyncModel, Directory, answer_text, bind_named_agent, is_child, only_response, steps_since_user, stored,
     user_texts, within,
 };
-use support::model::{Reply, calls, text};
-use support::{Harness, TENANT, spec, user};
+use crate::support::model::{Reply, calls, text};
+use crate::support::{Harness, TENANT, spec, user};
+use serde_json::Value;
 use tokio::sync::Notify;
 use trueforge_agent::{AgentError, PreviousTurn};
 use trueforge_protocol::{CancellationReason, SessionEvent, TurnState, TurnStreamingEvent};
@@ -46,7 +44,7 @@ async fn previous_turn_auto_continues_the_latest_turn() {
     assert_eq!(answer_text(&state), "reply to second question");
     let request = model.requests().pop().unwrap();
     assert_eq!(user_texts(&request), vec!["first question", "second question"]);
-    assert!(support::fixtures::all_text(&request).contains("reply to first question"));
+    assert!(crate::support::fixtures::all_text(&request).contains("reply to first question"));
     let record = harness.store.get_turn(&second).await.unwrap().unwrap();
     assert_eq!(record.turn.previous_turn_id.as_deref(), Some(first.turn_id.as_str()));
 }
@@ -82,7 +80,7 @@ async fn previous_turn_id_forks_from_that_turn() {
 
     let request = model.requests().pop().unwrap();
     assert_eq!(user_texts(&request), vec!["first question", "third question"]);
-    let everything = support::fixtures::all_text(&request);
+    let everything = crate::support::fixtures::all_text(&request);
     assert!(everything.contains("reply to first question"));
     assert!(!everything.contains("second"), "the fork does not see the later turn");
     let record = harness.store.get_turn(&fork).await.unwrap().unwrap();
@@ -345,7 +343,7 @@ fn limited_spec(limit: u32) -> trueforge_protocol::AgentSpec {
 
 /// Echoes forever, a new call id per step.
 fn looping(request: &trueforge_llm::ModelRequest) -> Reply {
-    let step = support::model::assistant_count(request);
+    let step = crate::support::model::assistant_count(request);
     let id = format!("call_{step}");
     calls(&[(id.as_str(), "echo", r#"{"text": "again"}"#)])
 }

@@ -2,14 +2,12 @@
 //! anything.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
-use support::fixtures::{
+use crate::support::fixtures::{
     AsyncModel, answer_text, approvals_required, deleting_model, session_events, steps_since_user, user_texts,
 };
-use support::model::{calls, text};
-use support::tools::executed;
-use support::{Harness, TENANT, answer, approve, spec, user};
+use crate::support::model::{calls, text};
+use crate::support::tools::executed;
+use crate::support::{Harness, TENANT, answer, approve, spec, user};
 use trueforge_agent::{AgentError, PreviousTurn};
 use trueforge_protocol::{
     ActionRequiredEvent, ApprovalDecision, ContextMessage, SessionEvent, TurnInputItem, TurnState,

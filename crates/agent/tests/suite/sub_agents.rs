@@ -2,18 +2,16 @@
 //! what a new user message does to unfinished sub-agents.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::sync::Arc;
 
-use serde_json::Value;
-use support::fixtures::{
+use crate::support::fixtures::{
     AsyncModel, answer_text, is_child, only_response, server_error, session_events, steps_since_user, stored,
     threads_created, threads_done, tool_responses, tool_result, user_texts, within,
 };
-use support::model::{Reply, calls, first_user_text, text};
-use support::tools::executed;
-use support::{Harness, approve, spec, user};
+use crate::support::model::{Reply, calls, first_user_text, text};
+use crate::support::tools::executed;
+use crate::support::{Harness, approve, spec, user};
+use serde_json::Value;
 use tokio::sync::watch;
 use trueforge_agent::{AgentError, PreviousTurn, StreamItem};
 use trueforge_protocol::{

@@ -2,15 +2,13 @@
 //! server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::fixtures::{answer_text, only_response, session_events, stored, within};
+use crate::support::tools::executed;
+use crate::support::{Harness, spec, user};
 use serde_json::{Value, json};
-use support::fixtures::{answer_text, only_response, session_events, stored, within};
-use support::tools::executed;
-use support::{Harness, spec, user};
 use trueforge_agent::StreamItem;
 use trueforge_llm::{ClientOptions, Endpoint, ModelClient, RetryPolicy, WireApi, wire_format};
 use trueforge_protocol::{SessionEvent, TurnState, TurnStreamingEvent};

@@ -1,0 +1,12 @@
+mod agent_approvals;
+mod approvals;
+mod cancellation;
+mod capabilities;
+mod mcp_sessions;
+mod provider;
+mod resume;
+mod scheduling;
+mod sub_agent_models;
+mod sub_agents;
+mod tool_names;
+mod turns;
