@@ -44,7 +44,8 @@ pub enum AllowedHost {
 impl AllowedHost {
     /// Parses one entry; `None` for an entry that is not a host name pattern.
     pub fn parse(entry: &str) -> Option<Self> {
-        let entry = entry.trim().trim_end_matches('.').to_ascii_lowercase();
+        // Compared with hosts as `normalise_host` gives them: an IPv6 literal without its brackets.
+        let entry = normalise_host(entry.trim());
         if entry == "*" {
             return Some(Self::Any);
         }
@@ -143,17 +144,16 @@ impl HostGuard {
         let Some(host) = host_of_authority(authority) else {
             return false;
         };
+        let listed = self.public_host.as_deref() == Some(host.as_str())
+            || self.allowed_hosts.iter().any(|allowed| allowed.matches(&host));
         if let Ok(address) = host.parse::<IpAddr>() {
             // A name can be rebound to 127.0.0.1, an address literal cannot: a page loaded from one address
             // never becomes same-origin with another. Any address the server is reachable at is fine, which
-            // when bound to all interfaces is any address.
-            return address.is_loopback() || address == self.bound || self.bound.is_unspecified();
+            // when bound to all interfaces is any address (behind a port forward, the operator lists it).
+            return listed || address.is_loopback() || address == self.bound || self.bound.is_unspecified();
         }
         // Browsers resolve `localhost` and `*.localhost` to loopback themselves (RFC 6761), never via DNS.
-        host == "localhost"
-            || host.ends_with(".localhost")
-            || self.public_host.as_deref() == Some(host.as_str())
-            || self.allowed_hosts.iter().any(|allowed| allowed.matches(&host))
+        listed || host == "localhost" || host.ends_with(".localhost")
     }
 
     fn check_origin(&self, method: &Method, authority: Option<&str>, headers: &HeaderMap) -> Result<(), Refusal> {
@@ -320,6 +320,18 @@ mod tests {
         let everywhere = super::tests::guard(|config| config.host = "0.0.0.0".parse().unwrap());
         assert!(allowed(&everywhere, Method::GET, &[("host", "10.1.2.3:8790")]));
         assert!(!allowed(&everywhere, Method::GET, &[("host", "evil.example")]));
+        // Addresses the server is reached at through a port forward or a proxy, when listed or public.
+        let forwarded = super::tests::guard(|config| {
+            config.allowed_hosts = vec![
+                AllowedHost::parse("10.0.0.5").unwrap(),
+                AllowedHost::parse("[FD00::1]").unwrap(),
+            ];
+            config.public_base_url = Some("http://192.168.9.9:8080".to_owned());
+        });
+        for host in ["10.0.0.5:8790", "[fd00::1]:8790", "192.168.9.9:8080"] {
+            assert!(allowed(&forwarded, Method::GET, &[("host", host)]), "{host}");
+        }
+        assert!(!allowed(&forwarded, Method::GET, &[("host", "10.0.0.6")]));
         let any = super::tests::guard(|config| config.allowed_hosts = vec![AllowedHost::Any]);
         assert!(allowed(&any, Method::GET, &[("host", "evil.example")]));
     }

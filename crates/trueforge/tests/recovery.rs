@@ -88,26 +88,52 @@ async fn start_turn(http: &reqwest::Client, base: &str, fake: &FakeLlm, message:
     (session_id, turn["data"]["id"].as_str().unwrap().to_owned())
 }
 
+/// Starts a server on `dir`, starts a turn with `message` there, and kills the server with `kill -9` after
+/// `running_for`; returns the turn's session and id.
+async fn kill_during_turn(
+    dir: &std::path::Path,
+    lease_seconds: u32,
+    http: &reqwest::Client,
+    fake: &FakeLlm,
+    message: &str,
+    running_for: Duration,
+) -> (String, String) {
+    let port = free_port();
+    let mut server = spawn_server_with_lease(dir, port, lease_seconds);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_healthy(http, &base).await;
+    let ids = start_turn(http, &base, fake, message).await;
+    tokio::time::sleep(running_for).await;
+    server.kill().unwrap();
+    server.wait().unwrap();
+    ids
+}
+
+/// Starts the next server on `dir`; returns it and its base URL once it answers.
+async fn restart(dir: &std::path::Path, lease_seconds: u32, http: &reqwest::Client) -> (Child, String) {
+    let port = free_port();
+    let server = spawn_server_with_lease(dir, port, lease_seconds);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_healthy(http, &base).await;
+    (server, base)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_a_turn_left_running_by_a_killed_server() {
     let fake = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
     let http = reqwest::Client::new();
-
-    let first_port = free_port();
-    let mut first = spawn_server(dir.path(), first_port);
-    let base = format!("http://127.0.0.1:{first_port}");
-    wait_healthy(&http, &base).await;
-    let (session_id, turn_id) = start_turn(&http, &base, &fake, "slow #delay=500").await;
     // The model call is under way when the process dies.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    first.kill().unwrap();
-    first.wait().unwrap();
-
-    let second_port = free_port();
-    let mut second = spawn_server(dir.path(), second_port);
-    let base = format!("http://127.0.0.1:{second_port}");
-    wait_healthy(&http, &base).await;
+    let (session_id, turn_id) = kill_during_turn(
+        dir.path(),
+        1,
+        &http,
+        &fake,
+        "slow #delay=500",
+        Duration::from_millis(300),
+    )
+    .await;
+    let (mut second, base) = restart(dir.path(), 1, &http).await;
     let state = settled_state(&http, &base, &session_id, &turn_id, Duration::from_secs(30)).await;
     assert_eq!(state["status"], "done", "{state}");
     assert_eq!(state["output"]["content"], "This is a fake answer.", "{state}");
@@ -148,18 +174,9 @@ async fn cancel_of_a_turn_whose_owner_is_gone_reaches_subscribers() {
     let fake = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
     let http = reqwest::Client::new();
-    let first_port = free_port();
-    let mut first = spawn_server_with_lease(dir.path(), first_port, 120);
-    let base = format!("http://127.0.0.1:{first_port}");
-    wait_healthy(&http, &base).await;
-    let (session_id, turn_id) = start_turn(&http, &base, &fake, "slow #delay=20000").await;
-    first.kill().unwrap();
-    first.wait().unwrap();
-
-    let second_port = free_port();
-    let mut second = spawn_server_with_lease(dir.path(), second_port, 120);
-    let base = format!("http://127.0.0.1:{second_port}");
-    wait_healthy(&http, &base).await;
+    let (session_id, turn_id) =
+        kill_during_turn(dir.path(), 120, &http, &fake, "slow #delay=20000", Duration::ZERO).await;
+    let (mut second, base) = restart(dir.path(), 120, &http).await;
     let subscriber = {
         let http = http.clone();
         let url = format!("{base}/api/v1/sessions/{session_id}/turns/{turn_id}/subscribe");
@@ -213,19 +230,16 @@ async fn a_restarted_server_resumes_orphaned_turns_without_waiting_for_their_lea
     let fake = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
     let http = reqwest::Client::new();
-    let first_port = free_port();
-    let mut first = spawn_server_with_lease(dir.path(), first_port, 120);
-    let base = format!("http://127.0.0.1:{first_port}");
-    wait_healthy(&http, &base).await;
-    let (session_id, turn_id) = start_turn(&http, &base, &fake, "slow #delay=500").await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    first.kill().unwrap();
-    first.wait().unwrap();
-
-    let second_port = free_port();
-    let mut second = spawn_server_with_lease(dir.path(), second_port, 120);
-    let base = format!("http://127.0.0.1:{second_port}");
-    wait_healthy(&http, &base).await;
+    let (session_id, turn_id) = kill_during_turn(
+        dir.path(),
+        120,
+        &http,
+        &fake,
+        "slow #delay=500",
+        Duration::from_millis(300),
+    )
+    .await;
+    let (mut second, base) = restart(dir.path(), 120, &http).await;
     // Far inside the 120 s lease.
     let state = settled_state(&http, &base, &session_id, &turn_id, Duration::from_secs(20)).await;
     assert_eq!(state["status"], "done", "{state}");
