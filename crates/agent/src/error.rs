@@ -31,6 +31,9 @@ pub enum AgentError {
     Tool(#[from] ToolError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Shutdown has begun: no turn starts or resumes any more.
+    #[error("The server is shutting down")]
+    ShuttingDown,
     /// A bug in the runtime (a task panicked).
     #[error("internal error: {0}")]
     Internal(String),

@@ -72,7 +72,7 @@ pub async fn finish_turn(
                 thread_id: None,
                 state: written.clone(),
             };
-            journal.stream_stored(seq, SessionEvent::TurnDone(event)).await;
+            journal.stream_end(seq, SessionEvent::TurnDone(event)).await;
             Some(written)
         }
         Err(StoreError::TurnNotRunning { .. }) => stream_stored_done(env).await,
@@ -96,7 +96,7 @@ async fn stream_unstored_done(env: &TurnEnv, seq: u64, event_id: String, state: 
         thread_id: None,
         state,
     };
-    env.journal.stream_stored(seq, SessionEvent::TurnDone(event)).await;
+    env.journal.stream_end(seq, SessionEvent::TurnDone(event)).await;
 }
 
 async fn stream_stored_done(env: &TurnEnv) -> Option<TurnState> {
@@ -111,6 +111,6 @@ async fn stream_stored_done(env: &TurnEnv) -> Option<TurnState> {
         SessionEvent::TurnDone(done) => done.state.clone(),
         _ => return None,
     };
-    journal.stream_stored(stored.seq, stored.event).await;
+    journal.stream_end(stored.seq, stored.event).await;
     Some(state)
 }

@@ -1,6 +1,8 @@
-//! The turn's journal: every event gets a per-turn sequence number, is written to the store when it is
-//! durable, and only then goes to the live stream. Streamed-only events (the message placeholder and its
-//! deltas) take a number too, so a subscriber's cursor covers everything it saw.
+//! The turn's journal, the one place a turn's events get their sequence numbers. Every event is written to
+//! the store when it is durable and only then handed to the turn's publisher (`live`), which puts it on the
+//! event bus. Streamed-only events (an answer's placeholder and its deltas) take a number too, so a
+//! subscriber's cursor covers everything it saw; the publisher marks those numbers in the store before it
+//! streams them, so a run that resumes the turn after a crash numbers on right after them.
 //!
 //! The live stream's numbers are dense (1, 2, 3, … as the reference's): a stored-only event (the complete
 //! `model.message`) takes no new number but the number of the last streamed-only item before it (its last
@@ -10,14 +12,17 @@
 use std::sync::Arc;
 
 use tokio::sync::{Mutex, mpsc};
-use trueforge_protocol::{ContextMessage, CurrentContextUsage, SessionEvent, SubAgentCompletion, TurnStreamingEvent};
+use trueforge_protocol::sync::lock;
+use trueforge_protocol::{
+    ContextMessage, CurrentContextUsage, ModelMessageEvent, SessionEvent, SubAgentCompletion, TurnStreamingEvent,
+};
 use trueforge_store::SessionStore;
-use trueforge_store::session::model::{StoredEvent, ThreadStep, TurnKey};
+use trueforge_store::session::model::{OpenMessage, StoredEvent, ThreadStep, TurnKey};
 
 use crate::error::AgentError;
 use crate::ids::EventIds;
+use crate::live::Outgoing;
 use crate::metrics::{EventCounts, EventTally};
-use trueforge_protocol::sync::lock;
 
 /// One event of the live stream with its sequence number.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,12 +38,13 @@ pub enum Publish {
     Quiet,
 }
 
-/// The last number given out, and whether it went to a streamed-only item (which a stored-only event
-/// may then share).
-#[derive(Debug, Clone, Copy)]
+/// The numbering: the last number given out, whether it went to a streamed-only item (which a stored-only
+/// event may then share), and the answers streaming now.
+#[derive(Debug, Clone)]
 struct Numbers {
     last: u64,
     last_unstored: bool,
+    open: Arc<Vec<OpenMessage>>,
 }
 
 impl Numbers {
@@ -56,20 +62,18 @@ impl Numbers {
         self.last_unstored = true;
         self.last
     }
+
+    /// A stored complete `model.message` closes its answer.
+    fn close(&mut self, event: &SessionEvent) {
+        if let SessionEvent::ModelMessage(message) = event
+            && self.open.iter().any(|open| open.id == message.id)
+        {
+            Arc::make_mut(&mut self.open).retain(|open| open.id != message.id);
+        }
+    }
 }
 
-/// How far past the stored last seq a resumed run starts numbering. The run that died may have streamed
-/// items after its last stored event (one model answer's placeholder and deltas); a client holding such a
-/// number as its cursor must still receive everything the resumed run sends, so the resumed run starts
-/// above anything one answer can stream.
-pub const RESUME_SEQ_GAP: u64 = 1 << 20;
-
-/// The last number a resumed run continues after.
-pub fn resumed_seq(stored_last_seq: u64) -> u64 {
-    stored_last_seq.saturating_add(RESUME_SEQ_GAP)
-}
-
-/// How many stream items may wait for a slow consumer before the turn waits for it.
+/// How many stream items may wait for the publisher before the turn waits for it.
 pub const STREAM_BUFFER: usize = 4096;
 
 pub struct Journal {
@@ -77,19 +81,19 @@ pub struct Journal {
     pub store: Arc<dyn SessionStore>,
     pub ids: Arc<EventIds>,
     numbers: Mutex<Numbers>,
-    live: mpsc::Sender<StreamItem>,
+    outbox: mpsc::Sender<Outgoing>,
     tally: std::sync::Mutex<EventTally>,
 }
 
 impl Journal {
-    /// A journal continuing after `last_seq` (the number of a new turn's first stored events; on resume,
-    /// [`resumed_seq`] of the stored last seq).
-    pub fn new(
+    /// A journal numbering on after `last_seq`: a new turn's first stored events, or on resume the highest
+    /// number the crashed run stored or marked as streamed.
+    pub(crate) fn new(
         key: TurnKey,
         store: Arc<dyn SessionStore>,
         ids: Arc<EventIds>,
         last_seq: u64,
-        live: mpsc::Sender<StreamItem>,
+        outbox: mpsc::Sender<Outgoing>,
     ) -> Self {
         Self {
             key,
@@ -98,8 +102,9 @@ impl Journal {
             numbers: Mutex::new(Numbers {
                 last: last_seq,
                 last_unstored: false,
+                open: Arc::new(Vec::new()),
             }),
-            live,
+            outbox,
             tally: std::sync::Mutex::new(EventTally::default()),
         }
     }
@@ -122,11 +127,28 @@ impl Journal {
         self.ids.next()
     }
 
+    /// Streams the placeholder of an answer about to stream; until its complete `model.message` is stored,
+    /// the answer is open (a resumed run closes it, see `recovery`).
+    pub async fn open_message(&self, placeholder: ModelMessageEvent) {
+        let mut numbers = self.numbers.lock().await;
+        let seq = numbers.streamed_only();
+        Arc::make_mut(&mut numbers.open).push(OpenMessage {
+            id: placeholder.id.clone(),
+            seq,
+            thread_id: placeholder.thread_id.clone(),
+            created_at: placeholder.created_at.clone(),
+        });
+        let open = numbers.open.clone();
+        self.send(Outgoing::streamed(seq, SessionEvent::from(placeholder).into(), open))
+            .await;
+    }
+
     /// Streams an event that is never stored.
     pub async fn stream(&self, event: impl Into<TurnStreamingEvent>) {
         let mut numbers = self.numbers.lock().await;
         let seq = numbers.streamed_only();
-        self.send(seq, event.into()).await;
+        let open = numbers.open.clone();
+        self.send(Outgoing::streamed(seq, event.into(), open)).await;
     }
 
     /// Stores an event, then streams it.
@@ -139,24 +161,9 @@ impl Journal {
         if events.is_empty() {
             return Ok(());
         }
-        let mut numbers = self.numbers.lock().await;
-        let mut next = *numbers;
-        let stored: Vec<StoredEvent> = events
-            .into_iter()
-            .map(|event| StoredEvent {
-                seq: next.stored(Publish::Stream),
-                event,
-            })
-            .collect();
-        self.store.append_events(&self.key, stored.clone()).await?;
-        *numbers = next;
-        for item in &stored {
-            self.tally(&item.event);
-        }
-        for item in stored {
-            self.send(item.seq, item.event.into()).await;
-        }
-        Ok(())
+        let events = events.into_iter().map(|event| (event, Publish::Stream)).collect();
+        self.write(events, |stored| self.store.append_events(&self.key, stored))
+            .await
     }
 
     /// Commits a thread step: its events and its context rows in one store transaction, then streams the
@@ -170,8 +177,28 @@ impl Journal {
         usage: Option<CurrentContextUsage>,
         completion: Option<SubAgentCompletion>,
     ) -> Result<(), AgentError> {
+        self.write(events, |stored| {
+            let step = ThreadStep {
+                thread_id: thread_id.to_owned(),
+                events: stored,
+                messages,
+                usage,
+                completion,
+            };
+            self.store.commit_thread_step(&self.key, step)
+        })
+        .await
+    }
+
+    /// Numbers `events`, stores them with `store_them`, then hands them to the publisher. The numbers are
+    /// taken only once the write succeeded, so a failed write leaves no hole.
+    async fn write<F, Fut>(&self, events: Vec<(SessionEvent, Publish)>, store_them: F) -> Result<(), AgentError>
+    where
+        F: FnOnce(Vec<StoredEvent>) -> Fut,
+        Fut: std::future::Future<Output = Result<(), trueforge_store::StoreError>>,
+    {
         let mut numbers = self.numbers.lock().await;
-        let mut next = *numbers;
+        let mut next = numbers.clone();
         let numbered: Vec<(StoredEvent, Publish)> = events
             .into_iter()
             .map(|(event, publish)| {
@@ -179,23 +206,15 @@ impl Journal {
                 (StoredEvent { seq, event }, publish)
             })
             .collect();
-        let step = ThreadStep {
-            thread_id: thread_id.to_owned(),
-            events: numbered.iter().map(|(stored, _)| stored.clone()).collect(),
-            messages,
-            usage,
-            completion,
-        };
-        self.store.commit_thread_step(&self.key, step).await?;
-        *numbers = next;
-        for (stored, _) in &numbered {
-            self.tally(&stored.event);
-        }
+        store_them(numbered.iter().map(|(stored, _)| stored.clone()).collect()).await?;
         for (stored, publish) in numbered {
+            self.tally(&stored.event);
+            next.close(&stored.event);
             if publish == Publish::Stream {
-                self.send(stored.seq, stored.event.into()).await;
+                self.send(Outgoing::stored(stored.seq, stored.event.into())).await;
             }
         }
+        *numbers = next;
         Ok(())
     }
 
@@ -211,25 +230,24 @@ impl Journal {
             self.tally(&item.event);
             numbers.last = numbers.last.max(item.seq);
             numbers.last_unstored = false;
-            self.send(item.seq, item.event.into()).await;
+            self.send(Outgoing::stored(item.seq, item.event.into())).await;
         }
     }
 
-    /// Streams an event the store already wrote with `seq` (the terminal `turn.done`; or, when the store
-    /// failed, the one it was asked to write, see `finish::stream_unstored_done`). When another writer
-    /// stored it (a freeze), its number may not be above what this stream already used for streamed-only
-    /// items; the stream then gives it the next number, so the stream's numbers keep increasing and the
-    /// stream's last event is never refused.
-    pub async fn stream_stored(&self, seq: u64, event: SessionEvent) {
+    /// Streams the turn's `turn.done`: the one this journal stored with `seq`, or the one the store refused
+    /// (see `finish::stream_unstored_done`), or the one another writer stored (a freeze). Only the last may
+    /// carry a number this stream already gave to a streamed-only item the store had not seen marked yet;
+    /// it then takes the next number, so the stream's numbers keep increasing and its end is never refused.
+    pub async fn stream_end(&self, seq: u64, event: SessionEvent) {
         let mut numbers = self.numbers.lock().await;
         let seq = seq.max(numbers.last + 1);
         numbers.last = seq;
         numbers.last_unstored = false;
-        self.send(seq, event.into()).await;
+        self.send(Outgoing::stored(seq, event.into())).await;
     }
 
-    async fn send(&self, seq: u64, event: TurnStreamingEvent) {
-        // A consumer that went away does not stop the turn: events stay in the store for later readers.
-        let _ = self.live.send(StreamItem { seq, event }).await;
+    async fn send(&self, outgoing: Outgoing) {
+        // A publisher that went away does not stop the turn: its events stay in the store for readers.
+        let _ = self.outbox.send(outgoing).await;
     }
 }

@@ -1,11 +1,15 @@
 //! Resuming a turn after its executor died: calls that were in flight are settled before the loop runs
 //! again. A step's events and rows are committed together, so a call either has its result or none; a call
 //! without a result that had started (it is in the thread's started list) is closed as interrupted, and a
-//! call that never started runs normally. No call ever runs twice.
+//! call that never started runs normally. No call ever runs twice. An answer the crashed run was streaming
+//! (its placeholder went out, its complete `model.message` was never stored) is closed under its id as
+//! interrupted: `finish_reason: null`, which no finished answer has.
 
-use trueforge_protocol::{ContextMessage, SessionEvent, ToolResponseEvent};
+use std::collections::HashSet;
+
+use trueforge_protocol::{ContextMessage, ModelMessageEvent, SessionEvent, ToolResponseEvent};
 use trueforge_store::SessionStore;
-use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey};
+use trueforge_store::session::model::{OpenMessage, PageRequest, SortOrder, TurnKey};
 
 use crate::admission::unfinished_call_result;
 use crate::bookkeeping::ThreadRecords;
@@ -16,10 +20,16 @@ use crate::journal::Publish;
 use crate::metrics::ThreadMetrics;
 use crate::thread::{AgentThread, TurnEnv};
 
-/// Settles the in-flight calls and returns what the turn had used before the crash (token counts of its
-/// stored model messages; each thread's model calls so far also count against its iteration limit).
-pub async fn reconcile_open_calls(env: &TurnEnv, threads: &mut [AgentThread]) -> Result<ThreadMetrics, AgentError> {
+/// Closes the answers left open, settles the in-flight calls and returns what the turn had used before the
+/// crash (token counts of its stored model messages; each thread's model calls so far also count against
+/// its iteration limit).
+pub async fn reconcile_open_calls(
+    env: &TurnEnv,
+    threads: &mut [AgentThread],
+    open_messages: Vec<OpenMessage>,
+) -> Result<ThreadMetrics, AgentError> {
     let events = all_turn_events(env.journal.store.as_ref(), &env.journal.key).await?;
+    close_interrupted_answers(env, &events, open_messages).await?;
     let mut used = ThreadMetrics::default();
     for item in &events {
         env.journal.tally(&item.event);
@@ -67,6 +77,38 @@ pub async fn reconcile_open_calls(env: &TurnEnv, threads: &mut [AgentThread]) ->
         thread.commit(env, closing, rows, usage, None).await?;
     }
     Ok(used)
+}
+
+/// Stores and streams, for each answer whose placeholder went out but whose `model.message` is not among
+/// `events`, that message with no content and `finish_reason: null`: a client that showed the partial
+/// answer replaces it (the resumed run asks the model again), and a reader of the store sees it closed.
+async fn close_interrupted_answers(
+    env: &TurnEnv,
+    events: &[trueforge_store::session::model::StoredEvent],
+    open_messages: Vec<OpenMessage>,
+) -> Result<(), AgentError> {
+    if open_messages.is_empty() {
+        return Ok(());
+    }
+    let stored: HashSet<&str> = events
+        .iter()
+        .filter_map(|item| match &item.event {
+            SessionEvent::ModelMessage(message) => Some(message.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let closing: Vec<SessionEvent> = open_messages
+        .into_iter()
+        .filter(|open| !stored.contains(open.id.as_str()))
+        .map(|open| {
+            SessionEvent::from(ModelMessageEvent {
+                content: Some(None),
+                finish_reason: Some(None),
+                ..ModelMessageEvent::placeholder(open.id, open.thread_id, open.created_at)
+            })
+        })
+        .collect();
+    env.journal.persist_all(closing).await
 }
 
 /// Every event of a turn, oldest first: what the turn used and counted before the crash.

@@ -1,4 +1,4 @@
-//! Building the server (stores, runtime, bus, executor) and serving it with a graceful shutdown.
+//! Building the server (stores, bus, runtime) and serving it with a graceful shutdown.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
-use trueforge_agent::{Runtime, RuntimeOptions, StoredAgentApprovals, StoredAgents};
+use trueforge_agent::{LeaseTiming, LiveStreams, Runtime, RuntimeOptions, StoredAgentApprovals, StoredAgents};
 use trueforge_llm::ClientOptions;
 use trueforge_protocol::{
     ConfiguredModel, ModelProviderAuth, ModelProviderManifest, WellKnownModelProvider, WellKnownProviderType,
@@ -26,7 +26,6 @@ use crate::bus::MemoryBus;
 use crate::catalogs::{CatalogLoadError, Catalogs};
 use crate::config::ServerConfig;
 use crate::error::ApiError;
-use crate::executor::{LeaseTiming, TurnExecutor};
 use crate::extract::BodyLimit;
 use crate::host_guard::{HostGuard, guard_hosts};
 use crate::mcp_oauth::McpOAuth;
@@ -141,6 +140,7 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
         DEFAULT_CALL_TIMEOUT,
         config.allow_stdio_mcp,
     );
+    let bus = Arc::new(MemoryBus::new());
     let runtime = Arc::new(
         Runtime::new(
             sessions.clone(),
@@ -158,7 +158,12 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
                 ..RuntimeOptions::default()
             },
         )
-        .with_agent_approvals(Arc::new(StoredAgentApprovals(settings.clone()))),
+        .with_agent_approvals(Arc::new(StoredAgentApprovals(settings.clone())))
+        .with_live_streams(LiveStreams {
+            bus: bus.clone(),
+            ttl: config.stream_ttl,
+            ttl_after_end: config.stream_ttl_after_end,
+        }),
     );
     // This process is the only executor of its database (the lock says so): every turn still leased to
     // another owner was left running by an earlier run that is gone. Ending those leases now lets the
@@ -170,20 +175,11 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
     if orphaned > 0 {
         tracing::info!(turns = orphaned, "turns left running by the previous run will resume");
     }
-    let bus = Arc::new(MemoryBus::new());
-    let executor = Arc::new(TurnExecutor::new(
-        runtime.clone(),
-        bus.clone(),
-        owner,
-        config.stream_ttl,
-        config.stream_ttl_after_end,
-    ));
     Ok(AppState {
         config: Arc::new(config),
         sessions,
         settings,
         runtime,
-        executor,
         bus,
         catalogs,
         models,
@@ -367,7 +363,7 @@ pub async fn serve(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let executor = state.executor.clone();
+    let runtime = state.runtime.clone();
     let mcp = state.mcp.clone();
     if let Ok(address) = listener.local_addr() {
         mcp.oauth().set_listen_address(address);
@@ -375,13 +371,13 @@ pub async fn serve(
     let grace = state.config.graceful_timeout;
     let lease_ttl = state.config.lease_ttl;
     let leases = tokio::spawn({
-        let executor = executor.clone();
+        let runtime = runtime.clone();
         async move {
             let timing = LeaseTiming::for_ttl(lease_ttl);
             let mut tick = tokio::time::interval(timing.renew_every);
             loop {
                 tick.tick().await;
-                executor.maintain_leases(timing).await;
+                runtime.maintain_leases(timing).await;
             }
         }
     });
@@ -395,12 +391,12 @@ pub async fn serve(
         }
     });
     let server = axum::serve(listener, app).with_graceful_shutdown({
-        let executor = executor.clone();
+        let runtime = runtime.clone();
         async move {
             shutdown.await;
             let _ = stopping.send(true);
             // Ending the turns first ends their SSE streams, so open connections can close.
-            executor.shutdown(grace).await;
+            runtime.shutdown(grace).await;
         }
     });
     let mut stopped_watch = stopped.clone();

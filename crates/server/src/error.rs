@@ -114,6 +114,7 @@ impl From<AgentError> for ApiError {
             AgentError::Model(error) => Self::unprocessable(error.message),
             AgentError::Tool(error) => Self::unprocessable(error.to_string()),
             AgentError::Store(error) => error.into(),
+            AgentError::ShuttingDown => Self::new(StatusCode::SERVICE_UNAVAILABLE, "The server is shutting down"),
             other @ (AgentError::TurnNotRunning(_) | AgentError::Internal(_)) => Self::internal(other),
         }
     }

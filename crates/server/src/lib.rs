@@ -1,12 +1,13 @@
 //! TrueForge's HTTP API, wire-compatible with the reference (`shared/reference/openapi.json`): routes,
-//! SSE streaming and resumption, the live event bus, catalogs, configuration, local mode.
+//! SSE streaming and resumption, catalogs, configuration, local mode. Turns run in `trueforge-agent`, which
+//! also publishes their live events to the bus (`trueforge-bus`).
 
 pub mod app;
-pub mod bus;
+/// The live event bus, re-exported for the SSE code and for embedders that build their own state.
+pub use trueforge_bus as bus;
 pub mod catalogs;
 pub mod config;
 pub mod error;
-pub mod executor;
 pub mod extract;
 pub mod host_guard;
 pub mod mcp_oauth;

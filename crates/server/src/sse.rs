@@ -20,7 +20,7 @@ use trueforge_store::SessionStore;
 use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey};
 
 use crate::bus::{BusError, BusEvent, EventBus};
-use crate::executor::stream_key;
+use trueforge_agent::live::stream_key;
 
 /// How often the store is polled for a turn whose live stream is not on this process's bus.
 const STORE_POLL: Duration = Duration::from_millis(250);

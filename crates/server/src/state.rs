@@ -10,7 +10,6 @@ use trueforge_store::settings::SettingsStore;
 use crate::bus::EventBus;
 use crate::catalogs::Catalogs;
 use crate::config::ServerConfig;
-use crate::executor::TurnExecutor;
 use crate::models::SettingsModels;
 use crate::sse::EventSource;
 
@@ -45,8 +44,8 @@ pub struct AppState {
     pub config: Arc<ServerConfig>,
     pub sessions: Arc<dyn SessionStore>,
     pub settings: Arc<dyn SettingsStore>,
+    /// Runs turns and owns their life (start, cancel, leases, resume, shutdown).
     pub runtime: Arc<Runtime>,
-    pub executor: Arc<TurnExecutor>,
     pub bus: Arc<dyn EventBus>,
     pub catalogs: Arc<Catalogs>,
     pub models: Arc<SettingsModels>,

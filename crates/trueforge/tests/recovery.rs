@@ -273,3 +273,141 @@ async fn a_second_server_on_the_same_database_refuses_to_start() {
     third.kill().unwrap();
     third.wait().unwrap();
 }
+
+/// One SSE frame: its `id` (the event's sequence number) and its event.
+struct Frame {
+    seq: u64,
+    event: Value,
+}
+
+/// Reads SSE frames from `response` until `enough` says stop or the stream ends.
+async fn read_frames(mut response: reqwest::Response, mut enough: impl FnMut(&[Frame]) -> bool) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    let mut buffer = String::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let seq = block.lines().find_map(|line| line.strip_prefix("id: "));
+            let data = block.lines().find_map(|line| line.strip_prefix("data: "));
+            if let (Some(seq), Some(data)) = (seq, data) {
+                frames.push(Frame {
+                    seq: seq.trim().parse().unwrap(),
+                    event: serde_json::from_str(data).unwrap(),
+                });
+            }
+            if enough(&frames) {
+                return frames;
+            }
+        }
+    }
+    frames
+}
+
+async fn subscribe(
+    http: &reqwest::Client,
+    base: &str,
+    session_id: &str,
+    turn_id: &str,
+    after: u64,
+) -> reqwest::Response {
+    let response = http
+        .get(format!("{base}/api/v1/sessions/{session_id}/turns/{turn_id}/subscribe"))
+        .header("Last-Event-ID", after.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    response
+}
+
+/// A client that saw an answer's placeholder and some of its deltas before the server was killed reconnects
+/// to the next process with its cursor: the resumed turn's numbers go on right after it (no jump), the
+/// answer it was watching is closed under the same id (`finish_reason: null`), and the turn ends once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_turn_streams_on_densely_and_closes_the_answer_a_client_saw() {
+    let fake = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::new();
+    let port = free_port();
+    let mut first = spawn_server_with_lease(dir.path(), port, 1);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_healthy(&http, &base).await;
+    // Ten chunks, 300 ms apart: the answer is mid-stream for three seconds.
+    let (session_id, turn_id) = start_turn(&http, &base, &fake, "slow #chunks=10 #delay=300").await;
+    let before = read_frames(subscribe(&http, &base, &session_id, &turn_id, 0).await, |frames| {
+        frames
+            .iter()
+            .filter(|frame| frame.event["type"] == "model.message.delta")
+            .count()
+            >= 2
+    })
+    .await;
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let placeholder = before
+        .iter()
+        .find(|frame| frame.event["type"] == "model.message")
+        .expect("the answer's placeholder was streamed");
+    let answer_id = placeholder.event["id"].as_str().unwrap().to_owned();
+    assert!(
+        placeholder.event.get("finish_reason").is_none(),
+        "{}",
+        placeholder.event
+    );
+    let cursor = before.last().unwrap().seq;
+    assert_eq!(
+        before.iter().map(|frame| frame.seq).collect::<Vec<_>>(),
+        (1..=cursor).collect::<Vec<_>>(),
+        "the first process's stream is dense"
+    );
+
+    let (mut second, base) = restart(dir.path(), 1, &http).await;
+    let after = read_frames(subscribe(&http, &base, &session_id, &turn_id, cursor).await, |frames| {
+        frames.last().is_some_and(|frame| frame.event["type"] == "turn.done")
+    })
+    .await;
+    let seqs: Vec<u64> = after.iter().map(|frame| frame.seq).collect();
+    assert_eq!(
+        seqs,
+        (cursor + 1..cursor + 1 + after.len() as u64).collect::<Vec<_>>(),
+        "the resumed stream goes on right after the client's cursor {cursor}"
+    );
+    let closed = &after[0].event;
+    assert_eq!(closed["type"], "model.message", "{closed}");
+    assert_eq!(
+        closed["id"],
+        answer_id.as_str(),
+        "the answer is closed under its own id"
+    );
+    assert_eq!(closed["finish_reason"], Value::Null, "{closed}");
+    assert!(
+        closed.get("finish_reason").is_some(),
+        "marked interrupted, not a placeholder: {closed}"
+    );
+    let done = &after.last().unwrap().event;
+    assert_eq!(done["state"]["status"], "done", "{done}");
+    assert_eq!(
+        after.iter().filter(|frame| frame.event["type"] == "turn.done").count(),
+        1
+    );
+    // The store agrees: the answer's id is stored once, closed; the resumed answer is complete.
+    let events = send(
+        &http,
+        reqwest::Method::GET,
+        format!("{base}/api/v1/sessions/{session_id}/turns/{turn_id}/events?limit=100"),
+        Value::Null,
+    )
+    .await;
+    let messages: Vec<&Value> = events["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["type"] == "model.message")
+        .collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0]["id"], answer_id.as_str());
+    assert_eq!(messages[1]["finish_reason"], "stop", "{:?}", messages[1]);
+    second.kill().unwrap();
+    second.wait().unwrap();
+}

@@ -44,6 +44,9 @@ impl Runtime {
     /// Validates and admits the input, freezes the predecessor, commits the turn and starts running it.
     /// Nothing is written when the input is rejected.
     pub async fn create_turn(&self, request: TurnRequest) -> Result<StartedTurn, AgentError> {
+        if self.is_stopping() {
+            return Err(AgentError::ShuttingDown);
+        }
         let checked = self.check_request(&request).await?;
         let key = TurnKey::new(&request.tenant_id, &request.session_id, &request.turn_id);
         let cancel = TurnCancel::new();
@@ -91,15 +94,17 @@ impl Runtime {
             self.store.remove_threads(&key, &admission.stopped_threads).await?;
         }
         let approvals = standing_approvals(&threads, agent_approvals);
-        Ok(self.start(
-            key,
-            first_events.len() as u64,
-            cancel,
-            resources,
-            built,
-            approvals,
-            Start::Fresh(first_events),
-        ))
+        Ok(self
+            .start(
+                key,
+                first_events.len() as u64,
+                cancel,
+                resources,
+                built,
+                approvals,
+                Start::Fresh(first_events),
+            )
+            .await)
     }
 
     /// The checks that need no write: the input's rules, the approval scopes it asks for, the session, the
@@ -185,7 +190,7 @@ impl Runtime {
                 })?;
             // The store already holds its `turn.done`; stopping the task ends its model calls and tools,
             // and its stream ends with that stored `turn.done`.
-            self.cancel_turn(&key, CancellationReason::CancelledForNextTurn);
+            self.lifecycle.cancel(&key, CancellationReason::CancelledForNextTurn);
             frozen
         };
         Ok(Predecessor {

@@ -1,20 +1,26 @@
-//! The runtime's entry points: create a turn (admit its input, commit it, run it; the steps are in
-//! `create`) and resume a running turn from its persisted snapshot after a crash.
+//! The runtime: the one owner of a turn's life. It creates turns (admit the input, commit it, run it; the
+//! steps are in `create`), resumes a running turn from its persisted snapshot after a crash, and, in
+//! `lifecycle`, cancels, freezes, renews and claims leases and shuts down, over the one registry of live
+//! turns (`crate::lifecycle`).
 
 mod create;
+mod lifecycle;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+pub use lifecycle::LeaseTiming;
+
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use serde_json::Value;
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::sync::{mpsc, oneshot};
+use trueforge_bus::Subscription;
 use trueforge_protocol::{
     AgentSpec, AgentThreadSnapshot, ApprovalScope, CancellationReason, MAIN_THREAD_ID, McpInitializeEvent,
     McpServerInitInfo, SessionAgent, SessionEvent, TurnInputItem, TurnState,
 };
-use trueforge_store::session::model::{LeaseRequest, StoredEvent, TurnKey};
+use trueforge_store::session::model::{LeaseRequest, OpenMessage, StoredEvent, TurnKey};
 use trueforge_store::{SessionStore, StoreError};
 
 use crate::admission::{Admission, add_session_approvals, session_approvals};
@@ -23,6 +29,8 @@ use crate::error::AgentError;
 use crate::finish::finish_turn;
 use crate::ids::{EventIds, now_iso};
 use crate::journal::{Journal, STREAM_BUFFER, StreamItem};
+use crate::lifecycle::Lifecycle;
+use crate::live::{LiveStreams, stream_key};
 use crate::metrics::ThreadMetrics;
 use crate::model::ModelResolver;
 use crate::orchestrator::{Orchestrator, TurnEnd};
@@ -31,7 +39,6 @@ use crate::seams::{AgentApprovals, AgentDirectory, ToolSetResolver};
 use crate::setup::TurnResources;
 use crate::thread::{AgentThread, TurnEnv};
 use crate::tools::{ToolContext, ToolError};
-use trueforge_protocol::sync::lock;
 
 #[derive(Debug, Clone)]
 pub struct RuntimeOptions {
@@ -87,23 +94,55 @@ pub struct TurnRequest {
     pub requested_by: Option<String>,
 }
 
-/// A turn running in the background: its live events, its cancel handle and its end.
+/// A turn running in the background, registered and supervised by the runtime: its cancel handle, its live
+/// stream (on the bus) and its end.
 pub struct StartedTurn {
     pub key: TurnKey,
-    pub events: mpsc::Receiver<StreamItem>,
     pub cancel: TurnCancel,
-    pub task: JoinHandle<Option<TurnState>>,
+    streams: LiveStreams,
+    first: Option<oneshot::Receiver<()>>,
+    end: oneshot::Receiver<Option<TurnState>>,
+    subscription: Option<Subscription>,
 }
 
 impl StartedTurn {
+    /// Waits until the turn's first event is on the bus (or its stream ended without one), so that a
+    /// subscriber finds the stream.
+    pub async fn first_event(&mut self) {
+        if let Some(first) = self.first.take() {
+            let _ = first.await;
+        }
+    }
+
+    /// The next event of the turn's live stream, from its first; `None` after `turn.done` (or when the
+    /// stream is gone).
+    pub async fn next_event(&mut self) -> Option<StreamItem> {
+        if self.subscription.is_none() {
+            let stream = stream_key(&self.key);
+            self.subscription = self.streams.bus.subscribe(&stream, 0, Duration::ZERO).await.ok();
+        }
+        let entry = self.subscription.as_mut()?.next().await?.ok()?;
+        match serde_json::from_str(&entry.json) {
+            Ok(event) => Some(StreamItem { seq: entry.seq, event }),
+            Err(error) => {
+                tracing::error!(%error, "a published event does not read back");
+                None
+            }
+        }
+    }
+
+    /// The state the turn ended with, once its stream has ended (`None`: not stored by this run).
+    pub async fn end(self) -> Option<TurnState> {
+        self.end.await.ok().flatten()
+    }
+
     /// Waits for the end, gathering every streamed event.
     pub async fn collect(mut self) -> (Vec<StreamItem>, Option<TurnState>) {
         let mut items = Vec::new();
-        while let Some(item) = self.events.recv().await {
+        while let Some(item) = self.next_event().await {
             items.push(item);
         }
-        let state = self.task.await.ok().flatten();
-        (items, state)
+        (items, self.end().await)
     }
 }
 
@@ -116,20 +155,12 @@ pub struct Runtime {
     pub agent_approvals: Option<Arc<dyn AgentApprovals>>,
     pub options: RuntimeOptions,
     pub ids: Arc<EventIds>,
-    /// The turns this runtime is running, so a new turn or a client can cancel them.
-    live: LiveTurns,
+    /// The turns running here, their streams and their ends.
+    lifecycle: Arc<Lifecycle>,
 }
 
-/// Cancel handles of the turns running in this process.
-#[derive(Clone, Default)]
-struct LiveTurns(Arc<std::sync::Mutex<HashMap<TurnKey, TurnCancel>>>);
-
-impl LiveTurns {
-    fn with<R>(&self, f: impl FnOnce(&mut HashMap<TurnKey, TurnCancel>) -> R) -> R {
-        let mut map = lock(&self.0);
-        f(&mut map)
-    }
-}
+/// The executor id of a runtime whose options name no lease owner.
+const LOCAL_OWNER: &str = "local";
 
 impl Runtime {
     pub fn new(
@@ -139,6 +170,17 @@ impl Runtime {
         tools: Arc<dyn ToolSetResolver>,
         options: RuntimeOptions,
     ) -> Self {
+        let ids = Arc::new(EventIds::new());
+        let owner = options
+            .lease
+            .as_ref()
+            .map_or_else(|| LOCAL_OWNER.to_owned(), |lease| lease.owner.clone());
+        let lifecycle = Arc::new(Lifecycle::new(
+            store.clone(),
+            LiveStreams::default(),
+            ids.clone(),
+            owner,
+        ));
         Self {
             store,
             models,
@@ -146,31 +188,26 @@ impl Runtime {
             tools,
             agent_approvals: None,
             options,
-            ids: Arc::new(EventIds::new()),
-            live: LiveTurns::default(),
+            ids,
+            lifecycle,
         }
+    }
+
+    /// Streams turns' events on `streams` instead of a bus of its own (call before any turn starts).
+    pub fn with_live_streams(mut self, streams: LiveStreams) -> Self {
+        self.lifecycle = Arc::new(Lifecycle::new(
+            self.store.clone(),
+            streams,
+            self.ids.clone(),
+            self.lifecycle.owner.clone(),
+        ));
+        self
     }
 
     /// Remembers `agent`-scope approvals in `approvals` and lets saved agents' sessions use them.
     pub fn with_agent_approvals(mut self, approvals: Arc<dyn AgentApprovals>) -> Self {
         self.agent_approvals = Some(approvals);
         self
-    }
-
-    /// Cancels a turn this runtime is running. `false` when it runs elsewhere or has ended.
-    pub fn cancel_turn(&self, key: &TurnKey, reason: CancellationReason) -> bool {
-        match self.live.with(|turns| turns.get(key).cloned()) {
-            Some(cancel) => {
-                cancel.cancel(reason);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Whether this runtime is running the turn.
-    pub fn is_running(&self, key: &TurnKey) -> bool {
-        self.live.with(|turns| turns.contains_key(key))
     }
 
     /// Continues a turn that is still `running` in the store (its executor died): rebuilds its threads
@@ -197,15 +234,20 @@ impl Runtime {
         let threads = record.snapshot.threads;
         let built = self.build_threads(&resources, &threads).await?;
         let approvals = standing_approvals(&threads, agent_approvals);
-        Ok(self.start(
-            key.clone(),
-            crate::journal::resumed_seq(record.turn.last_seq),
-            cancel,
-            resources,
-            built,
-            approvals,
-            Start::Resume,
-        ))
+        // Numbering goes on right after everything the crashed run stored or streamed.
+        let last_seq = record.turn.last_seq.max(record.snapshot.live_stream.seq);
+        let open_messages = record.snapshot.live_stream.open_messages;
+        Ok(self
+            .start(
+                key.clone(),
+                last_seq,
+                cancel,
+                resources,
+                built,
+                approvals,
+                Start::Resume(open_messages),
+            )
+            .await)
     }
 
     /// Whether a paused turn has waited longer than the approval timeout for its answers.
@@ -339,8 +381,9 @@ impl Runtime {
         Ok(built)
     }
 
+    /// Runs a committed turn: its publisher, its task and its supervisor, registered as live.
     #[allow(clippy::too_many_arguments)]
-    fn start(
+    async fn start(
         &self,
         key: TurnKey,
         last_seq: u64,
@@ -350,13 +393,26 @@ impl Runtime {
         session_approvals: HashSet<(String, String)>,
         start: Start,
     ) -> StartedTurn {
-        let (sender, receiver) = mpsc::channel(STREAM_BUFFER);
+        let streams = self.lifecycle.streams.clone();
+        // Opened before anything runs, so a subscriber right after the start finds the stream.
+        if let Err(error) = streams.bus.open(&stream_key(&key), streams.ttl).await {
+            tracing::warn!(turn = %key.turn_id, %error, "could not open the turn's live stream");
+        }
+        let (outbox, queued) = mpsc::channel(STREAM_BUFFER);
+        let (first_sender, first) = oneshot::channel();
+        let publisher = tokio::spawn(crate::live::publish(
+            streams.clone(),
+            self.store.clone(),
+            key.clone(),
+            queued,
+            first_sender,
+        ));
         let journal = Arc::new(Journal::new(
             key.clone(),
             self.store.clone(),
             self.ids.clone(),
             last_seq,
-            sender,
+            outbox,
         ));
         let env = Arc::new(TurnEnv {
             journal,
@@ -365,19 +421,15 @@ impl Runtime {
             session_approvals,
         });
         let timeout = self.options.execution_timeout;
-        self.live.with(|turns| turns.insert(key.clone(), cancel.clone()));
-        let live = self.live.clone();
-        let live_key = key.clone();
-        let task = tokio::spawn(async move {
-            let state = run_turn(env, Arc::new(resources), threads, start, timeout).await;
-            live.with(|turns| turns.remove(&live_key));
-            state
-        });
+        let task = tokio::spawn(run_turn(env, Arc::new(resources), threads, start, timeout));
+        let end = self.lifecycle.supervise(key.clone(), cancel.clone(), publisher, task);
         StartedTurn {
             key,
-            events: receiver,
             cancel,
-            task,
+            streams,
+            first: Some(first),
+            end,
+            subscription: None,
         }
     }
 }
@@ -409,7 +461,8 @@ enum Start {
     /// A new turn, with the events stored along with it (`turn.created`, then the closing of calls and
     /// sub-agents its input stopped), still to be streamed.
     Fresh(Vec<StoredEvent>),
-    Resume,
+    /// A turn resumed after a crash, with the answers its crashed run left open.
+    Resume(Vec<OpenMessage>),
 }
 
 /// Records the MCP sessions this turn runs on that the conversation did not know (a server used for the
@@ -466,7 +519,7 @@ async fn run_turn(
             env.journal.announce_stored(stored).await;
             Ok(ThreadMetrics::default())
         }
-        Start::Resume => reconcile_open_calls(&env, &mut threads).await,
+        Start::Resume(open_messages) => reconcile_open_calls(&env, &mut threads, open_messages).await,
     };
     let prepared = match prepared {
         Ok(used_before) => announce_mcp_sessions(&env, &resources).await.map(|()| used_before),

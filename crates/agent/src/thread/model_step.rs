@@ -50,11 +50,7 @@ impl AgentThread {
         let message_id = env.journal.next_id();
         let created_at = now_iso();
         env.journal
-            .stream(SessionEvent::from(ModelMessageEvent::placeholder(
-                &message_id,
-                &self.id,
-                &created_at,
-            )))
+            .open_message(ModelMessageEvent::placeholder(&message_id, &self.id, &created_at))
             .await;
         let response = match self.stream_answer(env, &request, &message_id, &created_at).await {
             Ok(response) => response,

@@ -53,7 +53,7 @@ async fn cancel_during_the_model_stream_commits_nothing() {
     // Wait until the partial answer reached the client.
     let mut items = Vec::new();
     within("the partial answer to stream", async {
-        while let Some(item) = turn.events.recv().await {
+        while let Some(item) = turn.next_event().await {
             let partial = matches!(&item.event, TurnStreamingEvent::ModelMessageDelta(delta)
                 if delta.content.as_ref().and_then(Option::as_deref) == Some("answer"));
             items.push(item);

@@ -13,7 +13,7 @@ use crate::support::tools::executed;
 use crate::support::{Harness, approve, spec, user};
 use serde_json::Value;
 use tokio::sync::watch;
-use trueforge_agent::{AgentError, PreviousTurn, StreamItem};
+use trueforge_agent::{AgentError, PreviousTurn, StartedTurn, StreamItem};
 use trueforge_protocol::{
     ActionRequiredEvent, ApprovalDecision, CancellationReason, ContextMessage, SessionEvent, ThreadState, TurnState,
     TurnStreamingEvent,
@@ -72,13 +72,13 @@ fn pool_model(pool: Arc<watch::Sender<Pool>>) -> Arc<AsyncModel> {
 
 /// Reads the live stream into `seen` until an event matches.
 async fn wait_for_event(
-    events: &mut tokio::sync::mpsc::Receiver<StreamItem>,
+    turn: &mut StartedTurn,
     seen: &mut Vec<StreamItem>,
     what: &str,
     matches: impl Fn(&SessionEvent) -> bool,
 ) {
     within(what, async {
-        while let Some(item) = events.recv().await {
+        while let Some(item) = turn.next_event().await {
             let hit = matches!(&item.event, TurnStreamingEvent::Event(event) if matches(event));
             seen.push(item);
             if hit {
@@ -119,7 +119,7 @@ async fn sub_agent_pool_slides_so_a_slow_child_never_blocks_the_sixth() {
     // (children finishing together are covered by `two_sub_agents_finishing_together_complete`).
     release(&pool, "task 2");
     wait_for_event(
-        &mut turn.events,
+        &mut turn,
         &mut seen,
         "worker 2's thread.done",
         thread_done_of("Worker 2"),
@@ -134,12 +134,13 @@ async fn sub_agent_pool_slides_so_a_slow_child_never_blocks_the_sixth() {
     for n in [3, 4, 5, 6, 1] {
         release(&pool, &format!("task {n}"));
         let title = format!("Worker {n}");
-        wait_for_event(&mut turn.events, &mut seen, &title, thread_done_of(&title)).await;
+        wait_for_event(&mut turn, &mut seen, &title, thread_done_of(&title)).await;
     }
-    while let Some(item) = within("the stream to end", turn.events.recv()).await {
+    while let Some(item) = within("the stream to end", turn.next_event()).await {
         seen.push(item);
     }
-    let state = within("the turn to end", turn.task).await.unwrap().unwrap();
+    let key = turn.key.clone();
+    let state = within("the turn to end", turn.end()).await.unwrap();
     assert_eq!(answer_text(&state), "All six tasks are done.");
     let observed = pool.borrow().clone();
     assert_eq!(observed.started, 6, "every child called its model once: {observed:?}");
@@ -148,7 +149,7 @@ async fn sub_agent_pool_slides_so_a_slow_child_never_blocks_the_sixth() {
         "at most five sub-agents run at once, and five did: {observed:?}"
     );
 
-    let events = stored(&harness, &turn.key).await;
+    let events = stored(&harness, &key).await;
     let live = session_events(&seen);
     assert_eq!(
         tool_responses(&live),
@@ -181,7 +182,7 @@ async fn sub_agent_pool_slides_so_a_slow_child_never_blocks_the_sixth() {
         );
     }
     assert_eq!(
-        harness.snapshot(&turn.key).await.len(),
+        harness.snapshot(&key).await.len(),
         1,
         "finished sub-agents leave the turn"
     );

@@ -11,9 +11,9 @@ use trueforge_protocol::{
     AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion, TurnState,
 };
 use trueforge_store::session::model::{
-    ExpiredLease, FreezeTurn, HistoryEntry, Lease, NewSession, NewTurn, Page, PageRequest, SessionEventItem,
-    SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, ThreadStep, TurnDone, TurnKey, TurnRecord,
-    TurnSummary,
+    ExpiredLease, FreezeTurn, HistoryEntry, Lease, LiveStreamMark, NewSession, NewTurn, Page, PageRequest,
+    SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, ThreadStep, TurnDone,
+    TurnKey, TurnRecord, TurnSummary,
 };
 use trueforge_store::{SessionStore, StoreError, StoreResult};
 
@@ -178,6 +178,10 @@ impl SessionStore for CrashingStore {
         thread_id: &str,
     ) -> StoreResult<Option<serde_json::Map<String, Value>>> {
         self.inner.thread_capability_state(key, thread_id).await
+    }
+    async fn mark_live_stream(&self, key: &TurnKey, mark: LiveStreamMark) -> StoreResult<()> {
+        self.check()?;
+        self.inner.mark_live_stream(key, mark).await
     }
     async fn patch_mcp_servers(&self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()> {
         self.check()?;

@@ -349,7 +349,7 @@ pub async fn delete(State(state): State<AppState>, Path(session_id): Path<String
         // Unlike the reference, the session's running turns are stopped first rather than left running on
         // a deleted session (a bounded wait: a tool that ignores cancellation does not hold the DELETE).
         state
-            .executor
+            .runtime
             .cancel_session(&caller.tenant, &session_id, std::time::Duration::from_secs(5))
             .await;
         state.sessions.delete_session(&caller.tenant, &session_id).await?;
@@ -385,7 +385,7 @@ pub async fn cancel(State(state): State<AppState>, Path(session_id): Path<String
     let key = TurnKey::new(&caller.tenant, &session_id, &turn_id);
     match state.sessions.get_turn(&key).await? {
         Some(record) if !record.turn.state.is_terminal() => {
-            state.executor.cancel(&key, CancellationReason::ClientCancelled).await?;
+            state.runtime.cancel(&key, CancellationReason::ClientCancelled).await?;
         }
         _ => {}
     }

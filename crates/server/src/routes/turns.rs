@@ -85,20 +85,16 @@ pub async fn create(
     let caller = state.caller();
     super::sessions::check_session_id(&session_id)?;
     check_input_kinds(&body.input)?;
-    if state.executor.is_stopping() {
-        return Err(ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "The server is shutting down",
-        ));
-    }
     // The input's value rules are the schema's (400); whether it fits the conversation is the runtime's
     // (422).
     trueforge_protocol::validate_turn_input(&body.input).map_err(|error| ApiError::bad_request(error.to_string()))?;
     let previous_turn_id = previous_turn(body.previous_turn_id)?;
     let turn_id = format!("{}.{}", ulid::Ulid::new().to_string().to_lowercase(), state.executor_id);
-    let started = state
+    // One call: the runtime checks, commits and starts the turn, and answers once `turn.created` is on the
+    // bus, so an immediate subscribe finds the stream. From then on the turn runs whatever the client does.
+    let key = state
         .runtime
-        .create_turn(TurnRequest {
+        .start_turn(TurnRequest {
             tenant_id: caller.tenant.clone(),
             session_id: session_id.clone(),
             turn_id,
@@ -113,17 +109,12 @@ pub async fn create(
             AgentError::SessionNotFound => ApiError::session_not_found(&session_id),
             other => ApiError::from(other),
         })?;
-    let key = started.key.clone();
-    // Everything that can fail has failed by now: from here the turn runs whatever the client does.
-    let first = state.executor.run(started).await;
     if body.stream.unwrap_or(true) {
         // The stream of a new turn lives as long as the turn can (reference clients do not reconnect it).
         let mut source = state.event_source();
         source.max_life = state.config.execution_timeout + std::time::Duration::from_secs(60);
         return Ok(sse::response(source, key, 0));
     }
-    // Answer once `turn.created` is on the bus, so that an immediate subscribe finds the stream.
-    let _ = first.await;
     let record = turn_record(&state, &key).await?;
     Ok(Data::ok(Turn::from(record.turn)).into_response())
 }

@@ -1,6 +1,5 @@
 mod agent_approvals;
 mod api;
-mod bus_contract;
 mod full_store;
 mod hardening;
 mod mcp;

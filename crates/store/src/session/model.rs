@@ -149,12 +149,37 @@ pub struct SandboxInfo {
     pub sandbox_id: String,
 }
 
-/// Turn-level state the runtime resumes from: every live thread, MCP sessions and the sandbox.
+/// Turn-level state the runtime resumes from: every live thread, MCP sessions, the sandbox and how far the
+/// live stream went.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TurnSnapshot {
     pub threads: BTreeMap<String, AgentThreadSnapshot>,
     pub mcp_servers: Option<BTreeMap<String, McpServerInitInfo>>,
     pub sandbox_info: Option<SandboxInfo>,
+    pub live_stream: LiveStreamMark,
+}
+
+/// How far a running turn's live stream went beyond its stored events, written before the stream used it.
+/// Streamed-only items (an answer's placeholder and deltas) take sequence numbers the store never sees
+/// otherwise; a run that resumes the turn after a crash continues right after `seq`, so the stream stays
+/// dense for a client holding one of those numbers, and closes the answers left open.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct LiveStreamMark {
+    /// The highest sequence number the live stream may have used (0: only stored events so far).
+    pub seq: u64,
+    /// Answers whose placeholder went out and whose complete `model.message` had not been stored when the
+    /// mark was written (it may have been since).
+    pub open_messages: Vec<OpenMessage>,
+}
+
+/// An answer being streamed: its `model.message` id, the number of its placeholder, its thread and when
+/// it started.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OpenMessage {
+    pub id: String,
+    pub seq: u64,
+    pub thread_id: String,
+    pub created_at: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]

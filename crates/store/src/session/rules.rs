@@ -123,9 +123,10 @@ pub(crate) fn turn_done_event(event_id: &str, state: &TurnState, now: Timestamp)
     })
 }
 
-/// The seq of a `turn.done`: after everything stored, and no earlier than the live stream's next number.
-pub(crate) fn done_seq(last_seq: u64, min_seq: u64) -> u64 {
-    (last_seq + 1).max(min_seq)
+/// The seq of a `turn.done`: after everything stored and everything the live stream marked, and no earlier
+/// than the number its writer asked for.
+pub(crate) fn done_seq(last_seq: u64, streamed_seq: u64, min_seq: u64) -> u64 {
+    (last_seq.max(streamed_seq) + 1).max(min_seq)
 }
 
 /// Sorts a batch by seq and checks it against the turn's last seq and itself.

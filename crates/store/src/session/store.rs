@@ -7,9 +7,9 @@ use trueforge_protocol::{
 };
 
 use super::model::{
-    ExpiredLease, FreezeTurn, HistoryEntry, Lease, NewSession, NewTurn, Page, PageRequest, SessionEventItem,
-    SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, ThreadStep, TurnDone, TurnKey, TurnRecord,
-    TurnSummary,
+    ExpiredLease, FreezeTurn, HistoryEntry, Lease, LiveStreamMark, NewSession, NewTurn, Page, PageRequest,
+    SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, ThreadStep, TurnDone,
+    TurnKey, TurnRecord, TurnSummary,
 };
 use crate::error::StoreResult;
 
@@ -134,6 +134,10 @@ pub trait SessionStore: Send + Sync {
     /// One thread's capability state, without reading its context: `Ok(None)` when the thread has none,
     /// `TurnNotFound` / `ThreadNotFound` when either is missing.
     async fn thread_capability_state(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Option<Map<String, Value>>>;
+
+    /// Records how far the running turn's live stream went (see [`LiveStreamMark`]): its seq only grows,
+    /// its open messages are replaced. `TurnNotRunning` once the turn has ended.
+    async fn mark_live_stream(&self, key: &TurnKey, mark: LiveStreamMark) -> StoreResult<()>;
 
     /// Merges MCP server session info by server id, each id replaced whole.
     async fn patch_mcp_servers(&self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()>;

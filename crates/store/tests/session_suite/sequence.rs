@@ -4,7 +4,9 @@
 
 use trueforge_protocol::{CancellationReason, TurnState};
 use trueforge_store::StoreError;
-use trueforge_store::session::{FreezeTurn, PageRequest, SortOrder, StoredEvent, TurnDone, TurnKey};
+use trueforge_store::session::{
+    FreezeTurn, LiveStreamMark, OpenMessage, PageRequest, SortOrder, StoredEvent, TurnDone, TurnKey,
+};
 
 use super::fixtures::*;
 
@@ -353,6 +355,98 @@ pub async fn sequence_freeze_done_seq_takes_both_branches(store: Store) {
     assert_eq!(seqs(&store, &high).await, [1, 6, 50]);
 }
 
+fn open_message(id: &str) -> OpenMessage {
+    OpenMessage {
+        id: id.into(),
+        seq: 3,
+        thread_id: "main".into(),
+        created_at: "2026-12-02T00:00:00.000Z".into(),
+    }
+}
+
+async fn live_stream(store: &Store, turn_key: &TurnKey) -> LiveStreamMark {
+    store.get_turn(turn_key).await.unwrap().unwrap().snapshot.live_stream
+}
+
+pub async fn sequence_live_stream_mark_only_grows_and_replaces_open_messages(store: Store) {
+    seed_session(&store, TENANT, SESSION).await;
+    let turn_key = running(&store, "turn-1").await;
+    assert_eq!(live_stream(&store, &turn_key).await, LiveStreamMark::default());
+    let first = LiveStreamMark {
+        seq: 12,
+        open_messages: vec![open_message("m1"), open_message("m2")],
+    };
+    store.mark_live_stream(&turn_key, first.clone()).await.unwrap();
+    assert_eq!(live_stream(&store, &turn_key).await, first);
+    // A lower seq (a late write) does not move the mark back; the open answers are the latest word.
+    let late = LiveStreamMark {
+        seq: 7,
+        open_messages: vec![open_message("m2")],
+    };
+    store.mark_live_stream(&turn_key, late).await.unwrap();
+    let now = live_stream(&store, &turn_key).await;
+    assert_eq!((now.seq, now.open_messages), (12, vec![open_message("m2")]));
+    store
+        .mark_live_stream(
+            &turn_key,
+            LiveStreamMark {
+                seq: 13,
+                open_messages: Vec::new(),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        live_stream(&store, &turn_key).await,
+        LiveStreamMark {
+            seq: 13,
+            open_messages: Vec::new()
+        }
+    );
+    assert_eq!(last_seq(&store, &turn_key).await, 0, "a mark stores no event");
+}
+
+pub async fn sequence_done_seq_follows_the_live_stream_mark(store: Store) {
+    seed_session(&store, TENANT, SESSION).await;
+    // A freeze by another writer: its turn.done comes after every number the stream marked.
+    let frozen = running(&store, "turn-frozen").await;
+    store.append_events(&frozen, vec![message_at(1)]).await.unwrap();
+    let mark = LiveStreamMark {
+        seq: 30,
+        open_messages: vec![open_message("m1")],
+    };
+    store.mark_live_stream(&frozen, mark).await.unwrap();
+    let record = store.freeze_and_get_turn(&frozen, freeze_at(0)).await.unwrap();
+    assert_eq!(record.turn.last_seq, 31);
+    assert_eq!(seqs(&store, &frozen).await, [1, 31]);
+    // The owner's own end: its min seq wins when higher, the mark when the mark is.
+    let ended = running(&store, "turn-ended").await;
+    store.append_events(&ended, vec![message_at(1)]).await.unwrap();
+    store
+        .mark_live_stream(
+            &ended,
+            LiveStreamMark {
+                seq: 5,
+                open_messages: Vec::new(),
+            },
+        )
+        .await
+        .unwrap();
+    store.update_turn_state(&ended, done_state(), done_at(3)).await.unwrap();
+    assert_eq!(seqs(&store, &ended).await, [1, 6]);
+    // Once the turn has ended, the mark is refused.
+    let refused = store
+        .mark_live_stream(
+            &ended,
+            LiveStreamMark {
+                seq: 9,
+                open_messages: Vec::new(),
+            },
+        )
+        .await;
+    assert!(matches!(refused, Err(StoreError::TurnNotRunning { .. })), "{refused:?}");
+}
+
 pub async fn sequence_last_seq_tracks_highest_stored(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     let turn_key = running(&store, "turn-1").await;
@@ -475,6 +569,8 @@ contract_group!(
     sequence_done_seq_follows_last_when_min_is_lower,
     sequence_done_seq_uses_min_seq_when_higher,
     sequence_freeze_done_seq_takes_both_branches,
+    sequence_live_stream_mark_only_grows_and_replaces_open_messages,
+    sequence_done_seq_follows_the_live_stream_mark,
     sequence_last_seq_tracks_highest_stored,
     sequence_fence_applies_to_empty_batches,
     sequence_out_of_range_seq_is_invalid_input,

@@ -105,6 +105,13 @@ impl State {
         Ok(())
     }
 
+    pub(super) fn mark_live_stream(&mut self, key: &TurnKey, mark: LiveStreamMark) -> StoreResult<()> {
+        let row = self.fence(key)?;
+        row.live_stream.seq = row.live_stream.seq.max(mark.seq);
+        row.live_stream.open_messages = mark.open_messages;
+        Ok(())
+    }
+
     pub(super) fn patch_mcp_servers(&mut self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()> {
         let row = self.fence(key)?;
         let map = row.mcp_servers.get_or_insert_with(BTreeMap::new);

@@ -210,6 +210,10 @@ impl SessionStore for MemorySessionStore {
             })
     }
 
+    async fn mark_live_stream(&self, key: &TurnKey, mark: LiveStreamMark) -> StoreResult<()> {
+        self.write_turn(key, |state| state.mark_live_stream(key, mark))
+    }
+
     async fn patch_mcp_servers(&self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()> {
         self.write_turn(key, |state| state.patch_mcp_servers(key, servers))
     }

@@ -17,6 +17,7 @@ pub(super) struct TurnRow {
     pub(super) summary: TurnSummary,
     pub(super) mcp_servers: Option<BTreeMap<String, McpServerInitInfo>>,
     pub(super) sandbox_info: Option<SandboxInfo>,
+    pub(super) live_stream: LiveStreamMark,
 }
 
 #[derive(Debug, Clone)]

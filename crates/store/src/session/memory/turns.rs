@@ -37,6 +37,7 @@ impl State {
             threads,
             mcp_servers: row.mcp_servers.clone(),
             sandbox_info: row.sandbox_info.clone(),
+            live_stream: row.live_stream.clone(),
         }
     }
 
@@ -69,7 +70,7 @@ impl State {
                 event_id: done.event_id.clone(),
             });
         }
-        let seq = rules::done_seq(row.summary.last_seq, done.min_seq);
+        let seq = rules::done_seq(row.summary.last_seq, row.live_stream.seq, done.min_seq);
         rules::seq_to_db(seq)?;
         row.summary.state = state;
         row.summary.last_seq = seq;
@@ -193,6 +194,7 @@ impl State {
             summary: summary.clone(),
             mcp_servers: previous.as_ref().and_then(|row| row.mcp_servers.clone()),
             sandbox_info: previous.as_ref().and_then(|row| row.sandbox_info.clone()),
+            live_stream: LiveStreamMark::default(),
         };
         self.turns.insert((turn.session_id.clone(), turn.turn_id.clone()), row);
         for stored in events {

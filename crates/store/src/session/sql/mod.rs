@@ -318,6 +318,15 @@ where
             .await
     }
 
+    async fn mark_live_stream(&self, key: &TurnKey, mark: LiveStreamMark) -> StoreResult<()> {
+        let key = key.clone();
+        self.db
+            .run(Access::Write, move |conn| {
+                Box::pin(context::mark_live_stream(conn, key, mark))
+            })
+            .await
+    }
+
     async fn patch_mcp_servers(&self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()> {
         let key = key.clone();
         self.db

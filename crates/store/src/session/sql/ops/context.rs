@@ -319,6 +319,34 @@ pub(crate) async fn overwrite_thread_context<C: SessionSql>(
     Ok(())
 }
 
+/// One conditional update: the mark goes on the running turn only, and its seq never goes down.
+pub(crate) async fn mark_live_stream<C: SessionSql>(
+    conn: &mut C,
+    key: TurnKey,
+    mark: LiveStreamMark,
+) -> StoreResult<()> {
+    let seq = rules::seq_to_db(mark.seq)?;
+    let open = (!mark.open_messages.is_empty()).then_some(&mark.open_messages);
+    let marked: Option<(i64,)> = conn
+        .fetch_optional(
+            "UPDATE turn SET streamed_seq = CASE WHEN streamed_seq < $4 THEN $4 ELSE streamed_seq END, \
+             open_messages = $5 \
+             WHERE tenant_id = $1 AND session_id = $2 AND turn_id = $3 AND status = 'running' RETURNING last_seq",
+            &params![
+                &key.tenant_id,
+                &key.session_id,
+                &key.turn_id,
+                seq,
+                Param::opt_json(open)?
+            ],
+        )
+        .await?;
+    match marked {
+        Some(_) => Ok(()),
+        None => Err(super::turns::not_running(conn, &key).await?),
+    }
+}
+
 pub(crate) async fn patch_mcp_servers<C: SessionSql>(
     conn: &mut C,
     key: TurnKey,

@@ -47,7 +47,7 @@ pub(crate) async fn fence<C: SessionSql>(conn: &mut C, key: &TurnKey, now: Times
 }
 
 /// Why a fence matched nothing: the turn is over, or there is no such turn.
-async fn not_running<C: SessionSql>(conn: &mut C, key: &TurnKey) -> StoreResult<StoreError> {
+pub(crate) async fn not_running<C: SessionSql>(conn: &mut C, key: &TurnKey) -> StoreResult<StoreError> {
     Ok(match read_state(conn, key).await? {
         Some(state) => StoreError::TurnNotRunning {
             turn_id: key.turn_id.clone(),
@@ -122,10 +122,13 @@ async fn load_record<C: SessionSql>(conn: &mut C, key: &TurnKey) -> StoreResult<
     type Checkpoint = (
         Option<Json<BTreeMap<String, McpServerInitInfo>>>,
         Option<Json<SandboxInfo>>,
+        i64,
+        Option<Json<Vec<OpenMessage>>>,
     );
-    let (mcp_servers, sandbox_info): Checkpoint = conn
+    let (mcp_servers, sandbox_info, streamed_seq, open_messages): Checkpoint = conn
         .fetch_one(
-            "SELECT mcp_servers, sandbox_info FROM turn WHERE session_id = $1 AND turn_id = $2",
+            "SELECT mcp_servers, sandbox_info, streamed_seq, open_messages FROM turn \
+             WHERE session_id = $1 AND turn_id = $2",
             &params![&key.session_id, &key.turn_id],
         )
         .await?;
@@ -152,6 +155,10 @@ async fn load_record<C: SessionSql>(conn: &mut C, key: &TurnKey) -> StoreResult<
             threads,
             mcp_servers: mcp_servers.map(|json| json.0),
             sandbox_info: sandbox_info.map(|json| json.0),
+            live_stream: LiveStreamMark {
+                seq: seq_from_db(streamed_seq),
+                open_messages: open_messages.map(|json| json.0).unwrap_or_default(),
+            },
         },
     }))
 }
@@ -170,7 +177,9 @@ async fn write_done<C: SessionSql>(
         .fetch_optional(
             "UPDATE turn SET status = $4, state = $5, lease_owner = NULL, lease_expires_at = NULL, \
              updated_at = CASE WHEN updated_at < $6 THEN $6 ELSE updated_at END, \
-             last_seq = CASE WHEN last_seq + 1 > $7 THEN last_seq + 1 ELSE $7 END \
+             last_seq = CASE WHEN last_seq >= streamed_seq AND last_seq + 1 > $7 THEN last_seq + 1 \
+                             WHEN last_seq < streamed_seq AND streamed_seq + 1 > $7 THEN streamed_seq + 1 \
+                             ELSE $7 END \
              WHERE tenant_id = $1 AND session_id = $2 AND turn_id = $3 AND status = 'running' RETURNING last_seq",
             &params![
                 &key.tenant_id,

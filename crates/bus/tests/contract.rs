@@ -1,4 +1,4 @@
-//! The `EventBus` contract (documented in `src/bus/mod.rs`), as generic cases over `Arc<dyn EventBus>` that
+//! The `EventBus` contract (documented in `src/lib.rs`), as generic cases over `Arc<dyn EventBus>` that
 //! every backend runs: add a backend by adding a module with `contract_suite!(<expression building it>)` at
 //! the bottom (the expression may `.await`). Timing cases use real, short durations.
 
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use trueforge_server::bus::{BusError, BusEvent, EventBus, StreamKey, Subscription};
+use trueforge_bus::{BusError, BusEvent, EventBus, StreamKey, Subscription};
 
 /// Longest wait for anything that should happen promptly.
 const WAIT: Duration = Duration::from_secs(5);
@@ -426,7 +426,7 @@ macro_rules! contract_cases {
         $(
             #[tokio::test]
             async fn $case() {
-                let bus: std::sync::Arc<dyn trueforge_server::bus::EventBus> = $make;
+                let bus: std::sync::Arc<dyn trueforge_bus::EventBus> = $make;
                 super::$case(bus).await;
             }
         )*
@@ -462,5 +462,5 @@ macro_rules! contract_suite {
 
 /// The in-process backend (local mode).
 mod memory {
-    contract_suite!(std::sync::Arc::new(trueforge_server::bus::MemoryBus::new()));
+    contract_suite!(std::sync::Arc::new(trueforge_bus::MemoryBus::new()));
 }

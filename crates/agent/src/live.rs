@@ -1,0 +1,178 @@
+//! A turn's live stream: the publisher that takes the journal's numbered events, in order, and puts them on
+//! the event bus, each serialised once. Before it streams an item the store has not seen (an answer's
+//! placeholder or delta), it marks that number in the store (`mark_live_stream`), so nothing a subscriber
+//! saw is unknown to a run that resumes the turn after a crash. Items that queue up while a mark is written
+//! go out under the next mark: one store write per burst, not per delta.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use trueforge_bus::{BusEvent, EventBus, MemoryBus, StreamKey};
+use trueforge_protocol::{SessionEvent, TurnDoneEvent, TurnStreamingEvent};
+use trueforge_store::SessionStore;
+use trueforge_store::session::model::{LiveStreamMark, OpenMessage, TurnKey};
+
+/// How many queued items the publisher takes at once (one mark covers them all).
+const BATCH: usize = 256;
+
+/// Where turns stream their events and how long a stream is kept.
+#[derive(Clone)]
+pub struct LiveStreams {
+    pub bus: Arc<dyn EventBus>,
+    /// How long a running turn's stream lives (extended as it is opened).
+    pub ttl: Duration,
+    /// How long a stream is kept after its `turn.done`, for clients that reconnect.
+    pub ttl_after_end: Duration,
+}
+
+impl Default for LiveStreams {
+    /// An in-process bus keeping streams 15 minutes, and 5 minutes after their end (the server's defaults).
+    fn default() -> Self {
+        Self {
+            bus: Arc::new(MemoryBus::new()),
+            ttl: Duration::from_secs(900),
+            ttl_after_end: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The bus stream of a turn.
+pub fn stream_key(key: &TurnKey) -> StreamKey {
+    StreamKey::for_turn(&key.tenant_id, &key.session_id, &key.turn_id)
+}
+
+/// The bus entry of a streamed event.
+pub fn bus_event(seq: u64, event: &TurnStreamingEvent) -> Result<BusEvent, serde_json::Error> {
+    Ok(BusEvent {
+        seq,
+        json: serde_json::to_string(event)?.into(),
+        terminal: matches!(event, TurnStreamingEvent::Event(SessionEvent::TurnDone(_))),
+    })
+}
+
+impl LiveStreams {
+    /// Publishes an event stored by someone other than a running journal (a frozen turn's `turn.done`) to
+    /// the turn's stream, if the stream exists here.
+    pub(crate) async fn publish_stored(&self, key: &TurnKey, seq: u64, event: SessionEvent) {
+        let stream = stream_key(key);
+        if !matches!(self.bus.exists(&stream).await, Ok(true)) {
+            return;
+        }
+        match bus_event(seq, &TurnStreamingEvent::Event(event)) {
+            Ok(entry) => {
+                if let Err(error) = self.bus.publish(&stream, entry, self.ttl_after_end).await {
+                    tracing::debug!(turn = %key.turn_id, %error, "a stored turn.done was not published");
+                }
+            }
+            Err(error) => tracing::error!(%error, "could not serialise a stored event"),
+        }
+    }
+}
+
+/// What the journal hands the publisher.
+pub(crate) enum Outgoing {
+    Item {
+        seq: u64,
+        event: TurnStreamingEvent,
+        /// `Some` for an item the store has not seen: it must be marked before it is streamed.
+        streamed: Option<Streamed>,
+    },
+}
+
+/// The answers open when a streamed-only item was numbered (the mark records them).
+pub(crate) struct Streamed {
+    pub(crate) open: Arc<Vec<OpenMessage>>,
+}
+
+impl Outgoing {
+    pub(crate) fn streamed(seq: u64, event: TurnStreamingEvent, open: Arc<Vec<OpenMessage>>) -> Self {
+        Self::Item {
+            seq,
+            event,
+            streamed: Some(Streamed { open }),
+        }
+    }
+
+    pub(crate) fn stored(seq: u64, event: TurnStreamingEvent) -> Self {
+        Self::Item {
+            seq,
+            event,
+            streamed: None,
+        }
+    }
+}
+
+/// How a turn's stream went: the `turn.done` it ended with, and its number.
+#[derive(Debug, Default)]
+pub(crate) struct Published {
+    pub(crate) end: Option<(u64, TurnDoneEvent)>,
+}
+
+/// The publisher of one turn: runs until the journal is gone. `first` resolves once the first event is on
+/// the bus (or the stream ended without one). A bus that fails does not stall the turn: its events are
+/// stored, and readers fall back to the store.
+pub(crate) async fn publish(
+    streams: LiveStreams,
+    store: Arc<dyn SessionStore>,
+    key: TurnKey,
+    mut outbox: mpsc::Receiver<Outgoing>,
+    first: oneshot::Sender<()>,
+) -> Published {
+    let stream = stream_key(&key);
+    if let Err(error) = streams.bus.open(&stream, streams.ttl).await {
+        tracing::warn!(turn = %key.turn_id, %error, "could not open the turn's live stream");
+    }
+    let mut first = Some(first);
+    let mut published = Published::default();
+    let mut marked = 0;
+    let mut batch = Vec::with_capacity(BATCH);
+    while outbox.recv_many(&mut batch, BATCH).await > 0 {
+        marked = mark(store.as_ref(), &key, &batch, marked).await;
+        for Outgoing::Item { seq, event, streamed } in batch.drain(..) {
+            if streamed.is_some() && seq > marked {
+                // Its number could not be marked: streaming it could give a subscriber a cursor a resumed
+                // run would not know. The stored events that follow carry the answer anyway.
+                continue;
+            }
+            if let TurnStreamingEvent::Event(SessionEvent::TurnDone(done)) = &event {
+                published.end = Some((seq, done.clone()));
+            }
+            match bus_event(seq, &event) {
+                Ok(entry) => {
+                    if let Err(error) = streams.bus.publish(&stream, entry, streams.ttl_after_end).await {
+                        tracing::warn!(turn = %key.turn_id, %error, "could not publish a turn event");
+                    }
+                }
+                Err(error) => tracing::error!(turn = %key.turn_id, %error, "could not serialise a turn event"),
+            }
+            if let Some(first) = first.take() {
+                let _ = first.send(());
+            }
+        }
+    }
+    published
+}
+
+/// Marks the highest streamed-only number of `batch` when it is above `marked`; returns the number marked
+/// now. A failed mark (the turn ended, the store fails) leaves it as it was.
+async fn mark(store: &dyn SessionStore, key: &TurnKey, batch: &[Outgoing], marked: u64) -> u64 {
+    let highest = batch
+        .iter()
+        .rev()
+        .find_map(|Outgoing::Item { seq, streamed, .. }| streamed.as_ref().map(|streamed| (*seq, streamed)));
+    let Some((seq, streamed)) = highest.filter(|(seq, _)| *seq > marked) else {
+        return marked;
+    };
+    let mark = LiveStreamMark {
+        seq,
+        open_messages: streamed.open.as_ref().clone(),
+    };
+    match store.mark_live_stream(key, mark).await {
+        Ok(()) => seq,
+        Err(error) => {
+            tracing::debug!(turn = %key.turn_id, %error, "streamed-only events not marked; not streaming them");
+            marked
+        }
+    }
+}
