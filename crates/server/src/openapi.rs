@@ -19,6 +19,7 @@ use utoipa::openapi::schema::{
 use utoipa::openapi::{RefOr, Tag};
 use utoipa::{OpenApi, PartialSchema, ToSchema};
 
+use trueforge_protocol::api::{AvailableModel, Pagination, Session, SessionEventItem, Turn};
 use trueforge_protocol::openapi::{collect, reference, string_enum};
 use trueforge_protocol::{
     McpServerManifest, ModelProviderManifest, ReasoningEffort, SandboxBuildStatus, SandboxProviderManifest,
@@ -26,9 +27,7 @@ use trueforge_protocol::{
 };
 
 use crate::catalogs::{CatalogCustomModelProvider, CatalogMcpServer, CatalogModelProvider, CatalogSandboxProvider};
-use crate::models::AvailableModel;
 use crate::routes::{agents, mcp, meta, sessions, settings, turns};
-use crate::wire::{self, Session, Turn};
 
 /// Where the document and its page are served; neither is part of the document itself.
 pub const DOCUMENT_PATH: &str = "/api/v1/openapi.json";
@@ -243,7 +242,7 @@ fn page_of<T: ToSchema>() -> RefOr<Schema> {
     ObjectBuilder::new()
         .property("data", ArrayBuilder::new().items(reference::<T>()))
         .required("data")
-        .property("pagination", reference::<wire::Pagination>())
+        .property("pagination", reference::<Pagination>())
         .required("pagination")
         .build()
         .into()
@@ -515,17 +514,17 @@ doc_schema!(
     data_of(reference::<settings::ConfiguredSkill>()),
     collect settings::ConfiguredSkill
 );
-doc_schema!(ListSessionsResponse, page_of::<Session>(), collect Session, collect wire::Pagination);
+doc_schema!(ListSessionsResponse, page_of::<Session>(), collect Session, collect Pagination);
 doc_schema!(GetSessionResponse, data_of(reference::<Session>()), collect Session);
 doc_schema!(
     ListSessionEventsResponse,
-    page_of::<sessions::SessionEventItem>(),
-    collect sessions::SessionEventItem,
-    collect wire::Pagination
+    page_of::<SessionEventItem>(),
+    collect SessionEventItem,
+    collect Pagination
 );
-doc_schema!(ListTurnsResponse, page_of::<Turn>(), collect Turn, collect wire::Pagination);
+doc_schema!(ListTurnsResponse, page_of::<Turn>(), collect Turn, collect Pagination);
 doc_schema!(GetTurnResponse, data_of(reference::<Turn>()), collect Turn);
-doc_schema!(ListTurnEventsResponse, page_of::<SessionEvent>(), collect SessionEvent, collect wire::Pagination);
+doc_schema!(ListTurnEventsResponse, page_of::<SessionEvent>(), collect SessionEvent, collect Pagination);
 
 // ---- named request bodies of the settings routes (one generic body type in the code) ----
 
