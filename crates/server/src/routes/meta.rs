@@ -8,7 +8,7 @@ use serde_json::json;
 use trueforge_protocol::api::{DatabaseHealth, Health};
 
 use crate::error::ApiResult;
-use crate::openapi::{
+use crate::schemas::{
     GetCapabilitiesResponse, GetMCPServerCatalogResponse, GetMeResponse, GetModelProviderCatalogResponse,
     GetSandboxProviderCatalogResponse, GetSkillCatalogResponse, ListAvailableModelsResponse, RequestErrorResponse,
     TAG_AUTH, TAG_CAPABILITIES, TAG_MCP, TAG_MODELS, TAG_SANDBOXES, TAG_SKILLS,

@@ -15,7 +15,7 @@ use trueforge_store::session::model::{
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
-use crate::openapi::{
+use crate::schemas::{
     CancelSessionRequest, CancelSessionResponse, GetSessionResponse, ListSessionEventsResponse, ListSessionsOrder,
     ListSessionsResponse, RequestErrorResponse, TAG_SESSIONS,
 };

@@ -13,7 +13,7 @@ use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey, TurnRecor
 use super::sessions::{EVENT_PAGE_MAX, SESSION_PAGE_MAX, owned_session, page_limit};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
-use crate::openapi::{
+use crate::schemas::{
     GetTurnResponse, ListTurnEventsOrder, ListTurnEventsResponse, ListTurnsResponse, RequestErrorResponse, SandboxFile,
     TAG_SESSIONS,
 };
