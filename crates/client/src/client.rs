@@ -4,15 +4,15 @@ use std::time::Duration;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, RequestBuilder, Response, Url};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use trueforge_protocol::SessionEvent;
+use trueforge_protocol::api::{CreateSessionRequest, Data};
 
 use crate::error::ClientError;
 use crate::stream::{ResumePolicy, TurnStream};
 use crate::types::{
-    AgentChoiceBody, AvailableModel, CreateSessionBody, CreateTurn, CreateTurnBody, Health, ListSessions,
-    ListTurnEvents, ListTurns, Page, Session, SessionAgentChoice, Turn,
+    AvailableModel, CreateTurn, Health, ListSessions, ListTurnEvents, ListTurns, Page, Session, SessionAgentChoice,
+    Turn,
 };
 
 /// How long a plain JSON call may take, headers and body. Streams are exempt: they last as long as the
@@ -30,12 +30,6 @@ pub struct Client {
     token: Option<String>,
     request_timeout: Option<Duration>,
     resume: ResumePolicy,
-}
-
-/// `{"data": …}`, the envelope of most answers.
-#[derive(serde::Deserialize)]
-struct Data<T> {
-    data: T,
 }
 
 #[derive(serde::Deserialize)]
@@ -128,9 +122,7 @@ impl Client {
     // ---- sessions ----
 
     pub async fn create_session(&self, agent: SessionAgentChoice) -> Result<Session, ClientError> {
-        let body = CreateSessionBody {
-            agent: AgentChoiceBody::from(&agent),
-        };
+        let body = CreateSessionRequest::new(agent.into());
         let request = self.json_request(Method::POST, &["api", "v1", "sessions"]).json(&body);
         self.data(request, "session").await
     }
@@ -167,7 +159,7 @@ impl Client {
     pub async fn create_turn(&self, session_id: &str, turn: CreateTurn) -> Result<Turn, ClientError> {
         let request = self
             .json_request(Method::POST, &turns_path(session_id))
-            .json(&create_turn_body(&turn, false));
+            .json(&turn.request(false));
         self.data(request, "turn").await
     }
 
@@ -178,7 +170,7 @@ impl Client {
         // Never retried: a second POST would start a second turn.
         let request = self
             .stream_request(Method::POST, &turns_path(session_id), &[])
-            .json(&create_turn_body(&turn, true));
+            .json(&turn.request(true));
         let response = self.send(request).await?;
         let response = open_stream(response)
             .await
@@ -412,14 +404,6 @@ fn error_message(status: u16, body: &str) -> String {
 
 fn turns_path(session_id: &str) -> [&str; 5] {
     ["api", "v1", "sessions", session_id, "turns"]
-}
-
-fn create_turn_body(turn: &CreateTurn, stream: bool) -> impl Serialize + '_ {
-    CreateTurnBody {
-        input: &turn.input,
-        previous_turn_id: &turn.previous_turn_id,
-        stream,
-    }
 }
 
 #[cfg(test)]

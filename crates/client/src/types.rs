@@ -1,13 +1,18 @@
-//! Request and response shapes of the API that are not protocol types: sessions, turns, pages, models and
-//! health, as the server writes them. Unknown fields are ignored so that a newer server stays readable.
+//! What the client's calls take: the agent of a new session, a new turn, the queries of the lists. The
+//! request and response bodies are `trueforge_protocol::api`'s, re-exported here; they ignore unknown fields
+//! so that a newer server stays readable.
 
-use serde::{Deserialize, Serialize, Serializer};
+use trueforge_protocol::api::{CreateSessionAgent, CreateTurnRequest, SessionAgentNameRef, SessionAgentSpecBody};
+use trueforge_protocol::{AgentSpec, TurnInputItem, UserMessage, UserMessageContent};
+
+// The bodies themselves are the protocol's, shared with the server; the names are this crate's public API.
+pub use trueforge_protocol::api::{
+    AvailableModel, AvailableModelProvider as ModelProviderName, DatabaseHealth, Health, Page, Pagination,
+    PreviousTurn, Session, SortOrder, Turn,
+};
 
 /// Query parameters as name and text, in a fixed order.
 pub(crate) type QueryPairs = Vec<(&'static str, String)>;
-use trueforge_protocol::{
-    AgentSpec, ModelProperties, SessionAgent, TurnInputItem, TurnState, UserMessage, UserMessageContent,
-};
 
 /// Which agent a new session runs: a saved agent by name, or a spec owned by the session.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,74 +37,13 @@ impl SessionAgentChoice {
     }
 }
 
-/// The body of `POST /sessions`: `{"agent": {"name"}}` or `{"agent": {"spec"}}`.
-#[derive(Serialize)]
-pub(crate) struct CreateSessionBody<'a> {
-    pub agent: AgentChoiceBody<'a>,
-}
-
-#[derive(Serialize)]
-#[serde(untagged)]
-pub(crate) enum AgentChoiceBody<'a> {
-    Named { name: &'a str },
-    Inline { spec: &'a AgentSpec },
-}
-
-impl<'a> From<&'a SessionAgentChoice> for AgentChoiceBody<'a> {
-    fn from(choice: &'a SessionAgentChoice) -> Self {
+/// `POST /sessions` names a saved agent as `{"name"}` and carries an inline spec as `{"spec"}`.
+impl From<SessionAgentChoice> for CreateSessionAgent {
+    fn from(choice: SessionAgentChoice) -> Self {
         match choice {
-            SessionAgentChoice::Named(name) => Self::Named { name },
-            SessionAgentChoice::Inline(spec) => Self::Inline { spec },
+            SessionAgentChoice::Named(name) => Self::Named(SessionAgentNameRef::new(name)),
+            SessionAgentChoice::Inline(spec) => Self::Inline(Box::new(SessionAgentSpecBody::new(*spec))),
         }
-    }
-}
-
-/// Schema `Session`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[non_exhaustive]
-pub struct Session {
-    pub id: String,
-    pub agent: SessionAgent,
-    pub title: Option<String>,
-    pub created_by: String,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-/// Schema `Turn`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[non_exhaustive]
-pub struct Turn {
-    pub id: String,
-    pub session_id: String,
-    pub previous_turn_id: Option<String>,
-    /// The reference may omit it when empty.
-    #[serde(default)]
-    pub input: Vec<TurnInputItem>,
-    pub state: TurnState,
-    pub created_at: String,
-}
-
-/// Which turn a new turn continues.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum PreviousTurn {
-    /// The session's latest turn (the server's default).
-    #[default]
-    Auto,
-    /// Start a fresh conversation in the session.
-    None,
-    /// Fork from this turn.
-    Id(String),
-}
-
-impl Serialize for PreviousTurn {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(match self {
-            Self::Auto => "auto",
-            Self::None => "none",
-            Self::Id(id) => id,
-        })
     }
 }
 
@@ -134,45 +78,10 @@ impl CreateTurn {
     }
 }
 
-#[derive(Serialize)]
-pub(crate) struct CreateTurnBody<'a> {
-    pub input: &'a [TurnInputItem],
-    pub previous_turn_id: &'a PreviousTurn,
-    pub stream: bool,
-}
-
-/// A page of a list and where the next one starts.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[non_exhaustive]
-pub struct Page<T> {
-    pub data: Vec<T>,
-    pub pagination: Pagination,
-}
-
-/// Schema `TokenPagination`: no `next_page_token` means this is the last page.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[non_exhaustive]
-pub struct Pagination {
-    #[serde(default)]
-    pub next_page_token: Option<String>,
-    #[serde(default)]
-    pub previous_page_token: Option<String>,
-    pub limit: u32,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SortOrder {
-    Asc,
-    Desc,
-}
-
-impl SortOrder {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Asc => "asc",
-            Self::Desc => "desc",
-        }
+impl CreateTurn {
+    /// The body of `POST …/turns`; `stream` is the call's.
+    pub(crate) fn request(self, stream: bool) -> CreateTurnRequest {
+        CreateTurnRequest::new(self.input, Some(self.previous_turn_id), Some(stream))
     }
 }
 
@@ -245,48 +154,4 @@ impl ListTurnEvents {
         push(&mut pairs, "order", self.order.map(SortOrder::as_str).as_ref());
         pairs
     }
-}
-
-/// Schema `AvailableModel`: a model an agent spec may name.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[non_exhaustive]
-pub struct AvailableModel {
-    /// `provider/model`, the name agent specs use.
-    pub name: String,
-    pub model_id: String,
-    pub provider: ModelProviderName,
-    #[serde(default)]
-    pub properties: ModelProperties,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[non_exhaustive]
-pub struct ModelProviderName {
-    pub name: String,
-}
-
-/// The answer of `GET /healthz`: `status` is `ok` when the server can serve.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[non_exhaustive]
-pub struct Health {
-    pub status: String,
-    #[serde(default)]
-    pub version: Option<String>,
-    /// Not sent by the reference server.
-    #[serde(default)]
-    pub database: Option<DatabaseHealth>,
-}
-
-impl Health {
-    pub fn is_ok(&self) -> bool {
-        self.status == "ok"
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[non_exhaustive]
-pub struct DatabaseHealth {
-    pub status: String,
-    #[serde(default)]
-    pub reason: Option<String>,
 }

@@ -7,8 +7,11 @@
 //! (ranges, lengths, patterns) are checked by the `validate` methods and reported as
 //! [`ProtocolError`]. No I/O.
 //!
-//! Everything is re-exported at the crate root; the modules only group the definitions.
+//! Everything is re-exported at the crate root; the modules only group the definitions. The exception is
+//! [`api`], the bodies of the HTTP API (envelopes, pages, sessions, turns), whose names are too generic for
+//! the root.
 
+pub mod api;
 mod nullable;
 pub mod openapi;
 mod rules;

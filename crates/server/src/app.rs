@@ -346,6 +346,7 @@ pub fn router(state: AppState) -> Router {
     let limit = BodyLimit(state.config.body_limit);
     let hosts = Arc::new(HostGuard::new(&state.config));
     crate::routes::api()
+        .merge(crate::openapi::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)

@@ -4,14 +4,14 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde::Serialize;
 use serde_json::Number;
 use trueforge_agent::capabilities::SubAgentModel;
 use trueforge_agent::{ModelResolveError, ModelResolver, ResolvedModel};
 use trueforge_llm::{
     ClientOptions, Endpoint, LlmError, ModelCatalog, ModelClient, ProviderType, TokenizerFamily, WireFormat,
 };
-use trueforge_protocol::{ConfiguredModel, ModelParams, ModelProperties, ModelProviderManifest, ModelRef};
+use trueforge_protocol::api::{AvailableModel, AvailableModelProvider};
+use trueforge_protocol::{ConfiguredModel, ModelParams, ModelProviderManifest, ModelRef};
 use trueforge_store::StoreError;
 use trueforge_store::settings::ModelProviderStore;
 
@@ -123,13 +123,13 @@ impl SettingsModels {
             .iter()
             .flat_map(|record| {
                 let provider = record.manifest.name();
-                record.manifest.models().iter().map(move |model| AvailableModel {
-                    name: qualified_name(provider, &model.name),
-                    model_id: model.model_id.clone(),
-                    provider: AvailableModelProvider {
-                        name: provider.to_owned(),
-                    },
-                    properties: model.properties.clone(),
+                record.manifest.models().iter().map(move |model| {
+                    AvailableModel::new(
+                        qualified_name(provider, &model.name),
+                        model.model_id.clone(),
+                        AvailableModelProvider::new(provider),
+                        model.properties.clone(),
+                    )
                 })
             })
             .collect())
@@ -191,23 +191,6 @@ impl ModelResolver for SettingsModels {
             }
         }
     }
-}
-
-/// Schema `AvailableModel`: one configured model of a provider, as `GET /models` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-pub struct AvailableModel {
-    /// `provider/model`, the name agents use.
-    pub name: String,
-    pub model_id: String,
-    pub provider: AvailableModelProvider,
-    pub properties: ModelProperties,
-}
-
-/// Schema `AvailableModelProvider`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-pub struct AvailableModelProvider {
-    #[schema(min_length = 1)]
-    pub name: String,
 }
 
 fn qualified_name(provider: &str, model: &str) -> String {

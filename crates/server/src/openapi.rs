@@ -4,31 +4,24 @@
 //! with a small Swagger UI page at `/api/v1/docs` that the browser loads from a CDN (nothing is bundled or
 //! downloaded at build time).
 //!
-//! Besides assembling the document, this module holds the schemas of answers that handlers write as JSON
-//! literals (capabilities, `/auth/me`, the error envelope, ...) and the named `{"data": ...}` envelopes the
-//! reference document uses, so clients generated from either document see the same names.
+//! The paths come from the router itself (`routes::documented`, where each handler is registered together
+//! with its operation), so no list of paths is kept here. This module adds what is the document's own: its
+//! info, the tags, and the components only query parameters refer to. The schemas are in `schemas`.
 
-use std::borrow::Cow;
 use std::sync::OnceLock;
 
+use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
-use utoipa::openapi::schema::{
-    AdditionalProperties, ArrayBuilder, KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type,
-};
-use utoipa::openapi::{RefOr, Tag};
-use utoipa::{OpenApi, PartialSchema, ToSchema};
+use axum::routing::get;
+use utoipa::OpenApi;
+use utoipa::openapi::Tag;
 
-use trueforge_protocol::openapi::{collect, reference, string_enum};
-use trueforge_protocol::{
-    McpServerManifest, ModelProviderManifest, ReasoningEffort, SandboxBuildStatus, SandboxProviderManifest,
-    SessionEvent, SkillManifest,
+use crate::schemas::{
+    ListSessionsOrder, ListTurnEventsOrder, TAG_AGENTS, TAG_AUTH, TAG_CAPABILITIES, TAG_MCP, TAG_MODELS, TAG_SANDBOXES,
+    TAG_SESSIONS, TAG_SKILLS,
 };
-
-use crate::catalogs::{CatalogCustomModelProvider, CatalogMcpServer, CatalogModelProvider, CatalogSandboxProvider};
-use crate::models::AvailableModel;
-use crate::routes::{agents, mcp, meta, sessions, settings, turns};
-use crate::wire::{self, Session, Turn};
+use crate::state::AppState;
 
 /// Where the document and its page are served; neither is part of the document itself.
 pub const DOCUMENT_PATH: &str = "/api/v1/openapi.json";
@@ -42,57 +35,6 @@ pub const DOCS_PATH: &str = "/api/v1/docs";
             (streamed over SSE or answered as JSON), saved agents, the settings of model providers, MCP \
             servers, skills and the sandbox provider, and the catalogs of presets.\n\nIn local mode every \
             request acts as the one local admin; no credentials are needed."
-    ),
-    paths(
-        meta::to_home,
-        meta::callback,
-        meta::logout,
-        meta::me,
-        meta::capabilities,
-        meta::models,
-        meta::catalog_model_providers,
-        meta::catalog_mcp_servers,
-        meta::catalog_skills,
-        meta::catalog_sandbox_providers,
-        mcp::list,
-        mcp::oauth_callback,
-        mcp::tools,
-        mcp::authorize,
-        mcp::disconnect,
-        mcp::skills,
-        agents::list,
-        agents::create,
-        agents::get,
-        agents::update,
-        agents::delete,
-        agents::list_tool_approvals,
-        agents::revoke_tool_approvals,
-        agents::revoke_tool_approval,
-        settings::list_model_providers,
-        settings::create_model_provider,
-        settings::put_model_provider,
-        settings::list_mcp_servers,
-        settings::create_mcp_server,
-        settings::put_mcp_server,
-        settings::get_mcp_server,
-        settings::list_skills,
-        settings::create_skill,
-        settings::put_skill,
-        settings::get_sandbox_provider,
-        settings::put_sandbox_provider,
-        sessions::list,
-        sessions::create,
-        sessions::get,
-        sessions::patch,
-        sessions::delete,
-        sessions::cancel,
-        sessions::events,
-        turns::list,
-        turns::create,
-        turns::get,
-        turns::events,
-        turns::subscribe,
-        turns::download_sandbox_file,
     ),
     // Referenced only from query parameters, which do not register what they refer to.
     components(schemas(ListSessionsOrder, ListTurnEventsOrder)),
@@ -117,17 +59,9 @@ const TAGS: [(&str, &str); 8] = [
     (TAG_AUTH, "Login, logout and the caller's identity."),
 ];
 
-pub(crate) const TAG_AUTH: &str = "Auth";
-pub(crate) const TAG_CAPABILITIES: &str = "Capabilities";
-pub(crate) const TAG_MODELS: &str = "Models";
-pub(crate) const TAG_MCP: &str = "MCP Servers";
-pub(crate) const TAG_SKILLS: &str = "Skills";
-pub(crate) const TAG_SANDBOXES: &str = "Sandboxes";
-pub(crate) const TAG_AGENTS: &str = "Agents";
-pub(crate) const TAG_SESSIONS: &str = "Agent Sessions";
-
 fn build() -> utoipa::openapi::OpenApi {
     let mut document = ApiDoc::openapi();
+    document.merge(crate::routes::documented().into_openapi());
     document.info.version = crate::state::VERSION.to_owned();
     document.tags = Some(
         TAGS.iter()
@@ -157,6 +91,13 @@ fn cached() -> &'static (utoipa::openapi::OpenApi, String) {
         let json = serde_json::to_string(&document).unwrap_or_default();
         (document, json)
     })
+}
+
+/// The document and its docs page, which the document itself leaves out.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(DOCUMENT_PATH, get(openapi_json))
+        .route(DOCS_PATH, get(docs))
 }
 
 /// `GET /api/v1/openapi.json`.
@@ -195,394 +136,3 @@ const DOCS_PAGE: &str = r##"<!doctype html>
 </body>
 </html>
 "##;
-
-// ---- schemas of answers written as JSON literals ----
-
-/// Declares a documentation-only schema: an uninhabited type whose `ToSchema` is built by `$schema` and
-/// which registers the components `$collect` lists.
-macro_rules! doc_schema {
-    ($(#[$meta:meta])* $name:ident, $schema:expr $(, collect $ty:ty)* $(,)?) => {
-        $(#[$meta])*
-        pub enum $name {}
-
-        impl PartialSchema for $name {
-            fn schema() -> RefOr<Schema> {
-                $schema
-            }
-        }
-
-        impl ToSchema for $name {
-            fn name() -> Cow<'static, str> {
-                Cow::Borrowed(stringify!($name))
-            }
-
-            #[allow(unused_variables, reason = "envelopes without references register nothing")]
-            fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-                $(collect::<$ty>(schemas);)*
-            }
-        }
-    };
-}
-
-/// `{"data": <T>}`.
-fn data_of(data: impl Into<RefOr<Schema>>) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .property("data", data)
-        .required("data")
-        .build()
-        .into()
-}
-
-/// `{"data": [<T>...]}`.
-fn list_of<T: ToSchema>() -> RefOr<Schema> {
-    data_of(ArrayBuilder::new().items(reference::<T>()))
-}
-
-/// `{"data": [<T>...], "pagination": {...}}`.
-fn page_of<T: ToSchema>() -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .property("data", ArrayBuilder::new().items(reference::<T>()))
-        .required("data")
-        .property("pagination", reference::<wire::Pagination>())
-        .required("pagination")
-        .build()
-        .into()
-}
-
-fn closed(object: ObjectBuilder) -> ObjectBuilder {
-    object.additional_properties(Some(AdditionalProperties::<Schema>::FreeForm(false)))
-}
-
-fn boolean() -> ObjectBuilder {
-    ObjectBuilder::new().schema_type(Type::Boolean)
-}
-
-fn string() -> ObjectBuilder {
-    ObjectBuilder::new().schema_type(Type::String)
-}
-
-/// An object with one boolean `enabled` (and, for skills, an optional `reason`).
-fn capability(with_reason: bool) -> ObjectBuilder {
-    let object = ObjectBuilder::new().property("enabled", boolean()).required("enabled");
-    if with_reason {
-        object.property(
-            "reason",
-            string().description(Some("Why the capability is off, when it is.")),
-        )
-    } else {
-        object
-    }
-}
-
-doc_schema!(
-    /// The error answer of every route: `{"error": {"message": ...}}`.
-    RequestErrorResponse,
-    ObjectBuilder::new()
-        .property(
-            "error",
-            ObjectBuilder::new()
-                .property("message", string().description(Some("What went wrong, for people.")))
-                .required("message"),
-        )
-        .required("error")
-        .build()
-        .into(),
-);
-
-doc_schema!(
-    /// What the server offers the caller: a sandbox, skills (which need one), the settings routes.
-    CapabilitiesData,
-    ObjectBuilder::new()
-        .property("sandbox", capability(false))
-        .required("sandbox")
-        .property("skill", capability(true))
-        .required("skill")
-        .property("settings", capability(false))
-        .required("settings")
-        .build()
-        .into(),
-);
-
-doc_schema!(GetCapabilitiesResponse, data_of(reference::<CapabilitiesData>()), collect CapabilitiesData);
-
-doc_schema!(
-    /// The caller: in local mode, the local admin.
-    GetMeResponse,
-    ObjectBuilder::new()
-        .property(
-            "type",
-            string_enum(&["default"]).into_object_description("`default`: the local user (no identity provider)."),
-        )
-        .required("type")
-        .property("email", string())
-        .required("email")
-        .property("role", string_enum(&["admin", "user"]))
-        .required("role")
-        .build()
-        .into(),
-);
-
-doc_schema!(
-    /// The tenant's sandbox provider with its key redacted, and where its image build stands.
-    ConfiguredSandboxProvider,
-    closed(
-        ObjectBuilder::new()
-            .property("manifest", reference::<SandboxProviderManifest>())
-            .required("manifest")
-            .property("status", reference::<SandboxBuildStatus>())
-            .required("status")
-            .property(
-                "status_reason",
-                ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::from_iter([
-                    Type::String,
-                    Type::Null
-                ]))
-            )
-            .required("status_reason"),
-    )
-    .build()
-    .into(),
-    collect SandboxProviderManifest,
-    collect SandboxBuildStatus,
-);
-
-doc_schema!(
-    GetSandboxProviderResponse,
-    data_of(reference::<ConfiguredSandboxProvider>()),
-    collect ConfiguredSandboxProvider,
-);
-
-doc_schema!(
-    /// An empty object.
-    DeleteAgentResponse,
-    ObjectBuilder::new().build().into(),
-);
-
-doc_schema!(
-    /// An empty object.
-    CancelSessionResponse,
-    ObjectBuilder::new().build().into(),
-);
-
-doc_schema!(
-    /// Accepted and ignored: cancelling needs nothing but the session.
-    CancelSessionRequest,
-    ObjectBuilder::new().build().into(),
-);
-
-doc_schema!(
-    /// The answer of a completed OAuth authorisation.
-    OAuthCallbackSuccess,
-    ObjectBuilder::new()
-        .property("success", boolean().enum_values(Some([true])))
-        .required("success")
-        .build()
-        .into(),
-);
-
-doc_schema!(
-    /// The tools of an MCP server as it lists them (`tools/list`), passed through.
-    ListMCPServerToolsResponse,
-    data_of(ArrayBuilder::new().items(
-        ObjectBuilder::new().additional_properties(Some(AdditionalProperties::<Schema>::FreeForm(true)))
-    )),
-);
-
-doc_schema!(
-    /// Which authentication a server uses, without its secrets.
-    MCPServerAuthPublic,
-    RefOr::T(Schema::OneOf(
-        utoipa::openapi::schema::OneOfBuilder::new()
-            .item(closed(ObjectBuilder::new().property("type", string_enum(&["dcr"])).required("type")))
-            .item(closed(ObjectBuilder::new().property("type", string_enum(&["header"])).required("type")))
-            .discriminator(Some(utoipa::openapi::schema::Discriminator::new("type")))
-            .build()
-    )),
-);
-
-doc_schema!(
-    /// Order of a session list, by creation time.
-    ListSessionsOrder,
-    string_enum(&["asc", "desc"]).with_default("desc").into(),
-);
-
-doc_schema!(
-    /// Order of a turn's events.
-    ListTurnEventsOrder,
-    string_enum(&["asc", "desc"]).with_default("asc").into(),
-);
-
-doc_schema!(
-    /// The bytes of a file, as stored.
-    SandboxFile,
-    string()
-        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
-        .build()
-        .into(),
-);
-
-/// The values of `MCPAuthStatus.status`.
-pub(crate) fn auth_status_values() -> Schema {
-    string_enum(&["authenticated", "auth_required", "not_required"])
-}
-
-doc_schema!(
-    /// The `custom` entry of the model provider catalog: which reasoning efforts a custom provider may
-    /// declare.
-    CatalogCustomModelProviderSchema,
-    closed(
-        ObjectBuilder::new()
-            .property("type", string_enum(&[trueforge_protocol::CUSTOM_PROVIDER_TYPE]))
-            .required("type")
-            .property(
-                "supported_reasoning_efforts",
-                ArrayBuilder::new().items(reference::<ReasoningEffort>())
-            )
-            .required("supported_reasoning_efforts"),
-    )
-    .build()
-    .into(),
-    collect ReasoningEffort,
-);
-
-impl PartialSchema for CatalogCustomModelProvider {
-    fn schema() -> RefOr<Schema> {
-        CatalogCustomModelProviderSchema::schema()
-    }
-}
-
-impl ToSchema for CatalogCustomModelProvider {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed("CatalogCustomModelProvider")
-    }
-
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        CatalogCustomModelProviderSchema::schemas(schemas);
-    }
-}
-
-// ---- named envelopes ----
-
-doc_schema!(ListAgentsResponse, list_of::<agents::Agent>(), collect agents::Agent);
-doc_schema!(GetAgentResponse, data_of(reference::<agents::Agent>()), collect agents::Agent);
-doc_schema!(
-    ListAgentToolApprovalsResponse,
-    list_of::<agents::AgentToolApproval>(),
-    collect agents::AgentToolApproval
-);
-doc_schema!(ListAvailableModelsResponse, list_of::<AvailableModel>(), collect AvailableModel);
-doc_schema!(
-    GetModelProviderCatalogResponse,
-    list_of::<CatalogModelProvider>(),
-    collect CatalogModelProvider
-);
-doc_schema!(GetMCPServerCatalogResponse, list_of::<CatalogMcpServer>(), collect CatalogMcpServer);
-doc_schema!(GetSkillCatalogResponse, list_of::<SkillManifest>(), collect SkillManifest);
-doc_schema!(
-    GetSandboxProviderCatalogResponse,
-    list_of::<CatalogSandboxProvider>(),
-    collect CatalogSandboxProvider
-);
-doc_schema!(
-    ListAvailableMCPServersResponse,
-    list_of::<mcp::AvailableMcpServer>(),
-    collect mcp::AvailableMcpServer
-);
-doc_schema!(ListAvailableSkillsResponse, list_of::<mcp::SkillSummary>(), collect mcp::SkillSummary);
-doc_schema!(
-    ListModelProvidersResponse,
-    list_of::<settings::ConfiguredModelProvider>(),
-    collect settings::ConfiguredModelProvider
-);
-doc_schema!(
-    GetModelProviderResponse,
-    data_of(reference::<settings::ConfiguredModelProvider>()),
-    collect settings::ConfiguredModelProvider
-);
-doc_schema!(
-    ListMCPServersResponse,
-    list_of::<settings::ConfiguredMcpServer>(),
-    collect settings::ConfiguredMcpServer
-);
-doc_schema!(
-    GetMCPServerResponse,
-    data_of(reference::<settings::ConfiguredMcpServer>()),
-    collect settings::ConfiguredMcpServer
-);
-doc_schema!(ListSkillsResponse, list_of::<settings::ConfiguredSkill>(), collect settings::ConfiguredSkill);
-doc_schema!(
-    GetSkillResponse,
-    data_of(reference::<settings::ConfiguredSkill>()),
-    collect settings::ConfiguredSkill
-);
-doc_schema!(ListSessionsResponse, page_of::<Session>(), collect Session, collect wire::Pagination);
-doc_schema!(GetSessionResponse, data_of(reference::<Session>()), collect Session);
-doc_schema!(
-    ListSessionEventsResponse,
-    page_of::<sessions::SessionEventItem>(),
-    collect sessions::SessionEventItem,
-    collect wire::Pagination
-);
-doc_schema!(ListTurnsResponse, page_of::<Turn>(), collect Turn, collect wire::Pagination);
-doc_schema!(GetTurnResponse, data_of(reference::<Turn>()), collect Turn);
-doc_schema!(ListTurnEventsResponse, page_of::<SessionEvent>(), collect SessionEvent, collect wire::Pagination);
-
-// ---- named request bodies of the settings routes (one generic body type in the code) ----
-
-doc_schema!(
-    CreateModelProviderRequest,
-    settings::ManifestBody::<ModelProviderManifest>::schema(),
-    collect ModelProviderManifest
-);
-doc_schema!(
-    UpdateModelProviderRequest,
-    settings::ManifestBody::<ModelProviderManifest>::schema(),
-    collect ModelProviderManifest
-);
-doc_schema!(
-    CreateMCPServerRequest,
-    settings::ManifestBody::<McpServerManifest>::schema(),
-    collect McpServerManifest
-);
-doc_schema!(
-    UpdateMCPServerRequest,
-    settings::ManifestBody::<McpServerManifest>::schema(),
-    collect McpServerManifest
-);
-doc_schema!(
-    CreateSkillRequest,
-    settings::ManifestBody::<SkillManifest>::schema(),
-    collect SkillManifest
-);
-doc_schema!(
-    UpdateSkillRequest,
-    settings::ManifestBody::<SkillManifest>::schema(),
-    collect SkillManifest
-);
-doc_schema!(
-    UpdateSandboxProviderRequest,
-    settings::ManifestBody::<SandboxProviderManifest>::schema(),
-    collect SandboxProviderManifest
-);
-
-/// Small additions to a schema built as an object.
-trait ObjectExt {
-    fn into_object_description(self, description: &str) -> Schema;
-    fn with_default(self, default: &str) -> Schema;
-}
-
-impl ObjectExt for Schema {
-    fn into_object_description(mut self, description: &str) -> Schema {
-        if let Schema::Object(object) = &mut self {
-            object.description = Some(description.to_owned());
-        }
-        self
-    }
-
-    fn with_default(mut self, default: &str) -> Schema {
-        if let Schema::Object(object) = &mut self {
-            object.default = Some(serde_json::Value::String(default.to_owned()));
-        }
-        self
-    }
-}

@@ -8,16 +8,14 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use trueforge_protocol::AgentSpec;
+use trueforge_protocol::openapi::reference;
 use trueforge_store::StoreError;
 use trueforge_store::settings::AgentRecord;
 
 use super::check_spec;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::openapi::{
-    DeleteAgentResponse, GetAgentResponse, ListAgentToolApprovalsResponse, ListAgentsResponse, RequestErrorResponse,
-    TAG_AGENTS,
-};
+use crate::schemas::{DeleteAgentResponse, RequestErrorResponse, TAG_AGENTS, data_of, doc_schema, list_of};
 use crate::state::AppState;
 use crate::wire::{Data, empty_object};
 
@@ -319,3 +317,13 @@ pub async fn revoke_tool_approval(
     }
     Ok(empty_object())
 }
+
+// ---- named envelopes of this module's types, as the reference names them ----
+
+doc_schema!(ListAgentsResponse, list_of::<Agent>(), collect Agent);
+doc_schema!(GetAgentResponse, data_of(reference::<Agent>()), collect Agent);
+doc_schema!(
+    ListAgentToolApprovalsResponse,
+    list_of::<AgentToolApproval>(),
+    collect AgentToolApproval
+);

@@ -8,14 +8,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use trueforge_protocol::McpServerAuth;
 
-use super::settings::{auth_status, configured_mcp_server};
+use super::settings::{GetMCPServerResponse, auth_status, configured_mcp_server};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
 use crate::mcp_oauth::{FlowError, Resolution, safe_return_to, with_outcome};
 use crate::mcp_tools::ReachError;
-use crate::openapi::{
-    GetMCPServerResponse, ListAvailableMCPServersResponse, ListAvailableSkillsResponse, ListMCPServerToolsResponse,
-    MCPServerAuthPublic, OAuthCallbackSuccess, RequestErrorResponse, TAG_MCP, TAG_SKILLS,
+use crate::schemas::{
+    ListMCPServerToolsResponse, MCPServerAuthPublic, OAuthCallbackSuccess, RequestErrorResponse, TAG_MCP, TAG_SKILLS,
+    doc_schema, list_of,
 };
 use crate::state::AppState;
 use crate::wire::Data;
@@ -333,3 +333,12 @@ pub async fn skills(State(state): State<AppState>) -> ApiResult<Response> {
         .collect();
     Ok(Data::ok(skills).into_response())
 }
+
+// ---- named envelopes of this module's types, as the reference names them ----
+
+doc_schema!(
+    ListAvailableMCPServersResponse,
+    list_of::<AvailableMcpServer>(),
+    collect AvailableMcpServer
+);
+doc_schema!(ListAvailableSkillsResponse, list_of::<SkillSummary>(), collect SkillSummary);

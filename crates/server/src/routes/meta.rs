@@ -5,9 +5,10 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
+use trueforge_protocol::api::{DatabaseHealth, Health};
 
 use crate::error::ApiResult;
-use crate::openapi::{
+use crate::schemas::{
     GetCapabilitiesResponse, GetMCPServerCatalogResponse, GetMeResponse, GetModelProviderCatalogResponse,
     GetSandboxProviderCatalogResponse, GetSkillCatalogResponse, ListAvailableModelsResponse, RequestErrorResponse,
     TAG_AUTH, TAG_CAPABILITIES, TAG_MCP, TAG_MODELS, TAG_SANDBOXES, TAG_SKILLS,
@@ -20,14 +21,19 @@ use crate::wire::Data;
 /// out of rotation. While writes succeed this costs one read; after a failed write, one small write.
 pub async fn healthz(State(state): State<AppState>) -> Response {
     match state.database.ready().await {
-        Ok(()) => Json(json!({"status": "ok", "version": VERSION, "database": {"status": "ok"}})).into_response(),
+        Ok(()) => Json(Health::new(
+            Health::OK,
+            Some(VERSION.to_owned()),
+            Some(DatabaseHealth::new(Health::OK, None)),
+        ))
+        .into_response(),
         Err(reason) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({
-                "status": "unavailable",
-                "version": VERSION,
-                "database": {"status": "unavailable", "reason": reason},
-            })),
+            Json(Health::new(
+                Health::UNAVAILABLE,
+                Some(VERSION.to_owned()),
+                Some(DatabaseHealth::new(Health::UNAVAILABLE, Some(reason))),
+            )),
         )
             .into_response(),
     }

@@ -8,8 +8,10 @@ pub(crate) mod settings;
 pub(crate) mod turns;
 
 use axum::Router;
-use axum::routing::{delete, get, post};
+use axum::routing::get;
 use trueforge_protocol::AgentSpec;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::error::{ApiError, ApiResult};
 use crate::spec_check::{self, SpecError, SpecStores};
@@ -26,90 +28,59 @@ pub async fn check_spec(state: &AppState, tenant: &str, spec: &AgentSpec) -> Api
     }
 }
 
+/// The documented routes. Each `routes!` registers handlers of one path with their `#[utoipa::path]`
+/// operations, so the router and the document's paths come from the same place and cannot disagree; the
+/// document (`crate::openapi`) takes its paths from here.
+pub(crate) fn documented() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(meta::to_home))
+        .routes(routes!(meta::callback))
+        .routes(routes!(meta::logout))
+        .routes(routes!(meta::me))
+        .routes(routes!(meta::capabilities))
+        .routes(routes!(meta::models))
+        .routes(routes!(meta::catalog_model_providers))
+        .routes(routes!(meta::catalog_mcp_servers))
+        .routes(routes!(meta::catalog_skills))
+        .routes(routes!(meta::catalog_sandbox_providers))
+        .routes(routes!(mcp::list))
+        .routes(routes!(mcp::oauth_callback))
+        .routes(routes!(mcp::tools))
+        .routes(routes!(mcp::authorize, mcp::disconnect))
+        .routes(routes!(mcp::skills))
+        .routes(routes!(agents::list, agents::create))
+        .routes(routes!(agents::get, agents::update, agents::delete))
+        .routes(routes!(agents::list_tool_approvals, agents::revoke_tool_approvals))
+        .routes(routes!(agents::revoke_tool_approval))
+        .routes(routes!(
+            settings::list_model_providers,
+            settings::create_model_provider,
+            settings::put_model_provider,
+        ))
+        .routes(routes!(
+            settings::list_mcp_servers,
+            settings::create_mcp_server,
+            settings::put_mcp_server,
+        ))
+        .routes(routes!(settings::get_mcp_server))
+        .routes(routes!(
+            settings::list_skills,
+            settings::create_skill,
+            settings::put_skill
+        ))
+        .routes(routes!(settings::get_sandbox_provider, settings::put_sandbox_provider))
+        .routes(routes!(sessions::list, sessions::create))
+        .routes(routes!(sessions::get, sessions::patch, sessions::delete))
+        .routes(routes!(sessions::cancel))
+        .routes(routes!(sessions::events))
+        .routes(routes!(turns::list, turns::create))
+        .routes(routes!(turns::get))
+        .routes(routes!(turns::events))
+        .routes(routes!(turns::subscribe))
+        .routes(routes!(turns::download_sandbox_file))
+}
+
+/// The API: the documented routes, and `/healthz`, which the document leaves out as the reference does.
 pub fn api() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/auth/login", get(meta::to_home))
-        .route("/api/v1/auth/callback", get(meta::callback))
-        .route("/api/v1/auth/logout", post(meta::logout))
-        .route("/api/v1/auth/me", get(meta::me))
-        .route("/api/v1/capabilities", get(meta::capabilities))
-        .route("/api/v1/models", get(meta::models))
-        .route("/api/v1/catalogs/model-providers", get(meta::catalog_model_providers))
-        .route("/api/v1/catalogs/mcp-servers", get(meta::catalog_mcp_servers))
-        .route("/api/v1/catalogs/skills", get(meta::catalog_skills))
-        .route(
-            "/api/v1/catalogs/sandbox-providers",
-            get(meta::catalog_sandbox_providers),
-        )
-        .route("/api/v1/mcp-servers", get(mcp::list))
-        .route("/api/v1/mcp-servers/oauth/callback", get(mcp::oauth_callback))
-        .route("/api/v1/mcp-servers/{name}/tools", get(mcp::tools))
-        .route(
-            "/api/v1/mcp-servers/{name}/authorize",
-            get(mcp::authorize).delete(mcp::disconnect),
-        )
-        .route("/api/v1/skills", get(mcp::skills))
-        .route("/api/v1/agents", get(agents::list).post(agents::create))
-        .route(
-            "/api/v1/agents/{agent_id}",
-            get(agents::get).put(agents::update).delete(agents::delete),
-        )
-        .route(
-            "/api/v1/agents/{agent_id}/tool-approvals",
-            get(agents::list_tool_approvals).delete(agents::revoke_tool_approvals),
-        )
-        .route(
-            "/api/v1/agents/{agent_id}/tool-approvals/{mcp_server}/{tool}",
-            delete(agents::revoke_tool_approval),
-        )
-        .route(
-            "/api/v1/settings/model-providers",
-            get(settings::list_model_providers)
-                .post(settings::create_model_provider)
-                .put(settings::put_model_provider),
-        )
-        .route(
-            "/api/v1/settings/mcp-servers",
-            get(settings::list_mcp_servers)
-                .post(settings::create_mcp_server)
-                .put(settings::put_mcp_server),
-        )
-        .route("/api/v1/settings/mcp-servers/{name}", get(settings::get_mcp_server))
-        .route(
-            "/api/v1/settings/skills",
-            get(settings::list_skills)
-                .post(settings::create_skill)
-                .put(settings::put_skill),
-        )
-        .route(
-            "/api/v1/settings/sandbox-providers",
-            get(settings::get_sandbox_provider).put(settings::put_sandbox_provider),
-        )
-        .route("/api/v1/sessions", get(sessions::list).post(sessions::create))
-        .route(
-            "/api/v1/sessions/{session_id}",
-            get(sessions::get).patch(sessions::patch).delete(sessions::delete),
-        )
-        .route("/api/v1/sessions/{session_id}/cancel", post(sessions::cancel))
-        .route("/api/v1/sessions/{session_id}/events", get(sessions::events))
-        .route(
-            "/api/v1/sessions/{session_id}/turns",
-            get(turns::list).post(turns::create),
-        )
-        .route("/api/v1/sessions/{session_id}/turns/{turn_id}", get(turns::get))
-        .route(
-            "/api/v1/sessions/{session_id}/turns/{turn_id}/events",
-            get(turns::events),
-        )
-        .route(
-            "/api/v1/sessions/{session_id}/turns/{turn_id}/subscribe",
-            get(turns::subscribe),
-        )
-        .route(
-            "/api/v1/sessions/{session_id}/turns/{turn_id}/download-sandbox-file",
-            get(turns::download_sandbox_file),
-        )
-        .route(crate::openapi::DOCUMENT_PATH, get(crate::openapi::openapi_json))
-        .route(crate::openapi::DOCS_PATH, get(crate::openapi::docs))
-        .route("/healthz", get(meta::healthz))
+    Router::from(documented()).route("/healthz", get(meta::healthz))
 }

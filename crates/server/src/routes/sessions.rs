@@ -3,8 +3,11 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
-use trueforge_protocol::{AgentSpec, CancellationReason, SessionAgent, SessionEvent};
+use serde::Deserialize;
+use trueforge_protocol::api::{
+    CreateSessionAgent, CreateSessionRequest, SessionAgentNameRef, SessionAgentSpecBody, SessionEventItem,
+};
+use trueforge_protocol::{CancellationReason, SessionAgent};
 use trueforge_store::Timestamp;
 use trueforge_store::session::model::{
     NewSession, PageRequest, SessionFilter, SessionRecord, SessionUpdate, SortOrder, TurnKey,
@@ -12,7 +15,7 @@ use trueforge_store::session::model::{
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
-use crate::openapi::{
+use crate::schemas::{
     CancelSessionRequest, CancelSessionResponse, GetSessionResponse, ListSessionEventsResponse, ListSessionsOrder,
     ListSessionsResponse, RequestErrorResponse, TAG_SESSIONS,
 };
@@ -56,57 +59,6 @@ pub async fn owned_session(state: &AppState, caller: &Caller, session_id: &str) 
     Ok(session)
 }
 
-/// A new session: the agent it runs, saved (by name) or inline.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateSessionRequest {
-    #[serde(deserialize_with = "agent_choice")]
-    agent: AgentChoice,
-}
-
-/// Reads the agent by the key it has (`spec` or `name`), so a bad spec is refused with its own error (which
-/// field, which value); the untagged enum (kept for the document's `oneOf`) would only say that no variant
-/// matched.
-fn agent_choice<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<AgentChoice, D::Error> {
-    use serde::de::Error;
-    let value = serde_json::Value::deserialize(deserializer)?;
-    if value.get("spec").is_some() {
-        serde_json::from_value::<InlineAgent>(value)
-            .map(|inline| AgentChoice::Inline(Box::new(inline)))
-            .map_err(D::Error::custom)
-    } else {
-        serde_json::from_value::<NamedAgent>(value)
-            .map(AgentChoice::Named)
-            .map_err(D::Error::custom)
-    }
-}
-
-/// A saved agent by name, or a spec of the session's own.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(untagged)]
-#[schema(as = CreateSessionAgent)]
-enum AgentChoice {
-    Named(NamedAgent),
-    Inline(Box<InlineAgent>),
-}
-
-/// A saved agent, by name.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = SessionAgentNameRef)]
-struct NamedAgent {
-    #[schema(value_type = trueforge_protocol::openapi::ResourceName)]
-    name: String,
-}
-
-/// A spec owned by the session.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = SessionAgentSpecBody)]
-struct InlineAgent {
-    spec: AgentSpec,
-}
-
 /// Creates a session for the caller.
 #[utoipa::path(
     post,
@@ -128,7 +80,7 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let caller = state.caller();
     let agent = match body.agent {
-        AgentChoice::Named(NamedAgent { name }) => {
+        CreateSessionAgent::Named(SessionAgentNameRef { name, .. }) => {
             let agent = state
                 .settings
                 .get_agent_by_name(&caller.tenant, &name)
@@ -139,8 +91,8 @@ pub async fn create(
                 name: Some(agent.name),
             }
         }
-        AgentChoice::Inline(inline) => {
-            let InlineAgent { spec } = *inline;
+        CreateSessionAgent::Inline(inline) => {
+            let SessionAgentSpecBody { spec, .. } = *inline;
             super::check_spec(&state, &caller.tenant, &spec).await?;
             SessionAgent::Inline { spec }
         }
@@ -272,7 +224,7 @@ pub async fn get(State(state): State<AppState>, Path(session_id): Path<String>) 
 #[serde(deny_unknown_fields)]
 #[schema(as = UpdateSessionRequest)]
 pub struct PatchSessionRequest {
-    agent: Option<InlineAgent>,
+    agent: Option<SessionAgentSpecBody>,
 }
 
 /// Replaces the inline agent spec of a session; the next turn uses it.
@@ -300,7 +252,7 @@ pub async fn patch(
     let caller = state.caller();
     let session = owned_session(&state, &caller, &session_id).await?;
     let agent_spec = match body.agent {
-        Some(InlineAgent { spec }) => {
+        Some(SessionAgentSpecBody { spec, .. }) => {
             if matches!(session.agent, SessionAgent::Reference { .. }) {
                 return Err(ApiError::unprocessable(
                     "This session runs a saved agent; its agent cannot be replaced",
@@ -405,14 +357,6 @@ pub struct SessionEventsQuery {
     last_turn_id: Option<String>,
 }
 
-/// A persisted event with the turn it belongs to.
-#[derive(Serialize, utoipa::ToSchema)]
-#[schema(as = SessionEventItem)]
-pub(crate) struct SessionEventItem {
-    turn_id: String,
-    event: SessionEvent,
-}
-
 /// The persisted events of one branch of a session's turns, newest first.
 #[utoipa::path(
     get,
@@ -451,10 +395,7 @@ pub async fn events(
         data: page
             .data
             .into_iter()
-            .map(|item| SessionEventItem {
-                turn_id: item.turn_id,
-                event: item.event,
-            })
+            .map(|item| SessionEventItem::new(item.turn_id, item.event))
             .collect(),
         limit: page.limit,
         next_page_token: page.next_page_token,

@@ -5,6 +5,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
+use trueforge_protocol::openapi::reference;
 use trueforge_protocol::{
     McpServerAuth, McpServerManifest, McpServerType, ModelProviderManifest, SandboxProviderManifest, SkillManifest,
 };
@@ -14,11 +15,9 @@ use trueforge_store::settings::{ManifestUpdate, McpServerRecord, ModelProviderRe
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::openapi::{
-    CreateMCPServerRequest, CreateModelProviderRequest, CreateSkillRequest, GetMCPServerResponse,
-    GetModelProviderResponse, GetSandboxProviderResponse, GetSkillResponse, ListMCPServersResponse,
-    ListModelProvidersResponse, ListSkillsResponse, RequestErrorResponse, TAG_MCP, TAG_MODELS, TAG_SANDBOXES,
-    TAG_SKILLS, UpdateMCPServerRequest, UpdateModelProviderRequest, UpdateSandboxProviderRequest, UpdateSkillRequest,
+use crate::schemas::{
+    GetSandboxProviderResponse, RequestErrorResponse, TAG_MCP, TAG_MODELS, TAG_SANDBOXES, TAG_SKILLS, data_of,
+    doc_schema, list_of,
 };
 use crate::state::{AppState, Caller};
 use crate::wire::Data;
@@ -193,7 +192,7 @@ pub struct ConfiguredMcpServer {
 #[schema(as = MCPAuthStatus)]
 pub struct AuthStatus {
     /// `not_required` without auth, `authenticated` with headers or a token, `auth_required` otherwise.
-    #[schema(schema_with = crate::openapi::auth_status_values)]
+    #[schema(schema_with = crate::schemas::auth_status_values)]
     status: &'static str,
 }
 
@@ -543,3 +542,68 @@ pub async fn put_sandbox_provider(
         "Remote sandbox providers (daytona) are not supported by this server yet",
     ))
 }
+
+// ---- named envelopes of this module's types, as the reference names them ----
+
+doc_schema!(
+    ListModelProvidersResponse,
+    list_of::<ConfiguredModelProvider>(),
+    collect ConfiguredModelProvider
+);
+doc_schema!(
+    GetModelProviderResponse,
+    data_of(reference::<ConfiguredModelProvider>()),
+    collect ConfiguredModelProvider
+);
+doc_schema!(
+    ListMCPServersResponse,
+    list_of::<ConfiguredMcpServer>(),
+    collect ConfiguredMcpServer
+);
+doc_schema!(
+    GetMCPServerResponse,
+    data_of(reference::<ConfiguredMcpServer>()),
+    collect ConfiguredMcpServer
+);
+doc_schema!(ListSkillsResponse, list_of::<ConfiguredSkill>(), collect ConfiguredSkill);
+doc_schema!(
+    GetSkillResponse,
+    data_of(reference::<ConfiguredSkill>()),
+    collect ConfiguredSkill
+);
+// Named request bodies (one generic body type in the code).
+doc_schema!(
+    CreateModelProviderRequest,
+    ManifestBody::<ModelProviderManifest>::schema(),
+    collect ModelProviderManifest
+);
+doc_schema!(
+    UpdateModelProviderRequest,
+    ManifestBody::<ModelProviderManifest>::schema(),
+    collect ModelProviderManifest
+);
+doc_schema!(
+    CreateMCPServerRequest,
+    ManifestBody::<McpServerManifest>::schema(),
+    collect McpServerManifest
+);
+doc_schema!(
+    UpdateMCPServerRequest,
+    ManifestBody::<McpServerManifest>::schema(),
+    collect McpServerManifest
+);
+doc_schema!(
+    CreateSkillRequest,
+    ManifestBody::<SkillManifest>::schema(),
+    collect SkillManifest
+);
+doc_schema!(
+    UpdateSkillRequest,
+    ManifestBody::<SkillManifest>::schema(),
+    collect SkillManifest
+);
+doc_schema!(
+    UpdateSandboxProviderRequest,
+    ManifestBody::<SandboxProviderManifest>::schema(),
+    collect SandboxProviderManifest
+);

@@ -6,35 +6,20 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trueforge_agent::{AgentError, PreviousTurn, TurnRequest};
+use trueforge_protocol::api::{CreateTurnRequest, PreviousTurn as WirePreviousTurn};
 use trueforge_protocol::{SessionEvent, TurnInputItem, TurnStreamingEvent};
 use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey, TurnRecord};
 
 use super::sessions::{EVENT_PAGE_MAX, SESSION_PAGE_MAX, owned_session, page_limit};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
-use crate::openapi::{
+use crate::schemas::{
     GetTurnResponse, ListTurnEventsOrder, ListTurnEventsResponse, ListTurnsResponse, RequestErrorResponse, SandboxFile,
     TAG_SESSIONS,
 };
 use crate::sse;
 use crate::state::{AppState, Caller};
 use crate::wire::{Data, PageOf, Turn};
-
-/// A new turn: its input, the turn it continues, and whether to stream it.
-#[derive(Deserialize, utoipa::ToSchema)]
-pub struct CreateTurnRequest {
-    /// User messages, or approvals and tool responses for a turn that paused on them (not both).
-    #[serde(default)]
-    input: Vec<TurnInputItem>,
-    /// `auto` (the default): the session's latest turn; `none`: a new conversation; or a turn id.
-    #[serde(default)]
-    #[schema(min_length = 1, default = "auto")]
-    previous_turn_id: Option<String>,
-    /// `true` (the default): answer with the turn's event stream; `false`: with the turn, once it started.
-    #[serde(default)]
-    #[schema(default = true)]
-    stream: Option<bool>,
-}
 
 /// The reference's schema rule: a user message never travels with approvals or tool responses.
 fn check_input_kinds(input: &[TurnInputItem]) -> ApiResult<()> {
@@ -50,12 +35,13 @@ fn check_input_kinds(input: &[TurnInputItem]) -> ApiResult<()> {
     Ok(())
 }
 
-fn previous_turn(value: Option<String>) -> ApiResult<PreviousTurn> {
-    match value.as_deref() {
+fn previous_turn(value: Option<WirePreviousTurn>) -> ApiResult<PreviousTurn> {
+    // By the text on the wire: the empty id is read as an id, so that refusing it is this message.
+    match value.as_ref().map(WirePreviousTurn::as_str) {
         None | Some("auto") => Ok(PreviousTurn::Auto),
         Some("none") => Ok(PreviousTurn::None),
         Some("") => Err(ApiError::bad_request("previous_turn_id must not be empty")),
-        Some(_) => Ok(PreviousTurn::Id(value.unwrap_or_default())),
+        Some(id) => Ok(PreviousTurn::Id(id.to_owned())),
     }
 }
 

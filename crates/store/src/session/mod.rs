@@ -1,5 +1,6 @@
 //! The session store: sessions, turns, segment-chain thread contexts, events, leases and recall.
 
+mod api;
 pub mod memory;
 pub mod model;
 mod page;
