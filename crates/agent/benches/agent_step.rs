@@ -11,7 +11,8 @@
 //! Each measured turn is a fresh conversation in the same session (`previous_turn_id: None`), so every
 //! turn does the same work and the context never grows from one iteration to the next; the session's
 //! tables do grow over the run, as a busy server's would. A turn is `create_turn` plus reading its live
-//! stream to the end (`StartedTurn::collect`), on a multi-thread tokio runtime.
+//! stream from the bus to the end as an SSE writer does (`StartedTurn::next_entry`: each event serialised
+//! once by the turn's publisher, not parsed back), on a multi-thread tokio runtime.
 //!
 //! - `agent_step/turn_10_steps`: a turn of 10 model calls (9 tool round trips and the final answer).
 //! - `agent_step/turn_1_step`: a turn with one model call and no tool: the fixed cost of a turn.
@@ -230,13 +231,18 @@ impl Bench {
             custom: None,
             requested_by: None,
         };
-        let started = self.runtime.create_turn(request).await.unwrap();
-        let (items, state) = started.collect().await;
+        let mut started = self.runtime.create_turn(request).await.unwrap();
+        // Read as an SSE writer does: the entries as published, not parsed back.
+        let mut items = 0;
+        while started.next_entry().await.is_some() {
+            items += 1;
+        }
+        let state = started.end().await;
         assert!(
             matches!(state, Some(TurnState::Done { .. })),
             "the turn did not finish: {state:?}"
         );
-        items.len()
+        items
     }
 }
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
-use trueforge_bus::Subscription;
+use trueforge_bus::{BusEvent, Subscription};
 use trueforge_protocol::{
     AgentSpec, AgentThreadSnapshot, ApprovalScope, CancellationReason, MAIN_THREAD_ID, McpInitializeEvent,
     McpServerInitInfo, SessionAgent, SessionEvent, TurnInputItem, TurnState,
@@ -114,14 +114,19 @@ impl StartedTurn {
         }
     }
 
-    /// The next event of the turn's live stream, from its first; `None` after `turn.done` (or when the
-    /// stream is gone).
-    pub async fn next_event(&mut self) -> Option<StreamItem> {
+    /// The next entry of the turn's live stream as the bus holds it (its number and its JSON), from the
+    /// first; `None` after `turn.done` (or when the stream is gone). An SSE writer reads this way.
+    pub async fn next_entry(&mut self) -> Option<BusEvent> {
         if self.subscription.is_none() {
             let stream = stream_key(&self.key);
             self.subscription = self.streams.bus.subscribe(&stream, 0, Duration::ZERO).await.ok();
         }
-        let entry = self.subscription.as_mut()?.next().await?.ok()?;
+        self.subscription.as_mut()?.next().await?.ok()
+    }
+
+    /// The next event of the turn's live stream, read back into its type.
+    pub async fn next_event(&mut self) -> Option<StreamItem> {
+        let entry = self.next_entry().await?;
         match serde_json::from_str(&entry.json) {
             Ok(event) => Some(StreamItem { seq: entry.seq, event }),
             Err(error) => {
