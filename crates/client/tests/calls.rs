@@ -92,7 +92,7 @@ async fn a_non_streamed_turn_then_subscribe_delivers_the_whole_turn() {
     let stored_types: Vec<&str> = stored.data.iter().map(SessionEvent::event_type).collect();
     let streamed_types: Vec<&str> = events
         .iter()
-        .map(|event| event.event_type())
+        .map(trueforge_client::StreamedEvent::event_type)
         .filter(|kind| *kind != "model.message.delta")
         .collect();
     assert_eq!(stored_types, streamed_types);

@@ -217,7 +217,7 @@ impl McpToolSet {
         let hints = tool.annotations.as_ref();
         let mut spec = ToolSpec {
             name: tool.name.into_owned(),
-            description: tool.description.map(|text| text.into_owned()).or(tool.title),
+            description: tool.description.map(std::borrow::Cow::into_owned).or(tool.title),
             // Passed through whole: `$defs`, `anyOf` and the rest matter to the model.
             input_schema: Value::Object(tool.input_schema.as_ref().clone()),
             output_schema: tool.output_schema.map(|schema| Value::Object(schema.as_ref().clone())),

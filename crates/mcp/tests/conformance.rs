@@ -165,7 +165,7 @@ fn conformance_client_suite_matches_expected_failures() {
     let output = tempfile::tempdir().expect("a temp dir");
     // Node 22 first on PATH, so nothing the suite starts picks up an older system Node.
     let path = std::env::join_paths(
-        std::iter::once(bin_dir.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+        std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
     )
     .expect("a valid PATH");
     // The suite splits the command on spaces: the target dir must not contain any.

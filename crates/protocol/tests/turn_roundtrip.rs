@@ -118,7 +118,10 @@ fn turn_states_round_trip() {
         panic!("expected done");
     };
     assert_eq!(output.as_ref().unwrap().id, "01jaaaaaaaaaaaaaaaaaaaaaaa");
-    let kinds: Vec<_> = required_actions.iter().map(|action| action.event_type()).collect();
+    let kinds: Vec<_> = required_actions
+        .iter()
+        .map(trueforge_protocol::ActionRequiredEvent::event_type)
+        .collect();
     assert_eq!(
         kinds,
         ["tool.approval_required", "tool.response_required", "mcp.auth_required"]

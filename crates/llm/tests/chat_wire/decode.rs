@@ -38,11 +38,11 @@ fn chat_decode_text_with_usage_chunk() {
 #[test]
 fn chat_decode_parallel_tool_calls() {
     let events = decode(&fixture("parallel_tool_calls.sse")).unwrap();
-    let starts: Vec<_> = events
+    let starts = events
         .iter()
         .filter(|event| matches!(event, StreamEvent::ToolCallStart { .. }))
-        .collect();
-    assert_eq!(starts.len(), 2);
+        .count();
+    assert_eq!(starts, 2);
     let ends: Vec<_> = events
         .iter()
         .filter_map(|event| match event {

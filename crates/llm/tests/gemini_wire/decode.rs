@@ -29,14 +29,11 @@ fn finishes(events: &[StreamEvent]) -> Vec<&FinishReason> {
 fn gemini_decode_text() {
     let (events, end) = decode_fixture("text.sse");
     end.unwrap();
-    let texts: Vec<_> = events
+    let texts = events
         .iter()
-        .filter_map(|event| match event {
-            StreamEvent::TextDelta { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(texts.len(), 3);
+        .filter(|event| matches!(event, StreamEvent::TextDelta { .. }))
+        .count();
+    assert_eq!(texts, 3);
     // One usage and one finish, at the end.
     assert!(matches!(
         &events[3..],

@@ -445,7 +445,7 @@ fn the_comparison_is_directional() {
             "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/In"}}}},
             "responses": {"200": {"description": "", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Out"}}}}}
         }}}, "components": {"schemas": {
-            "In": {"type": "object", "properties": {"kind": {"type": "string", "enum": values.clone()}}},
+            "In": {"type": "object", "properties": {"kind": {"type": "string", "enum": values}}},
             "Out": {"type": "object", "required": ["kind"], "properties": {"kind": {"type": "string", "enum": values}}, "additionalProperties": false}
         }}})
     };

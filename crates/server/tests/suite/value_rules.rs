@@ -251,7 +251,7 @@ fn rules(session_id: &str) -> Vec<Rule> {
             pointer: "/components/schemas/SkillManifest/properties/ref",
             keyword: "pattern",
             value: json!("^(?!/*$)(?!(?:.*/)?\\.\\.(?:/|$))[A-Za-z0-9._\\-/]+$"),
-            method: post.clone(),
+            method: post,
             path: "/api/v1/settings/skills".to_owned(),
             body: Some(
                 json!({"manifest": {"type": "git", "name": "pdf", "url": "https://github.com/example/skills",

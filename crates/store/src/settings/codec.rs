@@ -256,7 +256,7 @@ pub(crate) fn seal_token(sealer: &RowSealer<'_>, token: &OAuthToken) -> StoreRes
     let stored = StoredToken {
         access_token: token.access_token.clone(),
         refresh_token: token.refresh_token.clone(),
-        expires_at_ms: token.expires_at.map(|at| at.millis()),
+        expires_at_ms: token.expires_at.map(super::super::time::Timestamp::millis),
         scope: token.scope.clone(),
     };
     sealer.seal(TOKEN_FIELD, &serde_json::to_string(&stored)?)

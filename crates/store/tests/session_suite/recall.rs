@@ -48,7 +48,7 @@ fn pairs(expected: &[(&str, bool)]) -> Vec<(String, bool)> {
 }
 
 fn owned(texts: &[&str]) -> Vec<String> {
-    texts.iter().map(|text| text.to_string()).collect()
+    texts.iter().map(std::string::ToString::to_string).collect()
 }
 
 async fn search(store: &Store, turn_key: &TurnKey, query: &str) -> Vec<String> {

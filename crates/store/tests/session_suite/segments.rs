@@ -50,7 +50,7 @@ async fn finished(store: &Store, turn_id: &str, previous: Option<&str>, texts: &
 }
 
 fn owned(texts: &[&str]) -> Vec<String> {
-    texts.iter().map(|text| text.to_string()).collect()
+    texts.iter().map(std::string::ToString::to_string).collect()
 }
 
 pub async fn segments_continuation_inherits_whole_chain(store: Store) {

@@ -96,7 +96,6 @@ pub(crate) async fn register(Extract(state): Extract<Arc<State>>, body: axum::bo
     // `assign_auth_method` overrides whatever was asked, as RFC 7591 lets a server do.
     let method = options
         .assign_auth_method
-        .clone()
         .or_else(|| requested_method.map(str::to_owned))
         .unwrap_or_else(|| "client_secret_post".to_owned());
     let secret = match method.as_str() {
