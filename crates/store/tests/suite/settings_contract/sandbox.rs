@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use trueforge_protocol::SandboxBuildStatus;
 use trueforge_store::settings::SandboxProviderStatus;
 
-use crate::data::*;
-use crate::fixture::Fixture;
+use super::data::*;
+use super::fixture::Fixture;
 
 fn ready(image: &str) -> SandboxProviderStatus {
     SandboxProviderStatus {

@@ -1,12 +1,14 @@
 //! The session-store contract suite, run against every backend: memory, SQLite and Postgres. Each case is a
-//! function of `session_suite` taking a fresh store; the macro below instantiates every case per backend.
+//! function of one of the modules below (grouped by area) taking a fresh store; each module ends with
+//! `contract_group!(…)` listing its cases, which instantiates every case per backend:
+//! `session_contract::<module>::<backend>::<case>`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::sync::Arc;
 
 use trueforge_store::session::{MemorySessionStore, PostgresSessionStore, SessionStore, SqliteSessionStore};
+
+use crate::common;
 
 /// A store plus whatever must outlive the test (a temporary directory).
 pub struct Backend {
@@ -49,7 +51,7 @@ macro_rules! contract_group {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $case() {
-                    let backend = crate::$backend().await;
+                    let backend = crate::suite::session_contract::$backend().await;
                     super::$case(backend.store.clone()).await;
                 }
             )*
@@ -57,4 +59,17 @@ macro_rules! contract_group {
     };
 }
 
-mod session_suite;
+pub mod fixtures;
+
+pub mod freeze;
+pub mod leases;
+pub mod pagination;
+pub mod parallel;
+pub mod recall;
+pub mod segments;
+pub mod sequence;
+pub mod sessions;
+pub mod steps;
+pub mod tenancy;
+pub mod threads;
+pub mod turns;

@@ -3,7 +3,7 @@
 //! and passes SQLite's integrity check. The disk is made "full" with SQLite's `max_page_count`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use serde_json::{Value, json};
 use trueforge_protocol::{AgentSpec, ContextMessage, SessionAgent, SessionEvent};

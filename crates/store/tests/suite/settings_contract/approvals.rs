@@ -1,8 +1,8 @@
 //! Tools allowed for every session of a saved agent: idempotent adds, order, revocation, the cascade from
 //! the agent, tenant isolation.
 
-use crate::data::*;
-use crate::fixture::Fixture;
+use super::data::*;
+use super::fixture::Fixture;
 
 fn pairs(records: &[trueforge_store::settings::AgentToolApprovalRecord]) -> Vec<(&str, &str)> {
     records

@@ -1,7 +1,7 @@
 //! MCP servers and their OAuth client.
 
-use crate::data::*;
-use crate::fixture::Fixture;
+use super::data::*;
+use super::fixture::Fixture;
 
 pub async fn mcp_servers_crud_filter_and_order(f: &impl Fixture) {
     let store = f.store();

@@ -6,7 +6,7 @@ use trueforge_store::redaction::{
     restore_redacted_secrets,
 };
 
-use crate::data::*;
+use crate::suite::settings_contract::data::*;
 
 #[test]
 fn short_secrets_become_the_bare_marker() {

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use trueforge_store::StoreError;
 use trueforge_store::redaction::{MissingSecret, SECRET_REDACTION, redacted, restore_redacted_secrets};
 
-use crate::data::*;
-use crate::fixture::Fixture;
+use super::data::*;
+use super::fixture::Fixture;
 
 pub async fn agents_create_get_list_order(f: &impl Fixture) {
     let store = f.store();

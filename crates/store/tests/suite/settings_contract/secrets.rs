@@ -3,8 +3,8 @@
 use trueforge_store::StoreError;
 use trueforge_store::crypto::{SecretCipher, SecretError};
 
-use crate::data::*;
-use crate::fixture::SqlFixture;
+use super::data::*;
+use super::fixture::SqlFixture;
 
 const PROVIDER_KEY: &str = "sk-plain-provider-key";
 const HEADER_SECRET: &str = "Bearer plain-header-secret";

@@ -1,30 +1,20 @@
 //! The settings-store contract suite, run against every backend: memory, SQLite and Postgres. Each case
 //! is a function taking a fresh fixture; the macros below instantiate it per backend, so a case reads as
-//! `settings_contract <backend>::<case>`. Cases about what is at rest (encryption, keys, tampering) need
+//! `settings_contract::<backend>::<case>`. Cases about what is at rest (encryption, keys, tampering) need
 //! raw SQL and run on the SQL backends only. Redaction and key loading do not depend on a backend: they
-//! are in `tests/secrets.rs`.
+//! are in `suite/secrets.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-#[path = "settings_contract/approvals.rs"]
 mod approvals;
-#[path = "settings_contract/data.rs"]
-mod data;
-#[path = "settings_contract/fixture.rs"]
+// Also the test data of `suite/secrets.rs`.
+pub(crate) mod data;
 mod fixture;
-#[path = "settings_contract/mcp.rs"]
 mod mcp;
-#[path = "settings_contract/mcp_sessions.rs"]
 mod mcp_sessions;
-#[path = "settings_contract/named.rs"]
 mod named;
-#[path = "settings_contract/oauth.rs"]
 mod oauth;
-#[path = "settings_contract/sandbox.rs"]
 mod sandbox;
-#[path = "settings_contract/secrets.rs"]
 mod secrets;
 
 /// One `#[tokio::test]` per `module::case`, on a fresh fixture from `$fixture`.
@@ -34,7 +24,7 @@ macro_rules! cases {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
                 let fixture = $fixture().await;
-                crate::$module::$case(&fixture).await;
+                super::$module::$case(&fixture).await;
             }
         )*
     };
@@ -102,15 +92,15 @@ macro_rules! at_rest {
 }
 
 mod memory {
-    contract!(crate::fixture::memory);
+    contract!(super::fixture::memory);
 }
 
 mod sqlite {
-    contract!(crate::fixture::sqlite);
-    at_rest!(crate::fixture::sqlite);
+    contract!(super::fixture::sqlite);
+    at_rest!(super::fixture::sqlite);
 }
 
 mod postgres {
-    contract!(crate::fixture::postgres);
-    at_rest!(crate::fixture::postgres);
+    contract!(super::fixture::postgres);
+    at_rest!(super::fixture::postgres);
 }

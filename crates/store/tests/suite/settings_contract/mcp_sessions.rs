@@ -1,8 +1,8 @@
 //! The MCP session each user's connection to an MCP server last ran on: save, replace, delete, isolation
 //! by user and tenant, and the cascade from the server.
 
-use crate::data::*;
-use crate::fixture::Fixture;
+use super::data::*;
+use super::fixture::Fixture;
 
 pub async fn mcp_session_save_get_replace(f: &impl Fixture) {
     let store = f.store();

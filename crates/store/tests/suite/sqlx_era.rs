@@ -11,7 +11,7 @@
 //!   compacted to one summary; session `s2` bound to the agent.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

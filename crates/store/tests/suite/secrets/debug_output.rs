@@ -2,7 +2,7 @@
 
 use trueforge_store::settings::{McpServerStore, MemorySettingsStore, ModelProviderStore};
 
-use crate::data::*;
+use crate::suite::settings_contract::data::*;
 
 const KEY: &str = "sk-live-do-not-print-0123456789";
 

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use trueforge_store::settings::PENDING_AUTHORIZATION_TTL;
 
-use crate::data::*;
-use crate::fixture::Fixture;
+use super::data::*;
+use super::fixture::Fixture;
 
 pub async fn oauth_tokens_upsert_per_user(f: &impl Fixture) {
     let store = f.store();
