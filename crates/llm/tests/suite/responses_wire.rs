@@ -3,20 +3,15 @@
 //! (fixtures under `fixtures/responses/`, raw SSE built from OpenAI's documented stream examples, each saying
 //! so in its `#` first line), error classification, chunking invariance.
 
-#[path = "responses_wire/chunking.rs"]
 mod chunking;
-#[path = "responses_wire/decode.rs"]
 mod decode;
-#[path = "responses_wire/errors.rs"]
 mod errors;
-#[path = "responses_wire/request.rs"]
 mod request;
-#[path = "wire_support/mod.rs"]
-mod wire_support;
 
+use crate::wire_support;
+use crate::wire_support::parse_sse;
 use serde_json::Value;
 use trueforge_llm::{LlmError, OpenAiResponses, SseEvent, StreamEvent};
-use wire_support::parse_sse;
 
 /// A fixture's SSE text without its `#` provenance line.
 fn fixture(name: &str) -> String {

@@ -2,11 +2,9 @@
 //! Retries of the model client: what is retried, how long it waits, and that nothing is retried once the
 //! caller has seen output.
 
-mod client_support;
-
 use std::time::{Duration, Instant, SystemTime};
 
-use client_support::*;
+use crate::client_support::*;
 use reqwest::header::{HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
 use trueforge_llm::retry::{is_retryable, parse_retry_after, retry_after_value};

@@ -3,8 +3,8 @@
 use proptest::prelude::*;
 use proptest::sample::Index;
 
+use super::{assemble, fixture};
 use crate::wire_support::{cut_offsets, parse_sse, parse_sse_chunked, parse_sse_chunks};
-use crate::{assemble, fixture};
 
 const FIXTURES: [&str; 10] = [
     "text.sse",

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use crate::wire_support;
+use crate::wire_support::{assemble, cut_offsets, parse_sse, user_request};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use trueforge_llm::anthropic::{API_VERSION, DEFAULT_MAX_TOKENS};
@@ -13,7 +15,6 @@ use trueforge_llm::{
     ToolResultPart, UserPart, WireApi, WireFormat,
 };
 use trueforge_protocol::{JsonSchemaFormat, ReasoningEffort, ResponseFormat, WellKnownProviderType};
-use wire_support::{assemble, cut_offsets, parse_sse, user_request};
 
 // ---------------------------------------------------------------------------------------------------
 // Helpers
@@ -124,13 +125,7 @@ fn response(fixture_name: &str) -> ModelResponse {
     assemble(&decode(&fixture(fixture_name)).unwrap()).unwrap()
 }
 
-#[path = "anthropic_wire/decode.rs"]
 mod decode;
-#[path = "anthropic_wire/errors.rs"]
 mod errors;
-#[path = "anthropic_wire/request_messages.rs"]
 mod request_messages;
-#[path = "anthropic_wire/request_options.rs"]
 mod request_options;
-#[path = "wire_support/mod.rs"]
-mod wire_support;

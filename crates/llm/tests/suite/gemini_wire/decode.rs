@@ -6,7 +6,7 @@ use trueforge_llm::{
     SseEvent, StreamEvent, ToolCall, Usage, WireApi, WireFormat,
 };
 
-use crate::{assemble, assemble_fixture, decode_events, decode_fixture};
+use super::{assemble, assemble_fixture, decode_events, decode_fixture};
 
 fn data(json: serde_json::Value) -> SseEvent {
     SseEvent {

@@ -1,9 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Prices, costs and the model catalog.
 
-mod client_support;
-
-use client_support::*;
+use crate::client_support::*;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use trueforge_llm::{ClientOptions, ModelCatalog, Origin, Pricing, StreamEvent, Usage, WireApi};

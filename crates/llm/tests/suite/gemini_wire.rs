@@ -3,21 +3,15 @@
 //! classification and the `Assembler`. Streams come from fixtures under `fixtures/gemini/`, raw SSE text
 //! whose first line (`#`) says where it comes from.
 
-#[path = "gemini_wire/chunking.rs"]
 mod chunking;
-#[path = "gemini_wire/decode.rs"]
 mod decode;
-#[path = "gemini_wire/errors.rs"]
 mod errors;
-#[path = "gemini_wire/replay.rs"]
 mod replay;
-#[path = "gemini_wire/request.rs"]
 mod request;
-#[path = "wire_support/mod.rs"]
-mod wire_support;
 
+use crate::wire_support;
+use crate::wire_support::{parse_sse, parse_sse_chunks};
 use trueforge_llm::{GeminiWire, LlmError, ModelResponse, SseEvent, StreamEvent};
-use wire_support::{parse_sse, parse_sse_chunks};
 
 /// A fixture's SSE text (CRLF-framed, as Google sends it), without its header comment line.
 pub fn fixture(name: &str) -> String {

@@ -3,17 +3,12 @@
 //! decodes (fixtures under `fixtures/chat/`, built from the providers' documented stream examples) and the
 //! errors it classifies.
 
-#[path = "chat_wire/chunking.rs"]
 mod chunking;
-#[path = "chat_wire/decode.rs"]
 mod decode;
-#[path = "chat_wire/errors.rs"]
 mod errors;
-#[path = "chat_wire/request.rs"]
 mod request;
-#[path = "wire_support/mod.rs"]
-mod wire_support;
 
+use crate::wire_support;
 use trueforge_llm::{ChatCompletions, Endpoint, LlmError, ModelResponse, ReasoningBlock, StreamEvent};
 
 /// A fixture's SSE text without its `#` header line.

@@ -2,11 +2,9 @@
 //! The idle timeout of the model client: a silent provider fails the call, a slow but steady one does
 //! not.
 
-mod client_support;
-
 use std::time::Duration;
 
-use client_support::*;
+use crate::client_support::*;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use trueforge_llm::{ClientOptions, LlmError, StreamEvent};

@@ -6,7 +6,7 @@ use trueforge_llm::{
     WireApi,
 };
 
-use crate::request::body;
+use super::request::body;
 
 fn gemini_answer(answer: AssistantMessage, provider: WireApi) -> Message {
     Message::Assistant(AssistantMessage {

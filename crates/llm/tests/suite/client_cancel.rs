@@ -2,11 +2,9 @@
 //! Cancellation of the model client: the call ends at once with `Cancelled` and the connection is
 //! closed, wherever the call was.
 
-mod client_support;
-
 use std::time::Duration;
 
-use client_support::*;
+use crate::client_support::*;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use trueforge_llm::{LlmError, StreamEvent};

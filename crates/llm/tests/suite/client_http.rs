@@ -1,12 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The model client over HTTP: what it sends, how it reads server-sent events.
 
-mod client_support;
-
 use std::convert::Infallible;
 
+use crate::client_support::*;
 use bytes::Bytes;
-use client_support::*;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use trueforge_llm::sse::sse_events;
