@@ -3,11 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test helpers outside #[test] fns.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use trueforge_mcp::{McpError, McpServerConfig, McpToolSet};
 use trueforge_protocol::McpServerRef;

@@ -4,11 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{
+use crate::common::{
     CALL_TIMEOUT, CONNECT_TIMEOUT, HttpEverything, call, connect, context, everything_stdio, free_port, text_of,
     tool_set,
 };

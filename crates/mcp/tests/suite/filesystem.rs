@@ -2,9 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test helpers outside #[test] fns.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use trueforge_protocol::McpServerRef;
 use trueforge_tools::ToolSet;

@@ -2,12 +2,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test helpers outside #[test] fns.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use trueforge_mcp::{McpConnection, McpError, McpServerConfig};

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 const ENV_VAR: &str = "TRUEFORGE_TEST_CONFORMANCE_DIR";
 const SPEC_VERSION: &str = "2025-11-25";
-const EXPECTED_FAILURES: &str = include_str!("conformance-expected-failures.txt");
+const EXPECTED_FAILURES: &str = include_str!("../conformance-expected-failures.txt");
 /// The suite names each result directory `<scenario>-<ISO timestamp with ':' and '.' as '-'>`,
 /// e.g. `tools_call-2026-11-30T10-14-39-301Z`.
 const TIMESTAMP_SUFFIX_LEN: usize = "-2026-11-30T10-14-39-301Z".len();
