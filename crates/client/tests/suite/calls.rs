@@ -2,9 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
-use support::{MODEL, TestServer, assert_complete, streamed_text};
+use crate::support::{MODEL, TestServer, assert_complete, streamed_text};
 use trueforge_client::protocol::{SessionAgent, SessionEvent, TurnState};
 use trueforge_client::{Client, ClientError, CreateTurn, ListSessions, ListTurnEvents, ListTurns, SessionAgentChoice};
 use trueforge_testkit::fake_llm::DEFAULT_TEXT;

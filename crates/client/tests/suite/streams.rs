@@ -3,11 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::time::Duration;
 
-use support::{Cut, CutProxy, TestServer, assert_complete, fast_resume, streamed_text};
+use crate::support::{Cut, CutProxy, TestServer, assert_complete, fast_resume, streamed_text};
 use trueforge_client::protocol::{CancellationReason, TurnState};
 use trueforge_client::{ClientError, CreateTurn, StreamedEvent};
 
