@@ -189,7 +189,7 @@ if [ ! -f "$MCP_TEST_STAMP" ]; then
 fi
 export TRUEFORGE_TEST_MCP_DIR="$MCP_TEST_DIR"
 
-# The official MCP conformance suite (client side, run by crates/mcp/tests/conformance.rs), pinned, with the
+# The official MCP conformance suite (client side, run by crates/mcp/tests/suite/conformance.rs), pinned, with the
 # Node 22 it needs (it fails to load on Node 20) installed from npm next to it rather than relying on the
 # machine's Node. Installed once; the stamp names both versions, so bumping either reinstalls.
 CONFORMANCE_DIR="${TRUEFORGE_TEST_CONFORMANCE_DIR:-$HOME/.cache/trueforge-test-conformance}"

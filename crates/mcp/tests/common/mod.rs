@@ -1,6 +1,7 @@
 //! Shared setup for the tests against real MCP servers from npm, installed by `scripts/test.sh`.
 
-#![allow(dead_code)] // Each test binary uses a different part of this module.
+// Helpers outside #[test] fns; the tool_call bench uses only part of this module.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1081,7 +1081,7 @@ fn split_lookaheads(pattern: &str) -> (Vec<&str>, String) {
 /// a sandbox path absolute, ...). Stating such a rule in our document makes ours more accurate, not less
 /// compatible, but only a person can tell that the reference applies it too: each `narrower-rule` is listed
 /// in `allowed-differences.json` with the reference's behaviour as its reason, and the tests of
-/// `tests/value_rules.rs` check that the server applies what the document says.
+/// `tests/suite/value_rules.rs` check that the server applies what the document says.
 fn value_rules(reference: &Value, ours: &Value, direction: Direction, at: &str) -> Vec<Difference> {
     let reference_rules = Rules::of(reference);
     let our_rules = Rules::of(ours);

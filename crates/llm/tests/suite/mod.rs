@@ -1,0 +1,16 @@
+mod anthropic_thinking;
+mod anthropic_wire;
+mod chat_wire;
+mod client_adapters;
+mod client_cancel;
+mod client_cost;
+mod client_http;
+mod client_providers;
+mod client_retry;
+mod client_timeout;
+mod client_tokens;
+mod gemini_thinking;
+mod gemini_wire;
+mod request_guards;
+mod responses_wire;
+mod schema_order;

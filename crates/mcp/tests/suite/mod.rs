@@ -1,0 +1,6 @@
+mod conformance;
+mod connection;
+mod everything;
+mod filesystem;
+mod oauth;
+mod sessions;

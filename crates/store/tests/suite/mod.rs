@@ -1,0 +1,5 @@
+mod full_store;
+mod secrets;
+mod session_contract;
+mod settings_contract;
+mod sqlx_era;
