@@ -3,7 +3,7 @@
 //! per resource ([`AgentStore`], [`AgentToolApprovalStore`], [`ModelProviderStore`], [`McpServerStore`],
 //! [`McpSessionStore`], [`OAuthTokenStore`], [`SandboxProviderStore`], [`SkillStore`]; [`SettingsStore`]
 //! is all of them), three backends ([`MemorySettingsStore`], [`SqliteSettingsStore`],
-//! [`PostgresSettingsStore`]) held to one contract suite (`tests/settings_contract.rs`).
+//! [`PostgresSettingsStore`]) held to one contract suite (`tests/suite/settings_contract.rs`).
 //!
 //! Decisions (the reference's gaps are in notes store.md §9–§10):
 //! - **Tenant on every call**, the OAuth client included (the reference keys it by server id alone).

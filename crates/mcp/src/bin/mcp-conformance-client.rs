@@ -1,5 +1,5 @@
 //! The client under test for the official MCP conformance suite (`@modelcontextprotocol/conformance
-//! client`), run by `tests/conformance.rs`.
+//! client`), run by `tests/suite/conformance.rs`.
 //!
 //! The suite starts a scenario server, appends its URL as the last argument and names the scenario
 //! in `MCP_CONFORMANCE_SCENARIO`. Everything goes through `trueforge-mcp` (`McpConnection` over
