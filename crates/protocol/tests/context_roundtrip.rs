@@ -231,6 +231,10 @@ fn from_json_reads_rows_as_the_general_path_does() {
     ] {
         let text = bad.to_string();
         let general = serde_json::from_str::<ContextMessage>(&text).unwrap_err().to_string();
-        assert_eq!(ContextMessage::from_json(&text).unwrap_err().to_string(), general, "{text}");
+        assert_eq!(
+            ContextMessage::from_json(&text).unwrap_err().to_string(),
+            general,
+            "{text}"
+        );
     }
 }

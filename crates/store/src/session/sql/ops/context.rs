@@ -164,9 +164,7 @@ pub(crate) async fn load_contexts<C: SessionSql>(
         )
         .await?;
     let mut contexts: BTreeMap<String, Vec<ContextMessage>> = BTreeMap::new();
-    rows.sort_unstable_by(|(thread_a, pos_a, _), (thread_b, pos_b, _)| {
-        thread_a.cmp(thread_b).then(pos_a.cmp(pos_b))
-    });
+    rows.sort_unstable_by(|(thread_a, pos_a, _), (thread_b, pos_b, _)| thread_a.cmp(thread_b).then(pos_a.cmp(pos_b)));
     for (thread_id, _, body) in rows {
         contexts
             .entry(thread_id)
