@@ -198,3 +198,43 @@ fn context_usage_is_integral() {
     rejects::<CurrentContextUsage>(&json!({"prompt_tokens": -1, "completion_tokens": 2}), "invalid value");
     rejects::<CurrentContextUsage>(&json!({"prompt_tokens": 1}), "missing field `completion_tokens`");
 }
+
+/// `ContextMessage::from_json` (the store's fast path) reads every row exactly as the general
+/// `Deserialize` does, and refuses what it refuses with the same error.
+#[test]
+fn from_json_reads_rows_as_the_general_path_does() {
+    let mut odd_call = examples::context_assistant();
+    odd_call["tool_calls"][0]["x_vendor"] = json!({"k": 1});
+    let rows = [
+        examples::context_user_parts(),
+        json!({"role": "user", "content": "hi"}),
+        json!({"role": "user", "content": "a \"quoted\" \u{e9}", "type": "ignored"}),
+        examples::context_tool(),
+        examples::context_approval(),
+        examples::context_assistant(),
+        odd_call,
+        json!({"role": "assistant", "content": null, "type": "kept in extra"}),
+        json!({"role": "assistant"}),
+        json!({"content": "x", "role": "tool", "tool_call_id": "c"}),
+    ];
+    for row in rows {
+        let text = row.to_string();
+        let general: ContextMessage = serde_json::from_str(&text).unwrap();
+        assert_eq!(ContextMessage::from_json(&text).unwrap(), general, "{text}");
+    }
+    for bad in [
+        json!({"role": "system", "content": "x"}),
+        json!({"role": 1, "content": "x"}),
+        json!({"type": "user.message"}),
+        json!({"role": "tool", "content": "x"}),
+        json!({}),
+    ] {
+        let text = bad.to_string();
+        let general = serde_json::from_str::<ContextMessage>(&text).unwrap_err().to_string();
+        assert_eq!(
+            ContextMessage::from_json(&text).unwrap_err().to_string(),
+            general,
+            "{text}"
+        );
+    }
+}

@@ -11,6 +11,14 @@
 //!
 //! Prints turns per second, steps per second and the median / p90 / max turn latency. With
 //! `--concurrency 1` the median turn latency / steps is the per-step cost over HTTP.
+//!
+//! `--conversation R` instead grows one conversation over R rounds: each round is one turn of `--steps`
+//! model calls, then `--trivial K` trivial turns (one model call, a short answer) each timed alone. It runs
+//! its own fake model server in this process (`--fake` is not used) so it can take the model's own time
+//! out: a trivial turn's harness time is its wall time minus the time the fake model spent answering it
+//! (`FakeLlm::busy`). Prints each round's median harness time, then the first round's against the last and
+//! their ratio: a turn's cost should not grow with the conversation. `--tail N` then runs N more trivial
+//! turns on the grown conversation, for a profiler to see mostly those.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -26,6 +34,9 @@ struct Args {
     concurrency: usize,
     turns: usize,
     steps: usize,
+    conversation: Option<usize>,
+    trivial: usize,
+    tail: usize,
 }
 
 fn args() -> Args {
@@ -35,6 +46,9 @@ fn args() -> Args {
         concurrency: 200,
         turns: 200,
         steps: 10,
+        conversation: None,
+        trivial: 5,
+        tail: 0,
     };
     let mut iter = std::env::args().skip(1);
     while let Some(flag) = iter.next() {
@@ -45,6 +59,9 @@ fn args() -> Args {
             "--concurrency" => args.concurrency = value.parse().unwrap(),
             "--turns" => args.turns = value.parse().unwrap(),
             "--steps" => args.steps = value.parse().unwrap(),
+            "--conversation" => args.conversation = Some(value.parse().unwrap()),
+            "--trivial" => args.trivial = value.parse().unwrap(),
+            "--tail" => args.tail = value.parse().unwrap(),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -87,13 +104,109 @@ fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * fraction).round() as usize]
 }
 
+/// Runs one streamed turn of an existing session (continuing its latest turn) to its end; panics unless it
+/// ended `done`.
+async fn continue_turn(http: &reqwest::Client, server: &str, session_id: &str, content: &str) {
+    let text = http
+        .post(format!("{server}/api/v1/sessions/{session_id}/turns"))
+        .json(&json!({"input": [{"type": "user.message", "content": content}]}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let last = text.rsplit("data: ").next().unwrap_or_default();
+    assert!(
+        last.contains("\"type\":\"turn.done\"") && last.contains("\"status\":\"done\""),
+        "a turn did not finish done: {last}"
+    );
+}
+
+/// The `--conversation` mode: see the module's documentation.
+async fn conversation(args: &Args, http: &reqwest::Client, fake: &trueforge_testkit::fake_llm::FakeLlm, rounds: usize) {
+    let session = send(
+        http,
+        reqwest::Method::POST,
+        format!("{}/api/v1/sessions", args.server),
+        json!({"agent": {"spec": {"model": {"name": "loadfake/fake-model"}}}}),
+    )
+    .await;
+    let session_id = session["data"]["id"].as_str().unwrap().to_owned();
+    let tool_turn = format!("go #steps={} #tool=get_current_datetime", args.steps - 1);
+    let mut medians = Vec::with_capacity(rounds);
+    for round in 1..=rounds {
+        continue_turn(http, &args.server, &session_id, &tool_turn).await;
+        let mut harness = Vec::with_capacity(args.trivial);
+        let mut model = Duration::ZERO;
+        for _ in 0..args.trivial {
+            let busy_before = fake.busy();
+            let begin = Instant::now();
+            continue_turn(http, &args.server, &session_id, "hello").await;
+            let wall = begin.elapsed();
+            let busy = fake.busy().saturating_sub(busy_before);
+            model += busy;
+            harness.push(wall.saturating_sub(busy));
+        }
+        harness.sort();
+        let median = percentile(&harness, 0.5);
+        // Each round adds the tool turn's rows (a user message, then an assistant row and a tool row per
+        // tool call, and the answer) and two rows per trivial turn.
+        let messages = round * (2 * args.steps + 2 * args.trivial);
+        println!(
+            "round {round:>3} (~{messages} messages): trivial turn harness time median {:.2} ms (min {:.2}, max \
+             {:.2}); model {:.2} ms per turn",
+            median.as_secs_f64() * 1e3,
+            harness[0].as_secs_f64() * 1e3,
+            harness.last().unwrap().as_secs_f64() * 1e3,
+            model.as_secs_f64() * 1e3 / args.trivial as f64,
+        );
+        medians.push(median);
+    }
+    if args.tail > 0 {
+        let mut harness = Vec::with_capacity(args.tail);
+        for _ in 0..args.tail {
+            let busy_before = fake.busy();
+            let begin = Instant::now();
+            continue_turn(http, &args.server, &session_id, "hello").await;
+            harness.push(begin.elapsed().saturating_sub(fake.busy().saturating_sub(busy_before)));
+        }
+        harness.sort();
+        println!(
+            "tail of {} trivial turns: harness time median {:.2} ms",
+            args.tail,
+            percentile(&harness, 0.5).as_secs_f64() * 1e3
+        );
+    }
+    let first = medians[0];
+    let last = *medians.last().unwrap();
+    println!(
+        "conversation of {rounds} rounds ({}-step turn + {} trivial turns each): trivial turn harness time round 1 \
+         {:.2} ms, round {rounds} {:.2} ms, ratio {:.2}",
+        args.steps,
+        args.trivial,
+        first.as_secs_f64() * 1e3,
+        last.as_secs_f64() * 1e3,
+        last.as_secs_f64() / first.as_secs_f64(),
+    );
+}
+
 #[tokio::main]
 async fn main() {
-    let args = args();
+    let mut args = args();
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(args.concurrency)
         .build()
         .unwrap();
+    // The conversation mode measures the model's time, so it runs the fake model itself.
+    let own_fake = match args.conversation {
+        Some(_) => {
+            let fake = trueforge_testkit::fake_llm::FakeLlm::start().await;
+            args.fake = fake.base_url(trueforge_testkit::fake_llm::Api::Chat);
+            Some(fake)
+        }
+        None => None,
+    };
     let provider = json!({"manifest": {
         "type": "custom", "name": "loadfake", "base_url": args.fake,
         "auth": {"api_key": "load-test-key"},
@@ -106,6 +219,10 @@ async fn main() {
         provider,
     )
     .await;
+    if let (Some(rounds), Some(fake)) = (args.conversation, &own_fake) {
+        conversation(&args, &http, fake, rounds).await;
+        return;
+    }
     // Warm up connections and code paths.
     assert!(
         turn(&http, &args.server, args.steps).await,

@@ -53,21 +53,30 @@ impl Runtime {
         let mut resources = self
             .resources(&key, &checked.session.created_by, checked.spec.clone(), &cancel)
             .await?;
-        let predecessor = self.freeze_predecessor(&request, &checked.session).await?;
-        if let Some(sessions) = predecessor.mcp_sessions.clone() {
+        let mut predecessor = self.freeze_predecessor(&request, &checked.session).await?;
+        if let Some(sessions) = predecessor.mcp_sessions.take() {
             resources.known_mcp_sessions = sessions;
         }
         let first_turn = !predecessor.threads.contains_key(MAIN_THREAD_ID);
-        let (threads, admission) = self.admit_input(&request, &checked.session, &predecessor).await?;
+        // The contexts move from the snapshot read into the running threads without a copy: copying
+        // them (and dropping the copies) cost time in proportion to the conversation on every turn.
+        let previous_threads = std::mem::take(&mut predecessor.threads);
+        let (threads, admission) = self
+            .admit_input(&request, &checked.session, &predecessor, previous_threads)
+            .await?;
         let closing_events = self.closing_events(&threads, &admission);
+        // Committing the turn and the standing approvals need every thread but none of their contexts.
+        let shells: BTreeMap<String, AgentThreadSnapshot> = threads
+            .iter()
+            .map(|(id, thread)| (id.clone(), without_context(thread)))
+            .collect();
         // Stopped sub-agents carry into the new turn (the store wants every thread accounted for) and are
         // dropped right after it is committed.
         let running: BTreeMap<String, AgentThreadSnapshot> = threads
-            .iter()
+            .into_iter()
             .filter(|(id, _)| !admission.stopped_threads.contains(id))
-            .map(|(id, thread)| (id.clone(), thread.clone()))
             .collect();
-        let built = self.build_threads(&resources, &running).await?;
+        let built = self.build_threads(&resources, running).await?;
         let mut agent_approvals = checked.agent_approvals;
         // Remembered before the turn is committed: a failed write refuses the input with nothing written,
         // and a turn that fails later keeps what the user allowed. (The settings store is not the session
@@ -85,7 +94,7 @@ impl Runtime {
             &request,
             &predecessor,
             first_turn,
-            &threads,
+            &shells,
             &admission,
             first_events.clone(),
         )
@@ -93,7 +102,7 @@ impl Runtime {
         if !admission.stopped_threads.is_empty() {
             self.store.remove_threads(&key, &admission.stopped_threads).await?;
         }
-        let approvals = standing_approvals(&threads, agent_approvals);
+        let approvals = standing_approvals(&shells, agent_approvals);
         Ok(self
             .start(
                 key,
@@ -201,14 +210,16 @@ impl Runtime {
         })
     }
 
-    /// Admits the input into the predecessor's threads; returns the threads as they are once it is in.
+    /// Admits the input into the predecessor's threads (taken out of `predecessor`); returns the threads as
+    /// they are once it is in.
     async fn admit_input(
         &self,
         request: &TurnRequest,
         session: &SessionRecord,
         predecessor: &Predecessor,
+        previous_threads: BTreeMap<String, AgentThreadSnapshot>,
     ) -> Result<(BTreeMap<String, AgentThreadSnapshot>, Admission), AgentError> {
-        let mut threads = with_root(predecessor.threads.clone());
+        let mut threads = with_root(previous_threads);
         let mut admission = admit_with(&threads, &request.input, predecessor.unanswered_expired)?;
         if session.last_turn_id.is_some() && session.last_turn_id != predecessor.id {
             // A new conversation or a fork still has the tools allowed for the session on its latest turn.
@@ -293,7 +304,7 @@ impl Runtime {
     }
 
     /// Writes the turn: its threads' new rows and capability states, its lease and its first events, in
-    /// one store transaction.
+    /// one store transaction. `threads` need no contexts (see [`without_context`]).
     async fn commit_turn(
         &self,
         request: &TurnRequest,
@@ -343,5 +354,18 @@ impl Runtime {
             other => AgentError::Store(other),
         })?;
         Ok(())
+    }
+}
+
+/// A thread's snapshot without its context: what committing a turn and its standing approvals read.
+fn without_context(thread: &AgentThreadSnapshot) -> AgentThreadSnapshot {
+    AgentThreadSnapshot {
+        thread_id: thread.thread_id.clone(),
+        context: Vec::new(),
+        current_context_usage: thread.current_context_usage,
+        parent: thread.parent.clone(),
+        agent_info: thread.agent_info.clone(),
+        completion: thread.completion.clone(),
+        capability_state: thread.capability_state.clone(),
     }
 }

@@ -237,8 +237,8 @@ impl Runtime {
         let mut resources = self.resources(key, &session.created_by, spec, &cancel).await?;
         resources.known_mcp_sessions = record.snapshot.mcp_servers.unwrap_or_default();
         let threads = record.snapshot.threads;
-        let built = self.build_threads(&resources, &threads).await?;
         let approvals = standing_approvals(&threads, agent_approvals);
+        let built = self.build_threads(&resources, threads).await?;
         // Numbering goes on right after everything the crashed run stored or streamed.
         let last_seq = record.turn.last_seq.max(record.snapshot.live_stream.seq);
         let open_messages = record.snapshot.live_stream.open_messages;
@@ -370,18 +370,19 @@ impl Runtime {
         })
     }
 
+    /// The runtime threads of a turn, built from snapshots it is done with (their contexts move in).
     async fn build_threads(
         &self,
         resources: &TurnResources,
-        threads: &BTreeMap<String, AgentThreadSnapshot>,
+        threads: BTreeMap<String, AgentThreadSnapshot>,
     ) -> Result<Vec<AgentThread>, AgentError> {
         let mut built = Vec::with_capacity(threads.len());
-        for snapshot in threads.values() {
+        for snapshot in threads.into_values() {
             let setup = match &snapshot.agent_info {
                 Some(info) => resources.sub_agent_setup(info).await?,
                 None => resources.root_setup().await?,
             };
-            built.push(AgentThread::from_snapshot(snapshot.clone(), setup));
+            built.push(AgentThread::from_snapshot(snapshot, setup));
         }
         Ok(built)
     }

@@ -244,6 +244,13 @@ impl FakeLlm {
         self.state.requests()
     }
 
+    /// The time spent answering requests so far, summed over requests: from a request's body read to its
+    /// answer's last byte handed to the connection (or the client leaving). Load tests subtract it from a
+    /// turn's wall time to get the harness's own time.
+    pub fn busy(&self) -> std::time::Duration {
+        self.state.busy()
+    }
+
     /// Stops accepting connections and waits (a few seconds at most) for open ones to finish.
     pub async fn shutdown(mut self) {
         if let Some(stop) = self.stop.take() {

@@ -2,7 +2,9 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -58,6 +60,8 @@ pub enum Outcome {
 #[derive(Default)]
 pub(crate) struct State {
     inner: Mutex<Inner>,
+    /// Nanoseconds spent answering requests, summed (see [`State::add_busy`]).
+    busy_nanos: AtomicU64,
 }
 
 #[derive(Default)]
@@ -114,5 +118,14 @@ impl State {
 
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.lock().requests.clone()
+    }
+
+    pub fn add_busy(&self, elapsed: Duration) {
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.busy_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    pub fn busy(&self) -> Duration {
+        Duration::from_nanos(self.busy_nanos.load(Ordering::Relaxed))
     }
 }

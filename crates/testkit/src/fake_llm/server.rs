@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
@@ -28,6 +28,8 @@ pub(crate) fn router(state: Arc<State>) -> Router {
 async fn handle(Extract(state): Extract<Arc<State>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES).await.unwrap_or_default();
+    // The model's own time starts once the request is in: sending it is the client's work.
+    let started = Instant::now();
     let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     let path = parts.uri.path().to_owned();
     let api = Api::from_path(&path);
@@ -55,6 +57,7 @@ async fn handle(Extract(state): Extract<Arc<State>>, request: Request) -> Respon
     let mut guard = OutcomeGuard {
         state: state.clone(),
         seq,
+        started,
         done: false,
     };
     let Some(api) = api else {
@@ -253,6 +256,8 @@ impl Sender {
 struct OutcomeGuard {
     state: Arc<State>,
     seq: usize,
+    /// When the request's body had been read: the answer's time counts from here (`FakeLlm::busy`).
+    started: Instant,
     done: bool,
 }
 
@@ -260,6 +265,7 @@ impl OutcomeGuard {
     fn finish(&mut self, outcome: Outcome) {
         self.done = true;
         self.state.set_outcome(self.seq, outcome);
+        self.state.add_busy(self.started.elapsed());
     }
 }
 
@@ -267,6 +273,7 @@ impl Drop for OutcomeGuard {
     fn drop(&mut self) {
         if !self.done {
             self.state.set_outcome(self.seq, Outcome::ClientDisconnected);
+            self.state.add_busy(self.started.elapsed());
         }
     }
 }

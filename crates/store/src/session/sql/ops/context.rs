@@ -143,7 +143,12 @@ pub(crate) async fn load_contexts<C: SessionSql>(
     conn: &mut C,
     key: &TurnKey,
 ) -> StoreResult<BTreeMap<String, Vec<ContextMessage>>> {
-    let rows: Vec<(String, Json<ContextMessage>)> = conn
+    // The bodies come as text and are read by `ContextMessage::from_json`, not through the generic JSON
+    // column (which buffers each row as a `serde_json::Value` first): this is every row of the
+    // conversation, read on every turn. `CAST` makes Postgres's `jsonb` text; SQLite stores text already.
+    // No `ORDER BY`: the engine would sort the rows with their bodies (a temporary B-tree on SQLite, most
+    // of the query's time on a long conversation); sorting the positions here is cheaper.
+    let mut rows: Vec<(String, i64, String)> = conn
         .fetch_all(
             "WITH RECURSIVE chain (thread_id, segment_id, parent_segment_id, parent_len, cap) AS ( \
                  SELECT tt.thread_id, s.segment_id, s.parent_segment_id, s.parent_len, s.len \
@@ -153,15 +158,18 @@ pub(crate) async fn load_contexts<C: SessionSql>(
                  SELECT c.thread_id, s.segment_id, s.parent_segment_id, s.parent_len, c.parent_len \
                  FROM chain c JOIN context_segment s ON s.segment_id = c.parent_segment_id \
              ) \
-             SELECT c.thread_id, m.body FROM chain c \
-             JOIN context_message m ON m.segment_id = c.segment_id AND m.pos < c.cap \
-             ORDER BY c.thread_id, m.pos",
+             SELECT c.thread_id, m.pos, CAST(m.body AS TEXT) FROM chain c \
+             JOIN context_message m ON m.segment_id = c.segment_id AND m.pos < c.cap",
             &params![&key.session_id, &key.turn_id],
         )
         .await?;
     let mut contexts: BTreeMap<String, Vec<ContextMessage>> = BTreeMap::new();
-    for (thread_id, body) in rows {
-        contexts.entry(thread_id).or_default().push(body.0);
+    rows.sort_unstable_by(|(thread_a, pos_a, _), (thread_b, pos_b, _)| thread_a.cmp(thread_b).then(pos_a.cmp(pos_b)));
+    for (thread_id, _, body) in rows {
+        contexts
+            .entry(thread_id)
+            .or_default()
+            .push(ContextMessage::from_json(&body)?);
     }
     Ok(contexts)
 }
