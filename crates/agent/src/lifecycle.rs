@@ -229,14 +229,9 @@ impl Lifecycle {
     /// Whether another executor holds the running turn now. A turn that cannot be read is not known to be
     /// someone else's.
     async fn held_by_other(&self, key: &TurnKey) -> bool {
-        match self.store.get_turn(key).await {
-            Ok(Some(record)) => {
-                !record.turn.state.is_terminal()
-                    && record
-                        .turn
-                        .lease
-                        .as_ref()
-                        .is_some_and(|lease| lease.owner != self.owner)
+        match self.store.get_turn_summary(key).await {
+            Ok(Some(turn)) => {
+                !turn.state.is_terminal() && turn.lease.as_ref().is_some_and(|lease| lease.owner != self.owner)
             }
             Ok(None) | Err(_) => false,
         }

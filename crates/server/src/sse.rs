@@ -198,15 +198,15 @@ impl Writer {
     /// it after the stored events only, below numbers the live stream had used), writes it after the
     /// cursor. `true` when the stream is over.
     async fn ended_in_store(&mut self) -> bool {
-        let record = match self.source.store.get_turn(&self.key).await {
-            Ok(Some(record)) => record,
+        let turn = match self.source.store.get_turn_summary(&self.key).await {
+            Ok(Some(turn)) => turn,
             Ok(None) => return true,
             Err(error) => {
                 tracing::warn!(turn = %self.key.turn_id, %error, "could not read the turn");
                 return false;
             }
         };
-        if !record.turn.state.is_terminal() {
+        if !turn.state.is_terminal() {
             return false;
         }
         let last = self

@@ -87,6 +87,9 @@ impl SessionStore for CrashingStore {
     async fn get_turn(&self, key: &TurnKey) -> StoreResult<Option<TurnRecord>> {
         self.inner.get_turn(key).await
     }
+    async fn get_turn_summary(&self, key: &TurnKey) -> StoreResult<Option<TurnSummary>> {
+        self.inner.get_turn_summary(key).await
+    }
     async fn list_turns(
         &self,
         tenant_id: &str,

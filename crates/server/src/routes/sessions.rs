@@ -335,8 +335,8 @@ pub async fn cancel(State(state): State<AppState>, Path(session_id): Path<String
         return Err(ApiError::bad_request(format!("ID {turn_id} is not a valid turn id")));
     }
     let key = TurnKey::new(&caller.tenant, &session_id, &turn_id);
-    match state.sessions.get_turn(&key).await? {
-        Some(record) if !record.turn.state.is_terminal() => {
+    match state.sessions.get_turn_summary(&key).await? {
+        Some(turn) if !turn.state.is_terminal() => {
             state.runtime.cancel(&key, CancellationReason::ClientCancelled).await?;
         }
         _ => {}

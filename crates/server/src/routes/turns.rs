@@ -8,7 +8,7 @@ use serde::Deserialize;
 use trueforge_agent::{AgentError, PreviousTurn, TurnRequest};
 use trueforge_protocol::api::{CreateTurnRequest, PreviousTurn as WirePreviousTurn};
 use trueforge_protocol::{SessionEvent, TurnInputItem, TurnStreamingEvent};
-use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey, TurnRecord};
+use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey, TurnSummary};
 
 use super::sessions::{EVENT_PAGE_MAX, SESSION_PAGE_MAX, owned_session, page_limit};
 use crate::error::{ApiError, ApiResult};
@@ -101,22 +101,23 @@ pub async fn create(
         source.max_life = state.config.execution_timeout + std::time::Duration::from_secs(60);
         return Ok(sse::response(source, key, 0));
     }
-    let record = turn_record(&state, &key).await?;
-    Ok(Data::ok(Turn::from(record.turn)).into_response())
+    let turn = turn_summary(&state, &key).await?;
+    Ok(Data::ok(Turn::from(turn)).into_response())
 }
 
-async fn turn_record(state: &AppState, key: &TurnKey) -> ApiResult<TurnRecord> {
+/// The turn without its snapshot: one row, however long its conversation.
+async fn turn_summary(state: &AppState, key: &TurnKey) -> ApiResult<TurnSummary> {
     state
         .sessions
-        .get_turn(key)
+        .get_turn_summary(key)
         .await?
         .ok_or_else(|| ApiError::turn_not_found(&key.turn_id))
 }
 
 /// The turn of an owned session (404 for either).
-async fn owned_turn(state: &AppState, caller: &Caller, session_id: &str, turn_id: &str) -> ApiResult<TurnRecord> {
+async fn owned_turn(state: &AppState, caller: &Caller, session_id: &str, turn_id: &str) -> ApiResult<TurnSummary> {
     owned_session(state, caller, session_id).await?;
-    turn_record(state, &TurnKey::new(&caller.tenant, session_id, turn_id)).await
+    turn_summary(state, &TurnKey::new(&caller.tenant, session_id, turn_id)).await
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -189,8 +190,8 @@ pub async fn get(
     State(state): State<AppState>,
     Path((session_id, turn_id)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    let record = owned_turn(&state, &state.caller(), &session_id, &turn_id).await?;
-    Ok(Data::ok(Turn::from(record.turn)).into_response())
+    let turn = owned_turn(&state, &state.caller(), &session_id, &turn_id).await?;
+    Ok(Data::ok(Turn::from(turn)).into_response())
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -377,7 +378,13 @@ pub async fn download_sandbox_file(
 ) -> ApiResult<Response> {
     check_sandbox_path(&query.path)
         .map_err(|reason| ApiError::bad_request(format!("Path {reason}: {}", query.path)))?;
-    let record = owned_turn(&state, &state.caller(), &session_id, &turn_id).await?;
+    let caller = state.caller();
+    owned_session(&state, &caller, &session_id).await?;
+    let record = state
+        .sessions
+        .get_turn(&TurnKey::new(&caller.tenant, &session_id, &turn_id))
+        .await?
+        .ok_or_else(|| ApiError::turn_not_found(&turn_id))?;
     if record.snapshot.sandbox_info.is_none() {
         return Err(ApiError::precondition_failed(format!("Turn has no sandbox: {turn_id}")));
     }

@@ -59,6 +59,10 @@ pub trait SessionStore: Send + Sync {
     /// Reads a turn with its full snapshot.
     async fn get_turn(&self, key: &TurnKey) -> StoreResult<Option<TurnRecord>>;
 
+    /// Reads a turn without its snapshot: one row, whatever the length of its conversation (for its state,
+    /// its lease, its wire shape).
+    async fn get_turn_summary(&self, key: &TurnKey) -> StoreResult<Option<TurnSummary>>;
+
     /// Lists every turn of a session (all branches) in creation order.
     async fn list_turns(&self, tenant_id: &str, session_id: &str, page: &PageRequest)
     -> StoreResult<Page<TurnSummary>>;

@@ -103,6 +103,10 @@ impl SessionStore for MemorySessionStore {
         Ok(self.lock().record(key))
     }
 
+    async fn get_turn_summary(&self, key: &TurnKey) -> StoreResult<Option<TurnSummary>> {
+        Ok(self.lock().turn(key).map(|row| row.summary.clone()))
+    }
+
     async fn list_turns(
         &self,
         tenant_id: &str,

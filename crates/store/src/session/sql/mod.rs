@@ -148,6 +148,13 @@ where
             .await
     }
 
+    async fn get_turn_summary(&self, key: &TurnKey) -> StoreResult<Option<TurnSummary>> {
+        let key = key.clone();
+        self.db
+            .run(Access::Read, move |conn| Box::pin(turns::get_turn_summary(conn, key)))
+            .await
+    }
+
     async fn list_turns(
         &self,
         tenant_id: &str,

@@ -29,6 +29,23 @@ pub async fn create_turn_links_tip_and_bumps_activity(store: Store) {
     assert!(created.created_at <= created.updated_at);
 }
 
+pub async fn get_turn_summary_is_the_record_without_its_snapshot(store: Store) {
+    seed_session(&store, TENANT, SESSION).await;
+    let mut first = turn("turn-1", None);
+    first.context_appends.push(ContextAppend {
+        thread_id: MAIN.into(),
+        messages: vec![user("hello")],
+        current_context_usage: None,
+    });
+    store.create_turn(first).await.unwrap();
+    let record = store.get_turn(&key("turn-1")).await.unwrap().unwrap();
+    let summary = store.get_turn_summary(&key("turn-1")).await.unwrap().unwrap();
+    assert_eq!(summary, record.turn);
+    assert!(store.get_turn_summary(&key("turn-2")).await.unwrap().is_none());
+    let other_tenant = TurnKey::new("another-tenant", SESSION, "turn-1");
+    assert!(store.get_turn_summary(&other_tenant).await.unwrap().is_none());
+}
+
 pub async fn create_turn_sets_title_once(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     let mut first = turn("turn-1", None);
@@ -457,6 +474,7 @@ contract_group!(
     create_turn_stores_its_first_events_with_it,
     create_turn_with_bad_first_events_writes_nothing,
     create_turn_links_tip_and_bumps_activity,
+    get_turn_summary_is_the_record_without_its_snapshot,
     create_turn_sets_title_once,
     create_turn_forks_from_any_turn_and_advances_tip,
     create_turn_new_root_while_another_runs,

@@ -386,6 +386,10 @@ pub(crate) async fn get_turn<C: SessionSql>(conn: &mut C, key: TurnKey) -> Store
     load_record(conn, &key).await
 }
 
+pub(crate) async fn get_turn_summary<C: SessionSql>(conn: &mut C, key: TurnKey) -> StoreResult<Option<TurnSummary>> {
+    Ok(load_turn_row(conn, &key).await?.map(TurnSummary::from))
+}
+
 pub(crate) async fn list_turns<C: SessionSql>(
     conn: &mut C,
     tenant_id: String,
