@@ -103,6 +103,9 @@ pub struct StartedTurn {
     first: Option<oneshot::Receiver<()>>,
     end: oneshot::Receiver<Option<TurnState>>,
     subscription: Option<Subscription>,
+    /// The number of the last entry read, so a new subscription (after the stream ended or broke) never
+    /// gives an entry twice.
+    cursor: u64,
 }
 
 impl StartedTurn {
@@ -119,9 +122,22 @@ impl StartedTurn {
     pub async fn next_entry(&mut self) -> Option<BusEvent> {
         if self.subscription.is_none() {
             let stream = stream_key(&self.key);
-            self.subscription = self.streams.bus.subscribe(&stream, 0, Duration::ZERO).await.ok();
+            self.subscription = self
+                .streams
+                .bus
+                .subscribe(&stream, self.cursor, Duration::ZERO)
+                .await
+                .ok();
         }
-        self.subscription.as_mut()?.next().await?.ok()
+        let entry = match self.subscription.as_mut()?.next().await {
+            Some(Ok(entry)) => entry,
+            Some(Err(_)) | None => {
+                self.subscription = None;
+                return None;
+            }
+        };
+        self.cursor = entry.seq;
+        Some(entry)
     }
 
     /// The next event of the turn's live stream, read back into its type.
@@ -436,6 +452,7 @@ impl Runtime {
             first: Some(first),
             end,
             subscription: None,
+            cursor: 0,
         }
     }
 }
