@@ -10,8 +10,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use trueforge_bus::{BusEvent, EventBus, MemoryBus, StreamKey};
 use trueforge_protocol::{SessionEvent, TurnDoneEvent, TurnStreamingEvent};
-use trueforge_store::SessionStore;
 use trueforge_store::session::model::{LiveStreamMark, OpenMessage, TurnKey};
+use trueforge_store::{SessionStore, StoreError};
 
 /// How many queued items the publisher takes at once (one mark covers them all).
 const BATCH: usize = 256;
@@ -125,12 +125,12 @@ pub(crate) async fn publish(
     }
     let mut first = Some(first);
     let mut published = Published::default();
-    let mut marked = 0;
+    let mut marked = Marked::default();
     let mut batch = Vec::with_capacity(BATCH);
     while outbox.recv_many(&mut batch, BATCH).await > 0 {
-        marked = mark(store.as_ref(), &key, &batch, marked).await;
+        mark(store.as_ref(), &key, &batch, &mut marked).await;
         for Outgoing::Item { seq, event, streamed } in batch.drain(..) {
-            if streamed.is_some() && seq > marked {
+            if streamed.is_some() && seq > marked.seq {
                 // Its number could not be marked: streaming it could give a subscriber a cursor a resumed
                 // run would not know. The stored events that follow carry the answer anyway.
                 continue;
@@ -154,25 +154,47 @@ pub(crate) async fn publish(
     published
 }
 
-/// Marks the highest streamed-only number of `batch` when it is above `marked`; returns the number marked
-/// now. A failed mark (the turn ended, the store fails) leaves it as it was.
-async fn mark(store: &dyn SessionStore, key: &TurnKey, batch: &[Outgoing], marked: u64) -> u64 {
+/// The highest streamed-only number that may go out, and the open answers the store knows of.
+#[derive(Default)]
+struct Marked {
+    seq: u64,
+    open: Arc<Vec<OpenMessage>>,
+}
+
+/// Makes the streamed-only items of `batch` safe to stream, raising `marked.seq` over them:
+/// - no write when a stored item later in the batch has a higher number (the store's last number already
+///   covers them) and they opened no answer the store does not know of;
+/// - else the mark is written; a turn that has ended meanwhile needs none (nothing resumes it, so no number
+///   can be given twice); any other failure leaves them unmarked, and they are not streamed.
+async fn mark(store: &dyn SessionStore, key: &TurnKey, batch: &[Outgoing], marked: &mut Marked) {
     let highest = batch
         .iter()
         .rev()
         .find_map(|Outgoing::Item { seq, streamed, .. }| streamed.as_ref().map(|streamed| (*seq, streamed)));
-    let Some((seq, streamed)) = highest.filter(|(seq, _)| *seq > marked) else {
-        return marked;
+    let Some((seq, streamed)) = highest.filter(|(seq, _)| *seq > marked.seq) else {
+        return;
     };
+    let stored_after = batch.iter().any(
+        |Outgoing::Item {
+             seq: stored, streamed, ..
+         }| streamed.is_none() && *stored > seq,
+    );
+    if stored_after && (streamed.open.is_empty() || streamed.open == marked.open) {
+        marked.seq = seq;
+        return;
+    }
     let mark = LiveStreamMark {
         seq,
         open_messages: streamed.open.as_ref().clone(),
     };
     match store.mark_live_stream(key, mark).await {
-        Ok(()) => seq,
+        Ok(()) => {
+            marked.seq = seq;
+            marked.open = streamed.open.clone();
+        }
+        Err(StoreError::TurnNotRunning { .. }) => marked.seq = seq,
         Err(error) => {
             tracing::debug!(turn = %key.turn_id, %error, "streamed-only events not marked; not streaming them");
-            marked
         }
     }
 }
