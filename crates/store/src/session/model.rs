@@ -188,6 +188,14 @@ pub struct TurnRecord {
     pub snapshot: TurnSnapshot,
 }
 
+/// A turn read by [`SessionStore::get_turn_reusing`](crate::SessionStore::get_turn_reusing).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReusedTurnRecord {
+    pub record: TurnRecord,
+    /// The caller's contexts are current: the record's are left out (empty).
+    pub contexts_left_out: bool,
+}
+
 /// A thread that did not exist on the previous turn (turn 1: the root thread).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewThread {

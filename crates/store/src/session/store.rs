@@ -1,5 +1,7 @@
 //! The session store contract. Pure durability: no streaming surface.
 
+use std::collections::BTreeMap;
+
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use trueforge_protocol::{
@@ -8,8 +10,8 @@ use trueforge_protocol::{
 
 use super::model::{
     ExpiredLease, FreezeTurn, HistoryEntry, Lease, LiveStreamMark, NewSession, NewTurn, Page, PageRequest,
-    SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, ThreadStep, TurnDone,
-    TurnKey, TurnRecord, TurnSummary,
+    ReusedTurnRecord, SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent,
+    ThreadStep, TurnDone, TurnKey, TurnRecord, TurnSummary,
 };
 use crate::error::StoreResult;
 
@@ -58,6 +60,37 @@ pub trait SessionStore: Send + Sync {
 
     /// Reads a turn with its full snapshot.
     async fn get_turn(&self, key: &TurnKey) -> StoreResult<Option<TurnRecord>>;
+
+    /// Reads a turn like [`get_turn`](Self::get_turn), except the contexts a caller already holds:
+    /// `held` names threads with the length of the context the caller has for them. When every thread of
+    /// the turn is named there with its stored length, the contexts are left out (empty in the record)
+    /// and the read costs O(threads) whatever the length of the conversation; otherwise they are all read.
+    /// Lengths only prove the caller's copy current for a turn whose contexts can no longer change (a
+    /// terminal one): the caller checks that.
+    async fn get_turn_reusing(
+        &self,
+        key: &TurnKey,
+        held: &BTreeMap<String, usize>,
+    ) -> StoreResult<Option<ReusedTurnRecord>> {
+        let Some(mut record) = self.get_turn(key).await? else {
+            return Ok(None);
+        };
+        let contexts_left_out = record.snapshot.threads.len() == held.len()
+            && record
+                .snapshot
+                .threads
+                .values()
+                .all(|thread| held.get(&thread.thread_id) == Some(&thread.context.len()));
+        if contexts_left_out {
+            for thread in record.snapshot.threads.values_mut() {
+                thread.context = Vec::new();
+            }
+        }
+        Ok(Some(ReusedTurnRecord {
+            record,
+            contexts_left_out,
+        }))
+    }
 
     /// Reads a turn without its snapshot: one row, whatever the length of its conversation (for its state,
     /// its lease, its wire shape).

@@ -11,6 +11,8 @@ mod ops;
 mod postgres;
 mod sqlite;
 
+use std::collections::BTreeMap;
+
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use trueforge_protocol::{
@@ -145,6 +147,19 @@ where
         let key = key.clone();
         self.db
             .run(Access::Read, move |conn| Box::pin(turns::get_turn(conn, key)))
+            .await
+    }
+
+    async fn get_turn_reusing(
+        &self,
+        key: &TurnKey,
+        held: &BTreeMap<String, usize>,
+    ) -> StoreResult<Option<ReusedTurnRecord>> {
+        let (key, held) = (key.clone(), held.clone());
+        self.db
+            .run(Access::Read, move |conn| {
+                Box::pin(turns::get_turn_reusing(conn, key, held))
+            })
             .await
     }
 

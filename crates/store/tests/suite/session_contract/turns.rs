@@ -2,7 +2,7 @@
 //! inheritance, topology and thread-delta validation (reference cases 23–33 plus the gaps it left).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -44,6 +44,67 @@ pub async fn get_turn_summary_is_the_record_without_its_snapshot(store: Store) {
     assert!(store.get_turn_summary(&key("turn-2")).await.unwrap().is_none());
     let other_tenant = TurnKey::new("another-tenant", SESSION, "turn-1");
     assert!(store.get_turn_summary(&other_tenant).await.unwrap().is_none());
+}
+
+pub async fn get_turn_reusing_leaves_out_contexts_only_when_every_length_matches(store: Store) {
+    seed_session(&store, TENANT, SESSION).await;
+    finished_turn(&store, with_messages(turn("turn-1", None), MAIN, &["one"])).await;
+    let mut second = with_messages(turn("turn-2", Some("turn-1")), MAIN, &["two", "three"]);
+    second.new_threads.push(thread("sub"));
+    second.capability_states.push(("sub".into(), None));
+    second = with_messages(second, "sub", &["sub one"]);
+    let turn_2 = finished_turn(&store, second).await;
+    let full = store.get_turn(&turn_2).await.unwrap().unwrap();
+    let held = |main: usize, sub: usize| BTreeMap::from([(MAIN.to_owned(), main), ("sub".to_owned(), sub)]);
+
+    let reused = store.get_turn_reusing(&turn_2, &held(3, 1)).await.unwrap().unwrap();
+    assert!(reused.contexts_left_out);
+    let mut without_contexts = full.clone();
+    for thread in without_contexts.snapshot.threads.values_mut() {
+        thread.context.clear();
+    }
+    assert_eq!(reused.record, without_contexts, "everything but the contexts is read");
+
+    // A length that differs, a thread missing or one too many: every context is read.
+    let mut extra = held(3, 1);
+    extra.insert("gone".to_owned(), 0);
+    for held in [held(2, 1), held(3, 2), BTreeMap::from([(MAIN.to_owned(), 3)]), extra] {
+        let reused = store.get_turn_reusing(&turn_2, &held).await.unwrap().unwrap();
+        assert!(!reused.contexts_left_out, "{held:?}");
+        assert_eq!(reused.record, full, "{held:?}");
+    }
+
+    // A compaction replaces the context: its new length is what counts.
+    let turn_3 = key("turn-3");
+    let mut third = turn("turn-3", Some("turn-2"));
+    third.capability_states.push(("sub".into(), None));
+    store.create_turn(third).await.unwrap();
+    store
+        .overwrite_thread_context(&turn_3, MAIN, vec![user("summary")], usage(1))
+        .await
+        .unwrap();
+    finish(&store, &turn_3).await;
+    let reused = store.get_turn_reusing(&turn_3, &held(1, 1)).await.unwrap().unwrap();
+    assert!(reused.contexts_left_out);
+    let reused = store.get_turn_reusing(&turn_3, &held(3, 1)).await.unwrap().unwrap();
+    assert!(!reused.contexts_left_out);
+    assert_eq!(texts(&reused.record.snapshot.threads[MAIN].context), ["summary"]);
+
+    assert!(
+        store
+            .get_turn_reusing(&key("turn-9"), &held(3, 1))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let other_tenant = TurnKey::new("another-tenant", SESSION, "turn-2");
+    assert!(
+        store
+            .get_turn_reusing(&other_tenant, &held(3, 1))
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 pub async fn create_turn_sets_title_once(store: Store) {
@@ -475,6 +536,7 @@ contract_group!(
     create_turn_with_bad_first_events_writes_nothing,
     create_turn_links_tip_and_bumps_activity,
     get_turn_summary_is_the_record_without_its_snapshot,
+    get_turn_reusing_leaves_out_contexts_only_when_every_length_matches,
     create_turn_sets_title_once,
     create_turn_forks_from_any_turn_and_advances_tip,
     create_turn_new_root_while_another_runs,

@@ -116,6 +116,16 @@ async fn thread_rows<C: SessionSql>(conn: &mut C, session_id: &str, turn_id: &st
 }
 
 async fn load_record<C: SessionSql>(conn: &mut C, key: &TurnKey) -> StoreResult<Option<TurnRecord>> {
+    Ok(load_record_reusing(conn, key, None).await?.map(|reused| reused.record))
+}
+
+/// Reads a turn with its snapshot; with `held`, leaves the contexts out when every thread's stored length
+/// is the one held (see `SessionStore::get_turn_reusing`).
+async fn load_record_reusing<C: SessionSql>(
+    conn: &mut C,
+    key: &TurnKey,
+    held: Option<&BTreeMap<String, usize>>,
+) -> StoreResult<Option<ReusedTurnRecord>> {
     let Some(row) = load_turn_row(conn, key).await? else {
         return Ok(None);
     };
@@ -133,7 +143,22 @@ async fn load_record<C: SessionSql>(conn: &mut C, key: &TurnKey) -> StoreResult<
         )
         .await?;
     let rows = thread_rows(conn, &key.session_id, &key.turn_id).await?;
-    let mut contexts = load_contexts(conn, key).await?;
+    let contexts_left_out = match held {
+        Some(held) if held.len() == rows.len() => {
+            let lengths = context_lengths(conn, key).await?;
+            rows.iter().all(|thread| {
+                let stored = lengths.get(&thread.thread_id).copied().unwrap_or(0);
+                held.get(&thread.thread_id)
+                    .is_some_and(|held| i64::try_from(*held).is_ok_and(|held| held == stored))
+            })
+        }
+        _ => false,
+    };
+    let mut contexts = if contexts_left_out {
+        BTreeMap::new()
+    } else {
+        load_contexts(conn, key).await?
+    };
     let threads = rows
         .into_iter()
         .map(|thread| {
@@ -149,7 +174,7 @@ async fn load_record<C: SessionSql>(conn: &mut C, key: &TurnKey) -> StoreResult<
             (thread.thread_id, snapshot)
         })
         .collect();
-    Ok(Some(TurnRecord {
+    let record = TurnRecord {
         turn: row.into(),
         snapshot: TurnSnapshot {
             threads,
@@ -160,7 +185,24 @@ async fn load_record<C: SessionSql>(conn: &mut C, key: &TurnKey) -> StoreResult<
                 open_messages: open_messages.map(|json| json.0).unwrap_or_default(),
             },
         },
+    };
+    Ok(Some(ReusedTurnRecord {
+        record,
+        contexts_left_out,
     }))
+}
+
+/// The length of each thread's context on this turn: its tip segment's end (positions are absolute along
+/// the chain). One row per thread, no bodies.
+async fn context_lengths<C: SessionSql>(conn: &mut C, key: &TurnKey) -> StoreResult<BTreeMap<String, i64>> {
+    let rows: Vec<(String, i64)> = conn
+        .fetch_all(
+            "SELECT tt.thread_id, s.len FROM turn_thread tt JOIN context_segment s ON s.segment_id = tt.segment_id \
+             WHERE tt.session_id = $1 AND tt.turn_id = $2",
+            &params![&key.session_id, &key.turn_id],
+        )
+        .await?;
+    Ok(rows.into_iter().collect())
 }
 
 /// Writes a terminal state and its `turn.done` in the caller's transaction, if the turn still runs.
@@ -384,6 +426,14 @@ pub(crate) async fn create_turn<C: SessionSql>(conn: &mut C, turn: NewTurn) -> S
 
 pub(crate) async fn get_turn<C: SessionSql>(conn: &mut C, key: TurnKey) -> StoreResult<Option<TurnRecord>> {
     load_record(conn, &key).await
+}
+
+pub(crate) async fn get_turn_reusing<C: SessionSql>(
+    conn: &mut C,
+    key: TurnKey,
+    held: BTreeMap<String, usize>,
+) -> StoreResult<Option<ReusedTurnRecord>> {
+    load_record_reusing(conn, &key, Some(&held)).await
 }
 
 pub(crate) async fn get_turn_summary<C: SessionSql>(conn: &mut C, key: TurnKey) -> StoreResult<Option<TurnSummary>> {
