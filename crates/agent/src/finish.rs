@@ -10,16 +10,32 @@ use crate::metrics::ThreadMetrics;
 use crate::orchestrator::TurnEnd;
 use crate::thread::TurnEnv;
 
+/// How a turn's end was settled.
+#[derive(Debug)]
+pub enum Finished {
+    /// This run wrote the end state.
+    Written(TurnState),
+    /// Someone else ended the turn first; their end was streamed.
+    EndedElsewhere(TurnState),
+    /// The end could not be stored (nor read back).
+    Unstored,
+}
+
+impl Finished {
+    /// The end state the store holds, whoever wrote it.
+    pub fn into_state(self) -> Option<TurnState> {
+        match self {
+            Self::Written(state) | Self::EndedElsewhere(state) => Some(state),
+            Self::Unstored => None,
+        }
+    }
+}
+
 /// Writes the terminal state and streams `turn.done`. When someone else ended the turn first (a new turn
 /// froze it, a cancel through the store), their `turn.done` is streamed instead. A turn the store failed
-/// under (a full disk) ends with an `error` state saying so. Returns the stored end state, or `None` when
-/// it was not stored: the turn then stays `running` in the store, though its live stream has ended (see
-/// [`stream_unstored_done`]).
-pub async fn finish_turn(
-    env: &TurnEnv,
-    end: Result<TurnEnd, AgentError>,
-    metrics: &ThreadMetrics,
-) -> Option<TurnState> {
+/// under (a full disk) ends with an `error` state saying so. When the end is not stored, the turn stays
+/// `running` in the store, though its live stream has ended (see [`stream_unstored_done`]).
+pub async fn finish_turn(env: &TurnEnv, end: Result<TurnEnd, AgentError>, metrics: &ThreadMetrics) -> Finished {
     let metrics = Some(metrics.to_turn_metrics(env.journal.counts()));
     let completed_at = now_iso();
     let state = match end {
@@ -42,7 +58,7 @@ pub async fn finish_turn(
             completed_at,
             metrics,
         },
-        Err(AgentError::Store(StoreError::TurnNotRunning { .. })) => return stream_stored_done(env).await,
+        Err(AgentError::Store(StoreError::TurnNotRunning { .. })) => return ended_elsewhere(env).await,
         // The store failed mid-turn (its disk is full, say): the turn cannot go on, but it can still end,
         // with a message saying why. The terminal write is small and may well succeed where the failed
         // write did not (or once the store's trouble is over).
@@ -73,15 +89,21 @@ pub async fn finish_turn(
                 state: written.clone(),
             };
             journal.stream_end(seq, SessionEvent::TurnDone(event)).await;
-            Some(written)
+            Finished::Written(written)
         }
-        Err(StoreError::TurnNotRunning { .. }) => stream_stored_done(env).await,
+        Err(StoreError::TurnNotRunning { .. }) => ended_elsewhere(env).await,
         Err(error) => {
             tracing::warn!(turn = %journal.key.turn_id, %error, "the end of a turn could not be stored");
             stream_unstored_done(env, seq, event_id, state).await;
-            None
+            Finished::Unstored
         }
     }
+}
+
+async fn ended_elsewhere(env: &TurnEnv) -> Finished {
+    stream_stored_done(env)
+        .await
+        .map_or(Finished::Unstored, Finished::EndedElsewhere)
 }
 
 /// Streams a `turn.done` the store refused to write. This breaks "persist before yield" on purpose: the

@@ -20,6 +20,7 @@ pub mod thread;
 pub mod tools;
 
 mod cancel;
+mod context_cache;
 mod finish;
 mod ids;
 mod lifecycle;

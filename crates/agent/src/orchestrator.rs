@@ -44,6 +44,14 @@ pub enum TurnEnd {
     Cancelled,
 }
 
+/// What a run of the orchestrator ended with.
+pub struct Ran {
+    pub end: Result<TurnEnd, AgentError>,
+    pub metrics: ThreadMetrics,
+    /// The contexts of the threads the turn ended with, by thread id.
+    pub contexts: crate::context_cache::ThreadContexts,
+}
+
 /// Running threads are tasks of their own, so they keep making progress while the orchestrator awaits
 /// its own writes (delivering a result, spawning): polling them only from this loop would stall a thread
 /// holding the journal while the loop waits for that same journal.
@@ -87,13 +95,17 @@ impl Orchestrator {
 
     /// Runs every thread until the root finishes, the turn is cancelled, or nothing can move without the
     /// user. `Err` only for store failures.
-    pub async fn run(mut self) -> (Result<TurnEnd, AgentError>, ThreadMetrics) {
-        let result = self.drive().await;
+    pub async fn run(mut self) -> Ran {
+        let end = self.drive().await;
         let mut metrics = std::mem::take(&mut self.finished);
         for thread in self.idle.values() {
             metrics.merge(&thread.metrics);
         }
-        (result, metrics)
+        let contexts = std::mem::take(&mut self.idle)
+            .into_iter()
+            .map(|(id, thread)| (id, thread.context))
+            .collect();
+        Ran { end, metrics, contexts }
     }
 
     async fn drive(&mut self) -> Result<TurnEnd, AgentError> {

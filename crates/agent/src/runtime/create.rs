@@ -11,7 +11,7 @@ use trueforge_protocol::{
 };
 use trueforge_store::StoreError;
 use trueforge_store::session::model::{
-    ContextAppend, FreezeTurn, NewThread, NewTurn, SessionRecord, StoredEvent, TurnDone, TurnKey,
+    ContextAppend, FreezeTurn, NewThread, NewTurn, SessionRecord, StoredEvent, TurnDone, TurnKey, TurnRecord,
 };
 
 use super::{PreviousTurn, Runtime, Start, StartedTurn, TurnRequest, standing_approvals, with_root};
@@ -171,8 +171,7 @@ impl Runtime {
         };
         let key = TurnKey::new(&request.tenant_id, &request.session_id, previous_id);
         let previous = self
-            .store
-            .get_turn(&key)
+            .read_predecessor(&key)
             .await?
             .ok_or_else(|| AgentError::TurnNotFound(previous_id.clone()))?;
         let previous = if previous.turn.state.is_terminal() {
@@ -208,6 +207,47 @@ impl Runtime {
             threads: previous.snapshot.threads,
             id,
         })
+    }
+
+    /// Reads the turn a new one continues, with the contexts this runtime kept from it when it ended here
+    /// (if the store proves them current) instead of reading them back.
+    async fn read_predecessor(&self, key: &TurnKey) -> Result<Option<TurnRecord>, AgentError> {
+        let Some(mut kept) = self.kept.take(key) else {
+            return Ok(self.store.get_turn(key).await?);
+        };
+        let Some(reused) = self.store.get_turn_reusing(key, &kept.lengths()).await? else {
+            return Ok(None);
+        };
+        if !reused.contexts_left_out {
+            return Ok(Some(reused.record));
+        }
+        // Same lengths, but is it the same turn? Its stored end says so: a turn of the same ids made
+        // again (its session deleted and created anew) ended at another time.
+        if reused.record.turn.state.completed_at() != Some(kept.completed_at.as_str()) {
+            return Ok(self.store.get_turn(key).await?);
+        }
+        let mut record = reused.record;
+        for (thread_id, thread) in &mut record.snapshot.threads {
+            thread.context = kept.contexts.remove(thread_id).unwrap_or_default();
+        }
+        #[cfg(debug_assertions)]
+        self.check_kept_contexts(key, &record).await?;
+        Ok(Some(record))
+    }
+
+    /// Debug builds (the tests) compare every kept context taken with the store's: a runtime whose memory
+    /// strayed from what it committed would otherwise continue from a conversation the store never held.
+    #[cfg(debug_assertions)]
+    async fn check_kept_contexts(&self, key: &TurnKey, record: &TurnRecord) -> Result<(), AgentError> {
+        let stored = self.store.get_turn(key).await?;
+        let stored = stored.as_ref().map(|stored| &stored.snapshot.threads);
+        assert_eq!(
+            stored,
+            Some(&record.snapshot.threads),
+            "the contexts kept from turn {} differ from the store's",
+            key.turn_id
+        );
+        Ok(())
     }
 
     /// Admits the input into the predecessor's threads (taken out of `predecessor`); returns the threads as

@@ -100,8 +100,10 @@ impl Runtime {
         }
     }
 
-    /// Cancels every turn of a session running here and waits (up to `grace`) for their end.
+    /// Cancels every turn of a session running here and waits (up to `grace`) for their end; forgets the
+    /// contexts kept for it (the session is being deleted).
     pub async fn cancel_session(&self, tenant_id: &str, session_id: &str, grace: Duration) {
+        self.kept.forget(tenant_id, session_id);
         let keys: Vec<TurnKey> = self
             .running()
             .into_iter()

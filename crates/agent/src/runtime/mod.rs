@@ -25,8 +25,9 @@ use trueforge_store::{SessionStore, StoreError};
 
 use crate::admission::{Admission, add_session_approvals, session_approvals};
 use crate::cancel::TurnCancel;
+use crate::context_cache::{ContextCache, KeptContexts};
 use crate::error::AgentError;
-use crate::finish::finish_turn;
+use crate::finish::{Finished, finish_turn};
 use crate::ids::{EventIds, now_iso};
 use crate::journal::{Journal, STREAM_BUFFER, StreamItem};
 use crate::lifecycle::Lifecycle;
@@ -55,6 +56,10 @@ pub struct RuntimeOptions {
     pub approval_timeout: Option<Duration>,
     /// The broadest approval scope a user may give; an input asking for more is refused.
     pub approval_max_scope: ApprovalScope,
+    /// How many context messages, across sessions, the runtime keeps in memory from turns that ended here,
+    /// so the next turn of a session does not read its conversation back from the store (see
+    /// `crate::context_cache`). 0 keeps none.
+    pub kept_context_messages: usize,
 }
 
 impl Default for RuntimeOptions {
@@ -65,6 +70,8 @@ impl Default for RuntimeOptions {
             lease: None,
             approval_timeout: None,
             approval_max_scope: ApprovalScope::Agent,
+            // About 25 conversations of 2,000 messages.
+            kept_context_messages: 50_000,
         }
     }
 }
@@ -178,6 +185,8 @@ pub struct Runtime {
     pub ids: Arc<EventIds>,
     /// The turns running here, their streams and their ends.
     lifecycle: Arc<Lifecycle>,
+    /// The contexts of the latest turns that ended here, for the turns that continue them.
+    kept: Arc<ContextCache>,
 }
 
 /// The executor id of a runtime whose options name no lease owner.
@@ -192,6 +201,7 @@ impl Runtime {
         options: RuntimeOptions,
     ) -> Self {
         let ids = Arc::new(EventIds::new());
+        let options_kept = options.kept_context_messages;
         let owner = options
             .lease
             .as_ref()
@@ -211,6 +221,7 @@ impl Runtime {
             options,
             ids,
             lifecycle,
+            kept: Arc::new(ContextCache::new(options_kept)),
         }
     }
 
@@ -443,7 +454,8 @@ impl Runtime {
             session_approvals,
         });
         let timeout = self.options.execution_timeout;
-        let task = tokio::spawn(run_turn(env, Arc::new(resources), threads, start, timeout));
+        let kept = Some(self.kept.clone()).filter(|_| self.options.kept_context_messages > 0);
+        let task = tokio::spawn(run_turn(env, Arc::new(resources), threads, start, timeout, kept));
         let end = self.lifecycle.supervise(key.clone(), cancel.clone(), publisher, task);
         StartedTurn {
             key,
@@ -529,6 +541,7 @@ async fn run_turn(
     mut threads: Vec<AgentThread>,
     start: Start,
     timeout: Option<Duration>,
+    kept: Option<Arc<ContextCache>>,
 ) -> Option<TurnState> {
     let timer = timeout.map(|limit| {
         let cancel = env.cancel.clone();
@@ -548,19 +561,36 @@ async fn run_turn(
         Ok(used_before) => announce_mcp_sessions(&env, &resources).await.map(|()| used_before),
         Err(error) => Err(error),
     };
+    let mut contexts = None;
     let (end, metrics) = match prepared {
         Ok(used_before) if !resources.auth_required.is_empty() => {
             (wait_for_authorization(&env, &resources).await, used_before)
         }
         Ok(used_before) => {
-            let (end, mut metrics) = Orchestrator::new(env.clone(), resources, threads).run().await;
+            let ran = Orchestrator::new(env.clone(), resources, threads).run().await;
+            let mut metrics = ran.metrics;
             metrics.merge(&used_before);
-            (end, metrics)
+            contexts = Some(ran.contexts);
+            (ran.end, metrics)
         }
         Err(error) => (Err(error), ThreadMetrics::default()),
     };
     if let Some(timer) = timer {
         timer.abort();
     }
-    finish_turn(&env, end, &metrics).await
+    let finished = finish_turn(&env, end, &metrics).await;
+    // Only an end this run wrote, and only `done`: then the store holds exactly these contexts (every row
+    // was committed before the end), and they can no longer change.
+    if let (Some(kept), Some(contexts), Finished::Written(TurnState::Done { completed_at, .. })) =
+        (kept, contexts, &finished)
+    {
+        kept.keep(
+            &env.journal.key,
+            KeptContexts {
+                completed_at: completed_at.clone(),
+                contexts,
+            },
+        );
+    }
+    finished.into_state()
 }

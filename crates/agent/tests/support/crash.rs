@@ -2,6 +2,7 @@
 //! fails, as if the executor died right after that commit. Reads keep working.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -12,8 +13,8 @@ use trueforge_protocol::{
 };
 use trueforge_store::session::model::{
     ExpiredLease, FreezeTurn, HistoryEntry, Lease, LiveStreamMark, NewSession, NewTurn, Page, PageRequest,
-    SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent, ThreadStep, TurnDone,
-    TurnKey, TurnRecord, TurnSummary,
+    ReusedTurnRecord, SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent,
+    ThreadStep, TurnDone, TurnKey, TurnRecord, TurnSummary,
 };
 use trueforge_store::{SessionStore, StoreError, StoreResult};
 
@@ -23,6 +24,8 @@ pub struct CrashingStore {
     pub commits_before_crash: usize,
     pub commits: AtomicUsize,
     pub crashed: AtomicBool,
+    /// Reads of a turn that left its contexts out (the caller held them).
+    pub contexts_reused: AtomicUsize,
 }
 
 impl CrashingStore {
@@ -32,6 +35,7 @@ impl CrashingStore {
             commits_before_crash,
             commits: AtomicUsize::new(0),
             crashed: AtomicBool::new(false),
+            contexts_reused: AtomicUsize::new(0),
         }
     }
 
@@ -86,6 +90,17 @@ impl SessionStore for CrashingStore {
     }
     async fn get_turn(&self, key: &TurnKey) -> StoreResult<Option<TurnRecord>> {
         self.inner.get_turn(key).await
+    }
+    async fn get_turn_reusing(
+        &self,
+        key: &TurnKey,
+        held: &BTreeMap<String, usize>,
+    ) -> StoreResult<Option<ReusedTurnRecord>> {
+        let reused = self.inner.get_turn_reusing(key, held).await?;
+        if reused.as_ref().is_some_and(|reused| reused.contexts_left_out) {
+            self.contexts_reused.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(reused)
     }
     async fn get_turn_summary(&self, key: &TurnKey) -> StoreResult<Option<TurnSummary>> {
         self.inner.get_turn_summary(key).await
