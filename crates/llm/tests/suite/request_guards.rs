@@ -87,3 +87,62 @@ fn guards_drop_stateful_extras_on_responses_and_anthropic() {
         .body;
     assert_eq!(responses["store"], json!(false), "extras cannot turn storage back on");
 }
+
+/// The top-level keys of a JSON object in the order they were written, duplicates included (parsing into
+/// a `Value` would fold a duplicate away).
+fn written_keys(body: &[u8]) -> Vec<String> {
+    struct Keys;
+    impl<'de> serde::de::Visitor<'de> for Keys {
+        type Value = Vec<String>;
+        fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            formatter.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+            let mut keys = Vec::new();
+            while let Some((key, _)) = map.next_entry::<String, serde::de::IgnoredAny>()? {
+                keys.push(key);
+            }
+            Ok(keys)
+        }
+    }
+    serde::Deserializer::deserialize_map(&mut serde_json::Deserializer::from_slice(body), Keys).unwrap()
+}
+
+#[test]
+fn guards_write_extras_once_after_the_adapter_fields_in_their_own_order_on_every_adapter() {
+    let mut extras = serde_json::Map::new();
+    for (key, value) in [
+        ("zeta", json!(1)),
+        ("stream", json!(false)),
+        ("tools", json!([])),
+        ("alpha", json!({"nested": true})),
+    ] {
+        extras.insert(key.into(), value);
+    }
+    let request = ModelRequest {
+        messages: vec![Message::user_text("hi")],
+        extras,
+        ..ModelRequest::default()
+    };
+    for (api, tail) in [
+        (WireApi::OpenAiResponses, ["zeta", "alpha"].as_slice()),
+        (WireApi::ChatCompletions, ["zeta", "alpha"].as_slice()),
+        (WireApi::Anthropic, ["zeta", "alpha"].as_slice()),
+        // Gemini has no `stream` field (streaming is in its URL), so that extra is just passed on.
+        (WireApi::Gemini, ["zeta", "stream", "alpha"].as_slice()),
+    ] {
+        let wire = wire_format(api);
+        let body = serde_json::to_vec(&wire.build_request(&endpoint(), &request).unwrap().body).unwrap();
+        let keys = written_keys(&body);
+        let mut unique = keys.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), keys.len(), "{api:?} wrote a key twice: {keys:?}");
+        assert_eq!(&keys[keys.len() - tail.len()..], tail, "{api:?}: {keys:?}");
+        assert_eq!(
+            serde_json::to_vec(&wire.build_request(&endpoint(), &request).unwrap().body).unwrap(),
+            body,
+            "{api:?}: the same request gives the same bytes"
+        );
+    }
+}

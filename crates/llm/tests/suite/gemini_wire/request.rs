@@ -394,3 +394,21 @@ fn gemini_request_extras_add_generation_settings_the_adapter_left_out() {
         json!({"thinkingConfig": {"thinkingLevel": "low"}})
     );
 }
+
+#[test]
+fn gemini_request_generation_extras_that_are_not_objects_are_dropped() {
+    let mut request = user_request("hello");
+    request.params.temperature = Some(0.5);
+    request.extras = json!({"generationConfig": "fast", "generation_config": {"seed": 3, "temperature": 2.0}})
+        .as_object()
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        body(&request)["generationConfig"],
+        json!({"temperature": 0.5, "seed": 3})
+    );
+    request.params.temperature = None;
+    request.extras = json!({"generationConfig": 5}).as_object().cloned().unwrap();
+    let body = body(&request);
+    assert!(body.get("generationConfig").is_none(), "{body}");
+}

@@ -350,6 +350,38 @@ fn responses_request_response_formats() {
 }
 
 #[test]
+fn responses_request_response_format_extras_never_replace_built_fields() {
+    let schema = json!({ "type": "object", "properties": {} });
+    let inner = json!({ "name": "other", "x_inner": 1, "shared": "inner" });
+    let outer = json!({ "type": "text", "strict": false, "shared": "outer", "x_outer": 2 });
+    let body = build(&ModelRequest {
+        response_format: Some(ResponseFormat::JsonSchema {
+            json_schema: JsonSchemaFormat {
+                name: "count".into(),
+                description: None,
+                schema: schema.as_object().cloned(),
+                strict: Some(Some(true)),
+                extra: inner.as_object().cloned().unwrap(),
+            },
+            extra: outer.as_object().cloned().unwrap(),
+        }),
+        ..ModelRequest::default()
+    });
+    let format = &body["text"]["format"];
+    // Built fields first, then the schema's extras, then the format's: the first to set a key keeps it.
+    let keys: Vec<&str> = format.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        ["type", "name", "schema", "strict", "x_inner", "shared", "x_outer"]
+    );
+    assert_eq!(
+        format,
+        &json!({ "type": "json_schema", "name": "count", "schema": schema, "strict": true, "x_inner": 1,
+                 "shared": "inner", "x_outer": 2 })
+    );
+}
+
+#[test]
 fn responses_request_sampling_params_with_top_k_dropped() {
     let mut request = ModelRequest::default();
     request.params.max_tokens = Some(2048);
