@@ -11,6 +11,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 use trueforge_llm::{
@@ -124,10 +125,9 @@ fn request() -> ModelRequest {
     }
 }
 
-/// Builds the request and serialises its body, as the client does before sending it.
-fn body_bytes(api: WireApi, endpoint: &Endpoint, request: &ModelRequest) -> Vec<u8> {
-    let http = wire_format(api).build_request(endpoint, request).unwrap();
-    serde_json::to_vec(&http.body).unwrap()
+/// Builds the request, whose body the adapter serialises, as the client does before sending it.
+fn body_bytes(api: WireApi, endpoint: &Endpoint, request: &ModelRequest) -> Bytes {
+    wire_format(api).build_request(endpoint, request).unwrap().body
 }
 
 fn request_body(criterion: &mut Criterion) {

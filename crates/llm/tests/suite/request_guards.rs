@@ -5,6 +5,8 @@
 use serde_json::json;
 use trueforge_llm::{Endpoint, LlmError, Message, ModelRequest, SamplingParams, WireApi, wire_format};
 
+use crate::wire_support::json_body;
+
 const ALL: [WireApi; 4] = [
     WireApi::OpenAiResponses,
     WireApi::ChatCompletions,
@@ -71,7 +73,7 @@ fn guards_drop_stateful_extras_on_responses_and_anthropic() {
         ),
         (WireApi::Anthropic, ["mcp_servers", "thinking"].as_slice()),
     ] {
-        let body = wire_format(api).build_request(&endpoint(), &request).unwrap().body;
+        let body = json_body(&wire_format(api).build_request(&endpoint(), &request).unwrap());
         for key in dropped {
             assert!(body.get(*key).is_none(), "{api:?} let `{key}` through: {body}");
         }
@@ -81,10 +83,11 @@ fn guards_drop_stateful_extras_on_responses_and_anthropic() {
             "{api:?}: ordinary extras still pass"
         );
     }
-    let responses = wire_format(WireApi::OpenAiResponses)
-        .build_request(&endpoint(), &request)
-        .unwrap()
-        .body;
+    let responses = json_body(
+        &wire_format(WireApi::OpenAiResponses)
+            .build_request(&endpoint(), &request)
+            .unwrap(),
+    );
     assert_eq!(responses["store"], json!(false), "extras cannot turn storage back on");
 }
 
@@ -132,7 +135,7 @@ fn guards_write_extras_once_after_the_adapter_fields_in_their_own_order_on_every
         (WireApi::Gemini, ["zeta", "stream", "alpha"].as_slice()),
     ] {
         let wire = wire_format(api);
-        let body = serde_json::to_vec(&wire.build_request(&endpoint(), &request).unwrap().body).unwrap();
+        let body = wire.build_request(&endpoint(), &request).unwrap().body;
         let keys = written_keys(&body);
         let mut unique = keys.clone();
         unique.sort();
@@ -140,7 +143,7 @@ fn guards_write_extras_once_after_the_adapter_fields_in_their_own_order_on_every
         assert_eq!(unique.len(), keys.len(), "{api:?} wrote a key twice: {keys:?}");
         assert_eq!(&keys[keys.len() - tail.len()..], tail, "{api:?}: {keys:?}");
         assert_eq!(
-            serde_json::to_vec(&wire.build_request(&endpoint(), &request).unwrap().body).unwrap(),
+            wire.build_request(&endpoint(), &request).unwrap().body,
             body,
             "{api:?}: the same request gives the same bytes"
         );

@@ -280,7 +280,7 @@ fn anthropic_request_prompt_caching_breakpoints() {
     let wire = AnthropicWire::new().with_prompt_caching(false);
     assert!(!wire.prompt_caching());
     assert_eq!(
-        cache_markers(&wire.build_request(&endpoint(), &request).unwrap().body),
+        cache_markers(&json_body(&wire.build_request(&endpoint(), &request).unwrap())),
         0
     );
 }

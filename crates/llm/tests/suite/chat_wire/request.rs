@@ -8,10 +8,10 @@ use trueforge_llm::{
 use trueforge_protocol::{ReasoningEffort, ResponseFormat};
 
 use super::{endpoint, thinking};
-use crate::wire_support::user_request;
+use crate::wire_support::{json_body, user_request};
 
 fn body(request: &ModelRequest) -> Value {
-    ChatCompletions.build_request(&endpoint(), request).unwrap().body
+    json_body(&ChatCompletions.build_request(&endpoint(), request).unwrap())
 }
 
 fn weather_tool() -> ToolDefinition {
@@ -399,7 +399,7 @@ fn chat_request_response_format_extras_travel_along_and_no_key_is_written_twice(
         ..user_request("hi")
     };
     let built = ChatCompletions.build_request(&endpoint(), &request).unwrap();
-    let text = serde_json::to_string(&built.body).unwrap();
+    let text = std::str::from_utf8(&built.body).unwrap();
     assert!(
         text.contains(r#""response_format":{"type":"json_object","x":1}"#),
         "{text}"

@@ -7,7 +7,7 @@ use trueforge_llm::{
 };
 use trueforge_protocol::{JsonSchemaFormat, ReasoningEffort, ResponseFormat};
 
-use crate::wire_support::user_request;
+use crate::wire_support::{json_body, user_request};
 
 pub fn endpoint() -> Endpoint {
     Endpoint {
@@ -19,7 +19,7 @@ pub fn endpoint() -> Endpoint {
 }
 
 pub fn body(request: &ModelRequest) -> Value {
-    GeminiWire.build_request(&endpoint(), request).unwrap().body
+    json_body(&GeminiWire.build_request(&endpoint(), request).unwrap())
 }
 
 pub fn invalid(request: &ModelRequest) -> String {

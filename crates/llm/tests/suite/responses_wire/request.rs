@@ -7,6 +7,8 @@ use trueforge_llm::{
 };
 use trueforge_protocol::{JsonSchemaFormat, ReasoningEffort, ResponseFormat};
 
+use crate::wire_support::json_body;
+
 fn endpoint() -> Endpoint {
     Endpoint {
         base_url: "https://api.openai.com/v1/".into(),
@@ -17,7 +19,7 @@ fn endpoint() -> Endpoint {
 }
 
 fn build(request: &ModelRequest) -> Value {
-    OpenAiResponses.build_request(&endpoint(), request).unwrap().body
+    json_body(&OpenAiResponses.build_request(&endpoint(), request).unwrap())
 }
 
 fn tool_def(name: &str) -> ToolDefinition {
