@@ -55,7 +55,10 @@ async fn fetch_body(fake: &FakeLlm, api: Api, wire: &dyn WireFormat, deltas: usi
         ..ModelRequest::default()
     };
     let http = wire.build_request(&endpoint, &request).unwrap();
-    let mut builder = reqwest::Client::new().post(&http.url).json(&http.body);
+    let mut builder = reqwest::Client::new()
+        .post(&http.url)
+        .header("content-type", "application/json")
+        .body(http.body);
     for (name, value) in &http.headers {
         builder = builder.header(name, value);
     }

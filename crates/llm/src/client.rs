@@ -7,7 +7,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 
@@ -138,13 +137,9 @@ impl ModelClient {
     /// later failure is its last item and is never retried (the caller has seen output).
     pub async fn stream(&self, request: &ModelRequest, cancel: CancellationToken) -> Result<EventStream, LlmError> {
         let http_request = self.wire.build_request(&self.endpoint, request)?;
-        let body = Bytes::from(
-            serde_json::to_vec(&http_request.body)
-                .map_err(|error| LlmError::InvalidRequest(format!("the request body is not JSON: {error}")))?,
-        );
         let mut attempt = 1;
         loop {
-            let failure = match self.attempt(&http_request, body.clone(), &cancel).await {
+            let failure = match self.attempt(&http_request, &cancel).await {
                 Ok(live) => return Ok(live.into_stream()),
                 Err(failure) => failure,
             };
@@ -174,8 +169,8 @@ impl ModelClient {
 
     /// One attempt: send, check the status, and read until the first events (or the end of a stream that
     /// has none).
-    async fn attempt(&self, request: &HttpRequest, body: Bytes, cancel: &CancellationToken) -> Result<Live, Failure> {
-        let response = self.send(request, body, cancel).await?;
+    async fn attempt(&self, request: &HttpRequest, cancel: &CancellationToken) -> Result<Live, Failure> {
+        let response = self.send(request, cancel).await?;
         let status = response.status();
         if !status.is_success() {
             let retry_after = parse_retry_after(response.headers(), SystemTime::now());
@@ -212,13 +207,8 @@ impl ModelClient {
         }
     }
 
-    async fn send(
-        &self,
-        request: &HttpRequest,
-        body: Bytes,
-        cancel: &CancellationToken,
-    ) -> Result<reqwest::Response, LlmError> {
-        let mut builder = self.http.post(&request.url).body(body);
+    async fn send(&self, request: &HttpRequest, cancel: &CancellationToken) -> Result<reqwest::Response, LlmError> {
+        let mut builder = self.http.post(&request.url).body(request.body.clone());
         let has = |name: &str| request.headers.iter().any(|(key, _)| key.eq_ignore_ascii_case(name));
         for (name, value) in &request.headers {
             builder = builder.header(name, value);

@@ -3,6 +3,7 @@
 //! cancellation, usage and cost, token estimates.
 
 pub mod anthropic;
+mod body;
 pub mod catalog;
 pub mod chat;
 pub mod client;
@@ -36,4 +37,4 @@ pub use response::{Assembler, ModelResponse};
 pub use responses::OpenAiResponses;
 pub use retry::RetryPolicy;
 pub use tokens::{TokenizerFamily, estimate_request_tokens, estimate_tokens};
-pub use wire::{Endpoint, HttpRequest, SseEvent, StreamDecoder, WireApi, WireFormat, merge_extras};
+pub use wire::{Endpoint, HttpRequest, SseEvent, StreamDecoder, WireApi, WireFormat};

@@ -1,8 +1,8 @@
 //! The seam between the shared HTTP machinery (retries, timeouts, cancellation, SSE parsing) and the
 //! four wire formats. An adapter only builds a request and decodes server-sent events; it never does I/O.
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::error::LlmError;
 use crate::event::StreamEvent;
@@ -39,7 +39,9 @@ pub struct Endpoint {
 pub struct HttpRequest {
     pub url: String,
     pub headers: Vec<(String, String)>,
-    pub body: Value,
+    /// The JSON body, serialised once by the adapter: the client sends these bytes on every attempt
+    /// (cloning `Bytes` only counts a reference).
+    pub body: Bytes,
 }
 
 /// One server-sent event: its `event:` name (empty when absent) and its `data:` payload.
@@ -71,24 +73,4 @@ pub trait StreamDecoder: Send {
     /// Called when the stream ends: the last events, or `StreamCutShort` when the provider's end marker
     /// never came.
     fn finish(&mut self) -> Result<Vec<StreamEvent>, LlmError>;
-}
-
-/// Merges provider extras into a body: a key the adapter already set is never replaced, and `reserved`
-/// keys (what the adapter owns even when it left them out, such as `messages` or `tools`) are dropped.
-pub fn merge_extras(body: &mut Value, extras: &serde_json::Map<String, Value>, reserved: &[&str]) {
-    if let Value::Object(object) = body {
-        for (key, value) in extras {
-            if !reserved.contains(&key.as_str()) {
-                object.entry(key.clone()).or_insert_with(|| value.clone());
-            }
-        }
-    }
-}
-
-/// A sampling parameter as JSON. JSON has no NaN or infinity, and serde would quietly write `null`, which
-/// providers read as "use the default": refuse them instead.
-pub fn finite_number(name: &str, value: f64) -> Result<Value, LlmError> {
-    serde_json::Number::from_f64(value)
-        .map(Value::Number)
-        .ok_or_else(|| LlmError::InvalidRequest(format!("{name} must be a finite number, got {value}")))
 }

@@ -1,12 +1,15 @@
 //! The top level of a Messages request body: everything except the conversation itself.
 
-use serde_json::{Map, Value, json};
+use bytes::Bytes;
+use serde::Serialize;
+use serde::ser::Serializer;
+use serde_json::{Map, Value};
 use trueforge_protocol::{ReasoningEffort, ResponseFormat};
 
-use super::messages::{build_messages, cache_marker};
+use super::messages::{Block, CacheControl, Turn, build_messages};
+use crate::body::{ObjectWriter, Seq, finite, json_body};
 use crate::error::LlmError;
-use crate::request::{ModelRequest, SamplingParams, ToolChoice, ToolDefinition};
-use crate::wire::{finite_number, merge_extras};
+use crate::request::{ModelRequest, ToolChoice, ToolDefinition};
 
 /// `max_tokens` when the request names none (the API requires the field). 32 000 is the largest output
 /// every Claude 4 model accepts (Opus 4 and 4.1 stop there; the newer ones allow 64 000 or more), so the
@@ -97,59 +100,140 @@ const JSON_OBJECT_INSTRUCTION: &str =
 
 /// The whole body. `prompt_cache_key` has no Anthropic counterpart (the cache is keyed by the prompt
 /// prefix itself, marked with `cache_control`), so it is not sent.
-pub(super) fn build_body(model: &str, request: &ModelRequest, caching: bool) -> Result<Value, LlmError> {
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
-    body.insert("stream".into(), json!(true));
+pub(super) fn build_body(model: &str, request: &ModelRequest, caching: bool) -> Result<Bytes, LlmError> {
+    json_body(&AnthropicBody::new(model, request, caching)?)
+}
 
-    let thinking = effective_thinking(model, request);
-    let budget = match thinking {
-        Thinking::Budget(budget) => Some(budget),
-        _ => None,
-    };
-    body.insert(
-        "max_tokens".into(),
-        json!(max_tokens(request.params.max_tokens, budget)),
-    );
-    let mut output_config = Map::new();
-    match thinking {
-        Thinking::Off => {}
-        Thinking::Budget(budget) => {
-            body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
+/// A checked request, ready to serialise: what the adapter decided (thinking, limits, sampling, system
+/// prompt, output format), the converted messages, and the request itself for what goes out as it is.
+struct AnthropicBody<'a> {
+    model: &'a str,
+    request: &'a ModelRequest,
+    caching: bool,
+    thinking: Thinking,
+    max_tokens: u32,
+    temperature: Option<f64>,
+    top_k: Option<u32>,
+    top_p: Option<f64>,
+    system: Vec<Block<'a>>,
+    output_format: Option<&'a Map<String, Value>>,
+    messages: Vec<Turn<'a>>,
+}
+
+impl<'a> AnthropicBody<'a> {
+    fn new(model: &'a str, request: &'a ModelRequest, caching: bool) -> Result<Self, LlmError> {
+        let thinking = effective_thinking(model, request);
+        let budget = match thinking {
+            Thinking::Budget(budget) => Some(budget),
+            _ => None,
+        };
+        let thinking_on = !matches!(thinking, Thinking::Off);
+        // With extended thinking on, the API rejects any `temperature` or `top_k` and a `top_p` below
+        // 0.95, so those are left out rather than turning a reasoning request into an error.
+        let params = &request.params;
+        let (temperature, top_k) = if thinking_on {
+            (None, None)
+        } else {
+            let temperature = params
+                .temperature
+                .map(|value| finite("temperature", value))
+                .transpose()?;
+            (temperature, params.top_k)
+        };
+        let top_p = params
+            .top_p
+            .filter(|top_p| !thinking_on || *top_p >= 0.95)
+            .map(|value| finite("top_p", value))
+            .transpose()?;
+        let (format_instruction, output_format) = output_format(request.response_format.as_ref());
+        Ok(Self {
+            model,
+            request,
+            caching,
+            thinking,
+            max_tokens: max_tokens(params.max_tokens, budget),
+            temperature,
+            top_k,
+            top_p,
+            system: system_blocks(request.instructions.as_deref(), format_instruction, caching),
+            output_format,
+            messages: build_messages(&request.messages, caching)?,
+        })
+    }
+}
+
+#[derive(Serialize)]
+struct ThinkingConfig {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget_tokens: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct OutputConfig<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<JsonSchemaFormat<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "json_schema")]
+struct JsonSchemaFormat<'a> {
+    schema: &'a Map<String, Value>,
+}
+
+impl Serialize for AnthropicBody<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let request = self.request;
+        let mut body = ObjectWriter::start(serializer)?;
+        body.field("model", self.model)?;
+        body.field("stream", &true)?;
+        body.field("max_tokens", &self.max_tokens)?;
+        let effort = match self.thinking {
+            Thinking::Off => None,
+            Thinking::Budget(budget) => {
+                let enabled = ThinkingConfig {
+                    kind: "enabled",
+                    budget_tokens: Some(budget),
+                };
+                body.field("thinking", &enabled)?;
+                None
+            }
+            Thinking::Adaptive(effort) => {
+                let adaptive = ThinkingConfig {
+                    kind: "adaptive",
+                    budget_tokens: None,
+                };
+                body.field("thinking", &adaptive)?;
+                Some(effort)
+            }
+        };
+        body.optional("temperature", self.temperature)?;
+        body.optional("top_k", self.top_k)?;
+        body.optional("top_p", self.top_p)?;
+        if !self.system.is_empty() {
+            body.field("system", &self.system)?;
         }
-        Thinking::Adaptive(effort) => {
-            body.insert("thinking".into(), json!({"type": "adaptive"}));
-            output_config.insert("effort".into(), json!(effort));
+        if effort.is_some() || self.output_format.is_some() {
+            let config = OutputConfig {
+                effort,
+                format: self.output_format.map(|schema| JsonSchemaFormat { schema }),
+            };
+            body.field("output_config", &config)?;
         }
+        body.field("messages", &self.messages)?;
+        if !request.tools.is_empty() {
+            body.field("tools", &Seq(|| tools(&request.tools, self.caching)))?;
+            body.field(
+                "tool_choice",
+                &tool_choice(&request.tool_choice, request.params.parallel_tool_calls),
+            )?;
+        }
+        body.extras(&request.extras, &RESERVED_KEYS)?;
+        body.end()
     }
-    insert_sampling(&mut body, &request.params, !matches!(thinking, Thinking::Off))?;
-
-    let (format_instruction, output_format) = output_format(request.response_format.as_ref());
-    if let Some(system) = system_blocks(request.instructions.as_deref(), format_instruction, caching) {
-        body.insert("system".into(), system);
-    }
-    if let Some(format) = output_format {
-        output_config.insert("format".into(), format);
-    }
-    if !output_config.is_empty() {
-        body.insert("output_config".into(), Value::Object(output_config));
-    }
-
-    body.insert(
-        "messages".into(),
-        Value::Array(build_messages(&request.messages, caching)?),
-    );
-    if !request.tools.is_empty() {
-        body.insert("tools".into(), tools(&request.tools, caching));
-        body.insert(
-            "tool_choice".into(),
-            tool_choice(&request.tool_choice, request.params.parallel_tool_calls),
-        );
-    }
-
-    let mut body = Value::Object(body);
-    merge_extras(&mut body, &request.extras, &RESERVED_KEYS);
-    Ok(body)
 }
 
 /// The thinking to send. Anthropic rejects extended thinking together with a forced tool choice
@@ -176,53 +260,34 @@ fn max_tokens(requested: Option<u32>, budget: Option<u32>) -> u32 {
     }
 }
 
-/// Sampling parameters. With extended thinking on, the API rejects any `temperature` or `top_k` and a
-/// `top_p` below 0.95, so those are left out rather than turning a reasoning request into an error.
-fn insert_sampling(body: &mut Map<String, Value>, params: &SamplingParams, thinking: bool) -> Result<(), LlmError> {
-    if !thinking {
-        if let Some(temperature) = params.temperature {
-            body.insert("temperature".into(), finite_number("temperature", temperature)?);
-        }
-        if let Some(top_k) = params.top_k {
-            body.insert("top_k".into(), json!(top_k));
-        }
-    }
-    if let Some(top_p) = params.top_p.filter(|top_p| !thinking || *top_p >= 0.95) {
-        body.insert("top_p".into(), finite_number("top_p", top_p)?);
-    }
-    Ok(())
-}
-
 /// The system prompt as text blocks: the instructions, then any output-format instruction, the last one
 /// marked as a cache breakpoint (it closes the stable prefix that tools and messages build on).
-fn system_blocks(instructions: Option<&str>, format_instruction: Option<String>, caching: bool) -> Option<Value> {
-    let mut blocks: Vec<Value> = instructions
+fn system_blocks(instructions: Option<&str>, format_instruction: Option<String>, caching: bool) -> Vec<Block<'_>> {
+    let mut blocks: Vec<Block<'_>> = instructions
         .filter(|text| !text.is_empty())
-        .map(|text| json!({"type": "text", "text": text}))
+        .map(Block::text)
         .into_iter()
-        .chain(format_instruction.map(|text| json!({"type": "text", "text": text})))
+        .chain(format_instruction.map(Block::text))
         .collect();
-    if caching && let Some(Value::Object(last)) = blocks.last_mut() {
-        last.insert("cache_control".into(), cache_marker());
+    if caching && let Some(cache_control) = blocks.last_mut().and_then(Block::cache_control) {
+        *cache_control = Some(CacheControl);
     }
-    (!blocks.is_empty()).then_some(Value::Array(blocks))
+    blocks
 }
 
-/// The response format as (a system instruction, an `output_config.format`).
+/// The response format as (a system instruction, the schema of an `output_config.format`).
 ///
 /// Anthropic's JSON outputs (`output_config.format`, generally available, no beta header) constrain
 /// decoding to the schema, which is exactly OpenAI's `strict: true`; they also reject schemas outside
 /// their rules (every object needs `additionalProperties: false`). So a strict schema goes there, and a
 /// non-strict one, a schema-less `json_schema` and `json_object` travel as a system instruction, which
 /// works on every model and every schema but is only guidance.
-fn output_format(format: Option<&ResponseFormat>) -> (Option<String>, Option<Value>) {
+fn output_format(format: Option<&ResponseFormat>) -> (Option<String>, Option<&Map<String, Value>>) {
     match format {
         None | Some(ResponseFormat::Text { .. }) => (None, None),
         Some(ResponseFormat::JsonObject { .. }) => (Some(JSON_OBJECT_INSTRUCTION.to_owned()), None),
         Some(ResponseFormat::JsonSchema { json_schema, .. }) => match &json_schema.schema {
-            Some(schema) if json_schema.strict == Some(Some(true)) => {
-                (None, Some(json!({"type": "json_schema", "schema": schema})))
-            }
+            Some(schema) if json_schema.strict == Some(Some(true)) => (None, Some(schema)),
             Some(schema) => {
                 let schema = Value::Object(schema.clone());
                 let instruction = format!(
@@ -236,42 +301,56 @@ fn output_format(format: Option<&ResponseFormat>) -> (Option<String>, Option<Val
     }
 }
 
+#[derive(Serialize)]
+struct Tool<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
 /// Tool definitions; the schema passes through as given. The last tool carries a cache breakpoint so the
 /// tool list, which rarely changes within a session, is cached with the system prompt.
-fn tools(tools: &[ToolDefinition], caching: bool) -> Value {
+fn tools(tools: &[ToolDefinition], caching: bool) -> impl Iterator<Item = Tool<'_>> {
     let count = tools.len();
-    let tools = tools
-        .iter()
-        .enumerate()
-        .map(|(position, tool)| {
-            let mut definition = Map::new();
-            definition.insert("name".into(), json!(tool.name));
-            if let Some(description) = tool.description.as_deref().filter(|text| !text.is_empty()) {
-                definition.insert("description".into(), json!(description));
-            }
-            definition.insert("input_schema".into(), tool.parameters.clone());
-            if caching && position + 1 == count {
-                definition.insert("cache_control".into(), cache_marker());
-            }
-            Value::Object(definition)
-        })
-        .collect();
-    Value::Array(tools)
+    tools.iter().enumerate().map(move |(position, tool)| Tool {
+        name: &tool.name,
+        description: tool.description.as_deref().filter(|text| !text.is_empty()),
+        input_schema: &tool.parameters,
+        cache_control: (caching && position + 1 == count).then_some(CacheControl),
+    })
+}
+
+#[derive(Serialize)]
+struct AnthropicToolChoice<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    disable_parallel_tool_use: Option<bool>,
 }
 
 /// `auto` / `any` / `tool` / `none`. Anthropic allows parallel calls unless told otherwise, so only an
 /// explicit `parallel_tool_calls: false` adds `disable_parallel_tool_use` (meaningless with `none`).
-fn tool_choice(choice: &ToolChoice, parallel: Option<bool>) -> Value {
-    let mut value = match choice {
-        ToolChoice::Auto => json!({"type": "auto"}),
-        ToolChoice::None => return json!({"type": "none"}),
-        ToolChoice::Required => json!({"type": "any"}),
-        ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+fn tool_choice(choice: &ToolChoice, parallel: Option<bool>) -> AnthropicToolChoice<'_> {
+    let (kind, name) = match choice {
+        ToolChoice::Auto => ("auto", None),
+        ToolChoice::None => {
+            return AnthropicToolChoice {
+                kind: "none",
+                name: None,
+                disable_parallel_tool_use: None,
+            };
+        }
+        ToolChoice::Required => ("any", None),
+        ToolChoice::Tool(name) => ("tool", Some(name.as_str())),
     };
-    if parallel == Some(false)
-        && let Value::Object(object) = &mut value
-    {
-        object.insert("disable_parallel_tool_use".into(), json!(true));
+    AnthropicToolChoice {
+        kind,
+        name,
+        disable_parallel_tool_use: (parallel == Some(false)).then_some(true),
     }
-    value
 }

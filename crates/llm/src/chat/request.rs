@@ -1,17 +1,25 @@
-//! The Chat Completions request body, built from a provider-neutral [`ModelRequest`].
+//! The Chat Completions request body, serialised straight from a provider-neutral [`ModelRequest`].
 //!
 //! The body aims at the common subset that OpenAI and the compatible servers (Ollama, vLLM, llama.cpp,
 //! Fireworks, Together…) all accept, so a field is only sent when it carries a choice of the caller:
 //! servers differ in which unknown or contradictory fields they reject.
 
-use serde_json::{Map, Value, json};
+use std::borrow::Cow;
+use std::fmt;
 
+use bytes::Bytes;
+use serde::Serialize;
+use serde::ser::Serializer;
+use serde_json::Value;
+use trueforge_protocol::ReasoningEffort;
+
+use crate::body::{DataUri, Joined, MediaUrl, ObjectSchema, ObjectWriter, Seq, finite, json_body};
 use crate::error::LlmError;
 use crate::request::{
-    AssistantMessage, MediaSource, Message, ModelRequest, ReasoningBlock, SamplingParams, ToolChoice, ToolDefinition,
+    AssistantMessage, MediaSource, Message, ModelRequest, ReasoningBlock, ToolCall, ToolChoice, ToolDefinition,
     ToolResult, ToolResultPart, UserPart,
 };
-use crate::wire::{WireApi, finite_number, merge_extras};
+use crate::wire::WireApi;
 
 /// Body keys that carry what the adapter builds from the request itself. Extras naming them are dropped
 /// even where the adapter left the key out (no tools → no `tools` key), so an extra can never smuggle in
@@ -29,93 +37,203 @@ const RESERVED_KEYS: &[&str] = &[
 ];
 
 /// Builds the JSON body of a streamed Chat Completions call.
-pub(super) fn build_body(model: &str, request: &ModelRequest) -> Result<Value, LlmError> {
-    let mut body = Map::new();
-    body.insert("model".into(), model.into());
-    body.insert("messages".into(), Value::Array(messages(request)?));
-    if request.tools.is_empty() {
+pub(super) fn build_body(model: &str, request: &ModelRequest) -> Result<Bytes, LlmError> {
+    json_body(&ChatBody::new(model, request)?)
+}
+
+/// A checked request, ready to serialise: the messages converted (that can fail), sampling numbers
+/// checked, and the request itself for everything that goes out as it is.
+struct ChatBody<'a> {
+    model: &'a str,
+    request: &'a ModelRequest,
+    messages: Vec<ChatMessage<'a>>,
+    /// The response format as the protocol crate writes it. It goes through a `Value` (it is small, and
+    /// its size does not grow with the conversation) because there its extra fields replace a built field
+    /// of the same name, as they always have; written directly, such a key would appear twice.
+    response_format: Option<Value>,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+}
+
+impl<'a> ChatBody<'a> {
+    fn new(model: &'a str, request: &'a ModelRequest) -> Result<Self, LlmError> {
+        let messages = messages(request)?;
         // `tool_choice` and `parallel_tool_calls` without tools are rejected by OpenAI; asking for a tool
         // while offering none is a caller bug worth reporting rather than hiding.
-        if matches!(request.tool_choice, ToolChoice::Required | ToolChoice::Tool(_)) {
+        if request.tools.is_empty() && matches!(request.tool_choice, ToolChoice::Required | ToolChoice::Tool(_)) {
             return Err(LlmError::InvalidRequest(
                 "a tool choice that forces a tool call needs at least one tool".into(),
             ));
         }
-    } else {
-        body.insert("tools".into(), request.tools.iter().map(tool).collect());
-        body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
-        if let Some(parallel) = request.params.parallel_tool_calls {
-            body.insert("parallel_tool_calls".into(), parallel.into());
+        let response_format = request
+            .response_format
+            .as_ref()
+            .map(serde_json::to_value)
+            .transpose()
+            .map_err(|error| LlmError::InvalidRequest(format!("response format: {error}")))?;
+        let params = &request.params;
+        Ok(Self {
+            model,
+            request,
+            messages,
+            response_format,
+            temperature: params
+                .temperature
+                .map(|value| finite("temperature", value))
+                .transpose()?,
+            top_p: params.top_p.map(|value| finite("top_p", value)).transpose()?,
+        })
+    }
+}
+
+impl Serialize for ChatBody<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let request = self.request;
+        let params = &request.params;
+        let mut body = ObjectWriter::start(serializer)?;
+        body.field("model", self.model)?;
+        body.field("messages", &self.messages)?;
+        if !request.tools.is_empty() {
+            body.field("tools", &Seq(|| request.tools.iter().map(tool)))?;
+            body.field("tool_choice", &ChatToolChoice(&request.tool_choice))?;
+            body.optional("parallel_tool_calls", params.parallel_tool_calls)?;
+        }
+        body.optional("response_format", self.response_format.as_ref())?;
+        body.field("stream", &true)?;
+        body.field("stream_options", &StreamOptions { include_usage: true })?;
+        body.optional("max_tokens", params.max_tokens)?;
+        body.optional("temperature", self.temperature)?;
+        body.optional("top_p", self.top_p)?;
+        // Not part of OpenAI's API, but vLLM and llama.cpp honour it; sent only when asked for.
+        body.optional("top_k", params.top_k)?;
+        // The protocol crate owns the level names; they are the strings providers expect.
+        body.optional("reasoning_effort", params.reasoning_effort.map(ReasoningEffort::as_str))?;
+        body.optional("prompt_cache_key", request.prompt_cache_key.as_deref())?;
+        body.extras(&request.extras, RESERVED_KEYS)?;
+        body.end()
+    }
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct Tool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: Function<'a>,
+}
+
+#[derive(Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    /// The schema goes out as given; only a missing one becomes the empty object schema servers require.
+    parameters: ObjectSchema<'a>,
+}
+
+fn tool(definition: &ToolDefinition) -> Tool<'_> {
+    Tool {
+        kind: "function",
+        function: Function {
+            name: &definition.name,
+            description: definition.description.as_deref(),
+            parameters: ObjectSchema(&definition.parameters),
+        },
+    }
+}
+
+/// `auto`, `none`, `required`, or the one function the model must call.
+struct ChatToolChoice<'a>(&'a ToolChoice);
+
+#[derive(Serialize)]
+struct NamedFunction<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionName<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionName<'a> {
+    name: &'a str,
+}
+
+impl Serialize for ChatToolChoice<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            ToolChoice::Auto => serializer.serialize_str("auto"),
+            ToolChoice::None => serializer.serialize_str("none"),
+            ToolChoice::Required => serializer.serialize_str("required"),
+            ToolChoice::Tool(name) => NamedFunction {
+                kind: "function",
+                function: FunctionName { name },
+            }
+            .serialize(serializer),
         }
     }
-    if let Some(format) = &request.response_format {
-        let format = serde_json::to_value(format)
-            .map_err(|error| LlmError::InvalidRequest(format!("response format: {error}")))?;
-        body.insert("response_format".into(), format);
-    }
-    body.insert("stream".into(), true.into());
-    body.insert("stream_options".into(), json!({ "include_usage": true }));
-    sampling(&mut body, &request.params)?;
-    if let Some(key) = &request.prompt_cache_key {
-        body.insert("prompt_cache_key".into(), key.as_str().into());
-    }
-
-    let mut body = Value::Object(body);
-    merge_extras(&mut body, &request.extras, RESERVED_KEYS);
-    Ok(body)
 }
 
-fn sampling(body: &mut Map<String, Value>, params: &SamplingParams) -> Result<(), LlmError> {
-    if let Some(max_tokens) = params.max_tokens {
-        body.insert("max_tokens".into(), max_tokens.into());
-    }
-    if let Some(temperature) = params.temperature {
-        body.insert("temperature".into(), finite_number("temperature", temperature)?);
-    }
-    if let Some(top_p) = params.top_p {
-        body.insert("top_p".into(), finite_number("top_p", top_p)?);
-    }
-    // Not part of OpenAI's API, but vLLM and llama.cpp honour it; sent only when asked for.
-    if let Some(top_k) = params.top_k {
-        body.insert("top_k".into(), top_k.into());
-    }
-    if let Some(effort) = params.reasoning_effort {
-        // The protocol crate owns the level names; its serialisation is the string providers expect.
-        let effort = serde_json::to_value(effort)
-            .map_err(|error| LlmError::InvalidRequest(format!("reasoning effort: {error}")))?;
-        body.insert("reasoning_effort".into(), effort);
-    }
-    Ok(())
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+enum ChatMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: UserContent<'a>,
+    },
+    Assistant {
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<Joined<'a, ReasoningBlock>>,
+        #[serde(
+            skip_serializing_if = "<[ToolCall]>::is_empty",
+            serialize_with = "serialize_tool_calls"
+        )]
+        tool_calls: &'a [ToolCall],
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: ToolText<'a>,
+    },
 }
 
-fn tool(definition: &ToolDefinition) -> Value {
-    let mut function = Map::new();
-    function.insert("name".into(), definition.name.as_str().into());
-    if let Some(description) = &definition.description {
-        function.insert("description".into(), description.as_str().into());
-    }
-    // The schema goes out as given; only a missing one becomes the empty object schema servers require.
-    let parameters = match &definition.parameters {
-        Value::Null => json!({ "type": "object", "properties": {} }),
-        schema => schema.clone(),
-    };
-    function.insert("parameters".into(), parameters);
-    json!({ "type": "function", "function": function })
+#[derive(Serialize)]
+#[serde(untagged)]
+enum UserContent<'a> {
+    Text(Joined<'a, UserPart>),
+    Parts(Vec<ChatPart<'a>>),
 }
 
-fn tool_choice(choice: &ToolChoice) -> Value {
-    match choice {
-        ToolChoice::Auto => "auto".into(),
-        ToolChoice::None => "none".into(),
-        ToolChoice::Required => "required".into(),
-        ToolChoice::Tool(name) => json!({ "type": "function", "function": { "name": name } }),
-    }
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ChatPart<'a> {
+    Text { text: Cow<'a, str> },
+    ImageUrl { image_url: ImageUrl<'a> },
+    File { file: FileData<'a> },
 }
 
-fn messages(request: &ModelRequest) -> Result<Vec<Value>, LlmError> {
+#[derive(Serialize)]
+struct ImageUrl<'a> {
+    url: MediaUrl<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct FileData<'a> {
+    file_data: DataUri<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filename: Option<&'a str>,
+}
+
+fn messages(request: &ModelRequest) -> Result<Vec<ChatMessage<'_>>, LlmError> {
     let mut out = Vec::with_capacity(request.messages.len() + 1);
     if let Some(instructions) = request.instructions.as_deref().filter(|text| !text.is_empty()) {
-        out.push(json!({ "role": "system", "content": instructions }));
+        out.push(ChatMessage::System { content: instructions });
     }
     let mut tool_images = Vec::new();
     for message in &request.messages {
@@ -132,26 +250,29 @@ fn messages(request: &ModelRequest) -> Result<Vec<Value>, LlmError> {
     Ok(out)
 }
 
-/// Text-only content goes out as a plain string: some compatible servers' chat templates accept nothing
-/// else. Several text parts are joined with a newline, as vLLM does when it flattens parts itself.
-fn user_message(parts: &[UserPart]) -> Result<Value, LlmError> {
-    let texts: Option<Vec<&str>> = parts
-        .iter()
-        .map(|part| match part {
-            UserPart::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    let content = match texts {
-        Some(texts) => Value::String(texts.join("\n")),
-        None => parts.iter().map(user_part).collect::<Result<Value, LlmError>>()?,
-    };
-    Ok(json!({ "role": "user", "content": content }))
+fn user_text(part: &UserPart) -> Option<&str> {
+    match part {
+        UserPart::Text { text } => Some(text),
+        _ => None,
+    }
 }
 
-fn user_part(part: &UserPart) -> Result<Value, LlmError> {
+/// Text-only content goes out as a plain string: some compatible servers' chat templates accept nothing
+/// else. Several text parts are joined with a newline, as vLLM does when it flattens parts itself.
+fn user_message(parts: &[UserPart]) -> Result<ChatMessage<'_>, LlmError> {
+    let content = if parts.iter().all(|part| user_text(part).is_some()) {
+        UserContent::Text(Joined::new(parts, user_text, "\n"))
+    } else {
+        UserContent::Parts(parts.iter().map(user_part).collect::<Result<_, _>>()?)
+    };
+    Ok(ChatMessage::User { content })
+}
+
+fn user_part(part: &UserPart) -> Result<ChatPart<'_>, LlmError> {
     Ok(match part {
-        UserPart::Text { text } => json!({ "type": "text", "text": text }),
+        UserPart::Text { text } => ChatPart::Text {
+            text: Cow::Borrowed(text),
+        },
         UserPart::Image { source, detail } => image_part(source, detail.as_deref()),
         UserPart::File { source, filename } => {
             let MediaSource::Base64 { media_type, data } = source else {
@@ -159,118 +280,155 @@ fn user_part(part: &UserPart) -> Result<Value, LlmError> {
                     "Chat Completions takes files only as inline data, not by URL".into(),
                 ));
             };
-            let mut file = Map::new();
-            file.insert("file_data".into(), data_uri(media_type, data).into());
-            if let Some(filename) = filename {
-                file.insert("filename".into(), filename.as_str().into());
+            ChatPart::File {
+                file: FileData {
+                    file_data: DataUri { media_type, data },
+                    filename: filename.as_deref(),
+                },
             }
-            json!({ "type": "file", "file": file })
         }
     })
 }
 
-fn image_part(source: &MediaSource, detail: Option<&str>) -> Value {
-    let url = match source {
-        MediaSource::Url { url } => url.clone(),
-        MediaSource::Base64 { media_type, data } => data_uri(media_type, data),
-    };
-    let mut image_url = Map::new();
-    image_url.insert("url".into(), url.into());
-    if let Some(detail) = detail {
-        image_url.insert("detail".into(), detail.into());
+fn image_part<'a>(source: &'a MediaSource, detail: Option<&'a str>) -> ChatPart<'a> {
+    ChatPart::ImageUrl {
+        image_url: ImageUrl {
+            url: MediaUrl(source),
+            detail,
+        },
     }
-    json!({ "type": "image_url", "image_url": image_url })
-}
-
-fn data_uri(media_type: &str, data: &str) -> String {
-    format!("data:{media_type};base64,{data}")
 }
 
 /// `content` is `null` only when tool calls carry the turn: OpenAI rejects an assistant message with
 /// neither content nor tool calls, so an empty answer without calls is sent as `""`.
-fn assistant_message(assistant: &AssistantMessage) -> Value {
-    let mut message = Map::new();
-    message.insert("role".into(), "assistant".into());
+fn assistant_message(assistant: &AssistantMessage) -> ChatMessage<'_> {
     let content = if assistant.text.is_empty() && !assistant.tool_calls.is_empty() {
-        Value::Null
+        None
     } else {
-        Value::String(assistant.text.clone())
+        Some(assistant.text.as_str())
     };
-    message.insert("content".into(), content);
-    if let Some(reasoning) = replayed_reasoning(assistant) {
-        message.insert("reasoning_content".into(), reasoning.into());
+    ChatMessage::Assistant {
+        content,
+        reasoning_content: replayed_reasoning(assistant),
+        tool_calls: &assistant.tool_calls,
     }
-    if !assistant.tool_calls.is_empty() {
-        let calls = assistant
-            .tool_calls
-            .iter()
-            .map(|call| {
-                // Servers such as vLLM parse the arguments to render their chat template and fail on an
-                // empty string, which is what models write for a tool without parameters.
-                let arguments = if call.arguments.trim().is_empty() {
-                    "{}"
-                } else {
-                    call.arguments.as_str()
-                };
-                json!({
-                    "id": call.id,
-                    "type": "function",
-                    "function": { "name": call.name, "arguments": arguments },
-                })
-            })
-            .collect();
-        message.insert("tool_calls".into(), Value::Array(calls));
-    }
-    Value::Object(message)
+}
+
+#[derive(Serialize)]
+struct ChatToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: CalledFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct CalledFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+fn serialize_tool_calls<S: Serializer>(calls: &&[ToolCall], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(calls.iter().map(|call| ChatToolCall {
+        id: &call.id,
+        kind: "function",
+        function: CalledFunction {
+            name: &call.name,
+            // Servers such as vLLM parse the arguments to render their chat template and fail on an
+            // empty string, which is what models write for a tool without parameters.
+            arguments: if call.arguments.trim().is_empty() {
+                "{}"
+            } else {
+                &call.arguments
+            },
+        },
+    }))
 }
 
 /// Reasoning is replayed only to the wire it came from: another provider's thinking means nothing to
 /// this one, and only readable thinking (not signed or encrypted blobs) exists on this wire.
-fn replayed_reasoning(assistant: &AssistantMessage) -> Option<String> {
+fn replayed_reasoning(assistant: &AssistantMessage) -> Option<Joined<'_, ReasoningBlock>> {
     let origin = assistant.origin.as_ref()?;
     if origin.provider != WireApi::ChatCompletions {
         return None;
     }
-    let texts: Vec<&str> = assistant
-        .reasoning
-        .iter()
-        .filter_map(|block| match block {
-            ReasoningBlock::Thinking { text, .. } if !text.is_empty() => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    (!texts.is_empty()).then(|| texts.join("\n\n"))
+    let texts = Joined::new(&assistant.reasoning, thinking_text, "\n\n");
+    (!texts.is_empty()).then_some(texts)
+}
+
+fn thinking_text(block: &ReasoningBlock) -> Option<&str> {
+    match block {
+        ReasoningBlock::Thinking { text, .. } if !text.is_empty() => Some(text),
+        _ => None,
+    }
 }
 
 /// A `tool` message carries text only, and is not marked as an error (the wire has no such flag; the
 /// tool's own text says what failed). Images a tool returned cannot go in it: the message says how many
 /// there were, and the images follow in one `user` message placed right after the run of tool messages
 /// (see [`flush_tool_images`]), since nothing may come between an assistant's tool calls and their results.
-fn tool_message(result: &ToolResult, tool_images: &mut Vec<Value>) -> Value {
-    let mut texts = Vec::new();
-    let mut images = Vec::new();
+fn tool_message<'a>(result: &'a ToolResult, tool_images: &mut Vec<ChatPart<'a>>) -> ChatMessage<'a> {
+    let mut images = 0;
     for part in &result.content {
-        match part {
-            ToolResultPart::Text { text } => texts.push(text.clone()),
-            ToolResultPart::Image { source } => images.push(image_part(source, None)),
+        if let ToolResultPart::Image { source } = part {
+            if images == 0 {
+                tool_images.push(ChatPart::Text {
+                    text: Cow::Owned(format!("Image(s) returned by tool call {}:", result.call_id)),
+                });
+            }
+            tool_images.push(image_part(source, None));
+            images += 1;
         }
     }
-    if !images.is_empty() {
-        texts.push(format!(
-            "[{} image(s) attached in the following user message]",
-            images.len()
-        ));
-        tool_images.push(json!({
-            "type": "text",
-            "text": format!("Image(s) returned by tool call {}:", result.call_id),
-        }));
-        tool_images.append(&mut images);
+    ChatMessage::Tool {
+        tool_call_id: &result.call_id,
+        content: ToolText {
+            texts: Joined::new(&result.content, result_text, "\n"),
+            images,
+        },
     }
-    json!({ "role": "tool", "tool_call_id": result.call_id, "content": texts.join("\n") })
 }
 
-fn flush_tool_images(out: &mut Vec<Value>, tool_images: &mut Vec<Value>) {
+fn result_text(part: &ToolResultPart) -> Option<&str> {
+    match part {
+        ToolResultPart::Text { text } => Some(text),
+        ToolResultPart::Image { .. } => None,
+    }
+}
+
+/// The content of a `tool` message: the result's text parts, then the note of how many images follow.
+struct ToolText<'a> {
+    texts: Joined<'a, ToolResultPart>,
+    images: usize,
+}
+
+impl fmt::Display for ToolText<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.texts, formatter)?;
+        if self.images > 0 {
+            if !self.texts.is_empty() {
+                formatter.write_str("\n")?;
+            }
+            write!(
+                formatter,
+                "[{} image(s) attached in the following user message]",
+                self.images
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for ToolText<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+fn flush_tool_images<'a>(out: &mut Vec<ChatMessage<'a>>, tool_images: &mut Vec<ChatPart<'a>>) {
     if !tool_images.is_empty() {
-        out.push(json!({ "role": "user", "content": std::mem::take(tool_images) }));
+        out.push(ChatMessage::User {
+            content: UserContent::Parts(std::mem::take(tool_images)),
+        });
     }
 }

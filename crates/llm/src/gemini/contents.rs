@@ -18,8 +18,10 @@
 
 use std::collections::HashSet;
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
+use crate::body::Joined;
 use crate::error::LlmError;
 use crate::request::{
     AssistantMessage, MediaSource, Message, ReasoningBlock, ToolCall, ToolResult, ToolResultPart, UserPart,
@@ -40,8 +42,81 @@ enum Turn {
     ToolResults,
 }
 
-pub(super) fn build_contents(messages: &[Message]) -> Result<Vec<Value>, LlmError> {
-    let mut turns: Vec<(Turn, Vec<Value>)> = Vec::new();
+/// One turn of `contents`.
+#[derive(Serialize)]
+pub(super) struct Content<'a> {
+    role: &'static str,
+    parts: Vec<Part<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged, rename_all_fields = "camelCase")]
+enum Part<'a> {
+    Text {
+        text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thought: Option<bool>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thought_signature: Option<&'a str>,
+    },
+    FunctionCall {
+        function_call: FunctionCall<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thought_signature: Option<&'a str>,
+    },
+    FunctionResponse {
+        function_response: FunctionResponse<'a>,
+    },
+    InlineData {
+        inline_data: InlineData<'a>,
+    },
+    FileData {
+        file_data: FileData<'a>,
+    },
+}
+
+#[derive(Serialize)]
+struct FunctionCall<'a> {
+    name: &'a str,
+    args: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct FunctionResponse<'a> {
+    name: &'a str,
+    response: ResponseText<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+}
+
+/// `{"output": text}` or `{"error": text}`.
+#[derive(Serialize)]
+struct ResponseText<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<Joined<'a, ToolResultPart>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<Joined<'a, ToolResultPart>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InlineData<'a> {
+    mime_type: &'a str,
+    data: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FileData<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mime_type: Option<&'static str>,
+    file_uri: &'a str,
+}
+
+pub(super) fn build_contents(messages: &[Message]) -> Result<Vec<Content<'_>>, LlmError> {
+    let mut turns: Vec<(Turn, Vec<Part<'_>>)> = Vec::with_capacity(messages.len());
     // Ids Gemini assigned to calls replayed above: their results must name them too.
     let mut gemini_call_ids = HashSet::new();
     for message in messages {
@@ -63,23 +138,31 @@ pub(super) fn build_contents(messages: &[Message]) -> Result<Vec<Value>, LlmErro
     Ok(turns
         .into_iter()
         .filter(|(_, parts)| !parts.is_empty())
-        .map(|(turn, parts)| {
-            let role = if turn == Turn::Model { "model" } else { "user" };
-            json!({ "role": role, "parts": parts })
+        .map(|(turn, parts)| Content {
+            role: if turn == Turn::Model { "model" } else { "user" },
+            parts,
         })
         .collect())
 }
 
-fn user_part(part: &UserPart) -> Result<Value, LlmError> {
+fn text_part(text: &str) -> Part<'_> {
+    Part::Text {
+        text,
+        thought: None,
+        thought_signature: None,
+    }
+}
+
+fn user_part(part: &UserPart) -> Result<Part<'_>, LlmError> {
     match part {
-        UserPart::Text { text } => Ok(json!({ "text": text })),
+        UserPart::Text { text } => Ok(text_part(text)),
         UserPart::Image { source, .. } | UserPart::File { source, .. } => media_part(source),
     }
 }
 
 /// Inline base64 data as `inlineData`; a URL as `fileData` with the media type its extension tells (Gemini
 /// guesses when it is absent). A `data:` URL is really inline data and is sent as such.
-fn media_part(source: &MediaSource) -> Result<Value, LlmError> {
+fn media_part(source: &MediaSource) -> Result<Part<'_>, LlmError> {
     match source {
         MediaSource::Base64 { media_type, data } => Ok(inline_data(media_type, data)),
         MediaSource::Url { url } => {
@@ -92,18 +175,20 @@ fn media_part(source: &MediaSource) -> Result<Value, LlmError> {
                     .ok_or_else(|| LlmError::InvalidRequest("only base64 data URLs can be sent to Gemini".into()))?;
                 return Ok(inline_data(media_type, data));
             }
-            let mut file = Map::new();
-            if let Some(media_type) = media_type_of(url) {
-                file.insert("mimeType".into(), media_type.into());
-            }
-            file.insert("fileUri".into(), url.clone().into());
-            Ok(json!({ "fileData": file }))
+            Ok(Part::FileData {
+                file_data: FileData {
+                    mime_type: media_type_of(url),
+                    file_uri: url,
+                },
+            })
         }
     }
 }
 
-fn inline_data(media_type: &str, data: &str) -> Value {
-    json!({ "inlineData": { "mimeType": media_type, "data": data } })
+fn inline_data<'a>(mime_type: &'a str, data: &'a str) -> Part<'a> {
+    Part::InlineData {
+        inline_data: InlineData { mime_type, data },
+    }
 }
 
 fn media_type_of(url: &str) -> Option<&'static str> {
@@ -127,7 +212,7 @@ fn media_type_of(url: &str) -> Option<&'static str> {
     })
 }
 
-fn model_parts(answer: &AssistantMessage, gemini_call_ids: &mut HashSet<String>) -> Vec<Value> {
+fn model_parts<'a>(answer: &'a AssistantMessage, gemini_call_ids: &mut HashSet<&'a str>) -> Vec<Part<'a>> {
     let same_origin = answer
         .origin
         .as_ref()
@@ -141,48 +226,51 @@ fn model_parts(answer: &AssistantMessage, gemini_call_ids: &mut HashSet<String>)
                 continue;
             };
             if text.is_empty() {
-                text_signature = signature.clone().or(text_signature);
+                text_signature = signature.as_deref().or(text_signature);
                 continue;
             }
-            let mut part = json!({ "text": text, "thought": true });
-            if let Some(signature) = signature {
-                part[SIGNATURE_KEY] = signature.clone().into();
-            }
-            parts.push(part);
+            parts.push(Part::Text {
+                text,
+                thought: Some(true),
+                thought_signature: signature.as_deref(),
+            });
         }
     }
     if !answer.text.is_empty() || text_signature.is_some() {
-        let mut part = json!({ "text": answer.text });
-        if let Some(signature) = text_signature {
-            part[SIGNATURE_KEY] = signature.into();
-        }
-        parts.push(part);
+        parts.push(Part::Text {
+            text: &answer.text,
+            thought: None,
+            thought_signature: text_signature,
+        });
     }
     for (position, call) in answer.tool_calls.iter().enumerate() {
         let (signature, gemini_id) = if same_origin { replay_data(call) } else { (None, None) };
-        let mut function_call = json!({ "name": call.name, "args": arguments_object(&call.arguments) });
         if let Some(id) = gemini_id {
-            function_call["id"] = id.clone().into();
             gemini_call_ids.insert(id);
         }
-        let mut part = json!({ "functionCall": function_call });
-        match signature {
-            Some(signature) => part[SIGNATURE_KEY] = signature.into(),
-            None if position == 0 => part[SIGNATURE_KEY] = SKIP_SIGNATURE_CHECK.into(),
-            None => {}
-        }
-        parts.push(part);
+        let signature = match signature {
+            None if position == 0 => Some(SKIP_SIGNATURE_CHECK),
+            signature => signature,
+        };
+        parts.push(Part::FunctionCall {
+            function_call: FunctionCall {
+                name: &call.name,
+                args: arguments_object(&call.arguments),
+                id: gemini_id,
+            },
+            thought_signature: signature,
+        });
     }
     parts
 }
 
 /// The thought signature and Gemini-assigned id kept in a call's `provider_data` (an object with both, or
 /// a bare signature string).
-fn replay_data(call: &ToolCall) -> (Option<String>, Option<String>) {
+fn replay_data(call: &ToolCall) -> (Option<&str>, Option<&str>) {
     match &call.provider_data {
-        Some(Value::String(signature)) => (Some(signature.clone()), None),
+        Some(Value::String(signature)) => (Some(signature), None),
         Some(Value::Object(data)) => {
-            let field = |key: &str| data.get(key).and_then(Value::as_str).map(str::to_owned);
+            let field = |key: &str| data.get(key).and_then(Value::as_str);
             (field(SIGNATURE_KEY), field(CALL_ID_KEY))
         }
         _ => (None, None),
@@ -196,22 +284,29 @@ fn arguments_object(arguments: &str) -> Value {
     }
 }
 
-fn tool_result_parts(result: &ToolResult, gemini_call_ids: &HashSet<String>) -> Result<Vec<Value>, LlmError> {
-    let text = result
-        .content
-        .iter()
-        .filter_map(|part| match part {
-            ToolResultPart::Text { text } => Some(text.as_str()),
-            ToolResultPart::Image { .. } => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    let key = if result.is_error { "error" } else { "output" };
-    let mut response = json!({ "name": result.name, "response": { key: text } });
-    if gemini_call_ids.contains(&result.call_id) {
-        response["id"] = result.call_id.clone().into();
+fn result_text(part: &ToolResultPart) -> Option<&str> {
+    match part {
+        ToolResultPart::Text { text } => Some(text),
+        ToolResultPart::Image { .. } => None,
     }
-    let mut parts = vec![json!({ "functionResponse": response })];
+}
+
+fn tool_result_parts<'a>(result: &'a ToolResult, gemini_call_ids: &HashSet<&str>) -> Result<Vec<Part<'a>>, LlmError> {
+    let text = Joined::new(&result.content, result_text, "\n");
+    let (output, error) = if result.is_error {
+        (None, Some(text))
+    } else {
+        (Some(text), None)
+    };
+    let mut parts = vec![Part::FunctionResponse {
+        function_response: FunctionResponse {
+            name: &result.name,
+            response: ResponseText { output, error },
+            id: gemini_call_ids
+                .contains(result.call_id.as_str())
+                .then_some(result.call_id.as_str()),
+        },
+    }];
     for part in &result.content {
         if let ToolResultPart::Image { source } = part {
             parts.push(media_part(source)?);

@@ -5,13 +5,16 @@
 //! `prompt_cache_key` (Gemini caches prompt prefixes implicitly; explicit caches are referenced with a
 //! `cachedContent` extra).
 
-use serde_json::{Map, Value, json};
+use bytes::Bytes;
+use serde::Serialize;
+use serde::ser::Serializer;
+use serde_json::{Map, Value};
 use trueforge_protocol::{ReasoningEffort, ResponseFormat};
 
-use super::contents;
+use super::contents::{self, Content};
+use crate::body::{ObjectWriter, finite, json_body};
 use crate::error::LlmError;
 use crate::request::{ModelRequest, SamplingParams, ToolChoice, ToolDefinition};
-use crate::wire::{finite_number, merge_extras};
 
 /// Top-level fields the adapter owns. Extras never set them, even when the adapter left them out (a
 /// `tools` extra must not smuggle tools past the request's own list). Gemini also reads the snake_case
@@ -22,64 +25,142 @@ const RESERVED_KEYS: [&str; 4] = ["contents", "systemInstruction", "tools", "too
 /// `thinkingConfig` when no reasoning effort was asked…) but never replace one the adapter set.
 const GENERATION_CONFIG: &str = "generationConfig";
 
-pub(super) fn build_body(model: &str, request: &ModelRequest) -> Result<Value, LlmError> {
-    let mut body = Map::new();
-    if let Some(instructions) = request.instructions.as_deref().filter(|text| !text.is_empty()) {
-        body.insert(
-            "systemInstruction".into(),
-            json!({ "parts": [{ "text": instructions }] }),
-        );
-    }
-    let contents = contents::build_contents(&request.messages)?;
-    if contents.is_empty() {
-        return Err(LlmError::InvalidRequest(
-            "a Gemini request needs at least one message with content".into(),
-        ));
-    }
-    body.insert("contents".into(), Value::Array(contents));
-    if let Some(tool_config) = tool_config(&request.tools, &request.tool_choice)? {
-        body.insert("tools".into(), tools(&request.tools));
-        body.insert("toolConfig".into(), tool_config);
-    }
-    let generation = generation_config(model, &request.params, request.response_format.as_ref())?;
-    if !generation.is_empty() {
-        body.insert(GENERATION_CONFIG.into(), Value::Object(generation));
-    }
-    let mut body = Value::Object(body);
-    merge_gemini_extras(&mut body, &request.extras);
-    Ok(body)
+pub(super) fn build_body(model: &str, request: &ModelRequest) -> Result<Bytes, LlmError> {
+    json_body(&GeminiBody::new(model, request)?)
 }
 
-/// One `functionDeclarations` group with every tool. The schema goes in `parametersJsonSchema`, which
-/// takes full JSON Schema as given (`$defs`, `anyOf`, `additionalProperties`…), where the older
-/// `parameters` field accepts only Gemini's OpenAPI subset.
-fn tools(tools: &[ToolDefinition]) -> Value {
-    let declarations: Vec<Value> = tools
-        .iter()
-        .map(|tool| {
-            let mut declaration = Map::new();
-            declaration.insert("name".into(), Value::String(tool.name.clone()));
-            if let Some(description) = &tool.description {
-                declaration.insert("description".into(), Value::String(description.clone()));
-            }
-            declaration.insert("parametersJsonSchema".into(), tool.parameters.clone());
-            Value::Object(declaration)
+/// A checked request, ready to serialise: the converted contents, the tool config and generation
+/// settings the adapter decided, and the request itself for what goes out as it is.
+struct GeminiBody<'a> {
+    request: &'a ModelRequest,
+    contents: Vec<Content<'a>>,
+    tool_config: Option<ToolConfig<'a>>,
+    generation: GenerationConfig<'a>,
+}
+
+impl<'a> GeminiBody<'a> {
+    fn new(model: &str, request: &'a ModelRequest) -> Result<Self, LlmError> {
+        let contents = contents::build_contents(&request.messages)?;
+        if contents.is_empty() {
+            return Err(LlmError::InvalidRequest(
+                "a Gemini request needs at least one message with content".into(),
+            ));
+        }
+        Ok(Self {
+            request,
+            contents,
+            tool_config: tool_config(&request.tools, &request.tool_choice)?,
+            generation: generation_config(model, &request.params, request.response_format.as_ref())?,
         })
-        .collect();
-    json!([{ "functionDeclarations": declarations }])
+    }
+}
+
+impl Serialize for GeminiBody<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let request = self.request;
+        let mut body = ObjectWriter::start(serializer)?;
+        if let Some(instructions) = request.instructions.as_deref().filter(|text| !text.is_empty()) {
+            let system = SystemInstruction {
+                parts: [Text { text: instructions }],
+            };
+            body.field("systemInstruction", &system)?;
+        }
+        body.field("contents", &self.contents)?;
+        if let Some(tool_config) = &self.tool_config {
+            body.field(
+                "tools",
+                &[ToolGroup {
+                    function_declarations: &request.tools,
+                }],
+            )?;
+            body.field("toolConfig", tool_config)?;
+        }
+        // Extras may add generation settings (`stopSequences`, `seed`, `thinkingConfig` when no reasoning
+        // effort was asked…), one level deep, but never replace one the adapter set; a settings extra that
+        // is not an object is dropped.
+        let mut extra_settings = request
+            .extras
+            .iter()
+            .filter(|(key, _)| camel_case(key) == GENERATION_CONFIG)
+            .filter_map(|(_, value)| value.as_object())
+            .peekable();
+        if !self.generation.is_empty() || extra_settings.peek().is_some() {
+            let settings = Settings {
+                config: &self.generation,
+                extras: extra_settings.collect(),
+            };
+            body.field(GENERATION_CONFIG, &settings)?;
+        }
+        body.extras_where(&request.extras, |key| {
+            let camel = camel_case(key);
+            !RESERVED_KEYS.contains(&camel.as_str()) && camel != GENERATION_CONFIG
+        })?;
+        body.end()
+    }
+}
+
+#[derive(Serialize)]
+struct SystemInstruction<'a> {
+    parts: [Text<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct Text<'a> {
+    text: &'a str,
+}
+
+/// One `functionDeclarations` group with every tool.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolGroup<'a> {
+    #[serde(serialize_with = "declarations")]
+    function_declarations: &'a [ToolDefinition],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Declaration<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    parameters_json_schema: &'a Value,
+}
+
+/// The schema goes in `parametersJsonSchema`, which takes full JSON Schema as given (`$defs`, `anyOf`,
+/// `additionalProperties`…), where the older `parameters` field accepts only Gemini's OpenAPI subset.
+fn declarations<S: Serializer>(tools: &&[ToolDefinition], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(tools.iter().map(|tool| Declaration {
+        name: &tool.name,
+        description: tool.description.as_deref(),
+        parameters_json_schema: &tool.parameters,
+    }))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolConfig<'a> {
+    function_calling_config: FunctionCallingConfig<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FunctionCallingConfig<'a> {
+    mode: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allowed_function_names: Option<[&'a str; 1]>,
 }
 
 /// The `toolConfig`, or `None` when there are no tools (then neither tools nor a config are sent). A
 /// choice that cannot be honoured is refused here rather than left for Gemini to reject.
-fn tool_config(tools: &[ToolDefinition], choice: &ToolChoice) -> Result<Option<Value>, LlmError> {
-    let config = match choice {
+fn tool_config<'a>(tools: &[ToolDefinition], choice: &'a ToolChoice) -> Result<Option<ToolConfig<'a>>, LlmError> {
+    let (mode, allowed_function_names) = match choice {
         ToolChoice::Tool(name) => {
             if !tools.iter().any(|tool| &tool.name == name) {
                 return Err(LlmError::InvalidRequest(format!(
                     "tool choice names `{name}`, which is not among the request's tools"
                 )));
             }
-            json!({ "mode": "ANY", "allowedFunctionNames": [name] })
+            ("ANY", Some([name.as_str()]))
         }
         ToolChoice::Required if tools.is_empty() => {
             return Err(LlmError::InvalidRequest(
@@ -87,55 +168,115 @@ fn tool_config(tools: &[ToolDefinition], choice: &ToolChoice) -> Result<Option<V
             ));
         }
         _ if tools.is_empty() => return Ok(None),
-        ToolChoice::Auto => json!({ "mode": "AUTO" }),
-        ToolChoice::None => json!({ "mode": "NONE" }),
-        ToolChoice::Required => json!({ "mode": "ANY" }),
+        ToolChoice::Auto => ("AUTO", None),
+        ToolChoice::None => ("NONE", None),
+        ToolChoice::Required => ("ANY", None),
     };
-    Ok(Some(json!({ "functionCallingConfig": config })))
+    Ok(Some(ToolConfig {
+        function_calling_config: FunctionCallingConfig {
+            mode,
+            allowed_function_names,
+        },
+    }))
 }
 
-fn generation_config(
+/// The generation settings the adapter sets.
+#[derive(Default)]
+struct GenerationConfig<'a> {
+    max_output_tokens: Option<u32>,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+    top_k: Option<u32>,
+    response_mime_type: Option<&'static str>,
+    response_json_schema: Option<&'a Map<String, Value>>,
+    thinking_config: Option<ThinkingConfig>,
+}
+
+impl GenerationConfig<'_> {
+    fn is_empty(&self) -> bool {
+        self.max_output_tokens.is_none()
+            && self.temperature.is_none()
+            && self.top_p.is_none()
+            && self.top_k.is_none()
+            && self.response_mime_type.is_none()
+            && self.response_json_schema.is_none()
+            && self.thinking_config.is_none()
+    }
+}
+
+/// `generationConfig`: the adapter's settings, then those of the extras whose key (in either spelling)
+/// is not there yet.
+struct Settings<'a> {
+    config: &'a GenerationConfig<'a>,
+    extras: Vec<&'a Map<String, Value>>,
+}
+
+impl Serialize for Settings<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let config = self.config;
+        let mut settings = ObjectWriter::start(serializer)?;
+        settings.optional("maxOutputTokens", config.max_output_tokens)?;
+        settings.optional("temperature", config.temperature)?;
+        settings.optional("topP", config.top_p)?;
+        settings.optional("topK", config.top_k)?;
+        settings.optional("responseMimeType", config.response_mime_type)?;
+        settings.optional("responseJsonSchema", config.response_json_schema)?;
+        settings.optional("thinkingConfig", config.thinking_config.as_ref())?;
+        for extras in &self.extras {
+            for (key, value) in *extras {
+                let camel = camel_case(key);
+                if !settings.written().iter().any(|existing| camel_case(existing) == camel) {
+                    settings.field(key, value)?;
+                }
+            }
+        }
+        settings.end()
+    }
+}
+
+fn generation_config<'a>(
     model: &str,
     params: &SamplingParams,
-    format: Option<&ResponseFormat>,
-) -> Result<Map<String, Value>, LlmError> {
-    let mut config = Map::new();
-    if let Some(max_tokens) = params.max_tokens {
-        config.insert("maxOutputTokens".into(), max_tokens.into());
-    }
-    if let Some(temperature) = params.temperature {
-        config.insert("temperature".into(), finite_number("temperature", temperature)?);
-    }
-    if let Some(top_p) = params.top_p {
-        config.insert("topP".into(), finite_number("top_p", top_p)?);
-    }
-    if let Some(top_k) = params.top_k {
-        config.insert("topK".into(), top_k.into());
-    }
+    format: Option<&'a ResponseFormat>,
+) -> Result<GenerationConfig<'a>, LlmError> {
+    let mut config = GenerationConfig {
+        max_output_tokens: params.max_tokens,
+        temperature: params
+            .temperature
+            .map(|value| finite("temperature", value))
+            .transpose()?,
+        top_p: params.top_p.map(|value| finite("top_p", value)).transpose()?,
+        top_k: params.top_k,
+        ..GenerationConfig::default()
+    };
     match format {
         None | Some(ResponseFormat::Text { .. }) => {}
-        Some(ResponseFormat::JsonObject { .. }) => {
-            config.insert("responseMimeType".into(), "application/json".into());
-        }
+        Some(ResponseFormat::JsonObject { .. }) => config.response_mime_type = Some("application/json"),
         // Gemini always holds the answer to a given schema, so `strict` has nothing to switch on.
         Some(ResponseFormat::JsonSchema { json_schema, .. }) => {
-            config.insert("responseMimeType".into(), "application/json".into());
-            if let Some(schema) = &json_schema.schema {
-                config.insert("responseJsonSchema".into(), Value::Object(schema.clone()));
-            }
+            config.response_mime_type = Some("application/json");
+            config.response_json_schema = json_schema.schema.as_ref();
         }
     }
     if let Some(effort) = params.reasoning_effort {
-        let thinking = if uses_thinking_levels(model) {
+        config.thinking_config = if uses_thinking_levels(model) {
             thinking_level(effort)
         } else {
             Some(thinking_config(effort))
         };
-        if let Some(thinking) = thinking {
-            config.insert("thinkingConfig".into(), thinking);
-        }
     }
     Ok(config)
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ThinkingConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    include_thoughts: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_level: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_budget: Option<u32>,
 }
 
 /// Whether a model takes `thinkingLevel` rather than a `thinkingBudget`: Gemini 3 and later, where a
@@ -154,7 +295,7 @@ pub fn uses_thinking_levels(model: &str) -> bool {
 /// Thinking settings for a reasoning effort on a level model: `none` sends no settings (the model thinks
 /// as it is built to; the Pro models cannot turn thinking off), levels above `high` are `high`, the
 /// highest Gemini offers.
-fn thinking_level(effort: ReasoningEffort) -> Option<Value> {
+fn thinking_level(effort: ReasoningEffort) -> Option<ThinkingConfig> {
     let level = match effort {
         ReasoningEffort::None => return None,
         ReasoningEffort::Minimal => "minimal",
@@ -162,7 +303,11 @@ fn thinking_level(effort: ReasoningEffort) -> Option<Value> {
         ReasoningEffort::Medium => "medium",
         ReasoningEffort::High | ReasoningEffort::Xhigh | ReasoningEffort::Max => "high",
     };
-    Some(json!({ "includeThoughts": true, "thinkingLevel": level }))
+    Some(ThinkingConfig {
+        include_thoughts: Some(true),
+        thinking_level: Some(level),
+        thinking_budget: None,
+    })
 }
 
 /// Thinking settings for a reasoning effort on a Gemini 2.5 model, as a `thinkingBudget` in tokens:
@@ -179,9 +324,15 @@ fn thinking_level(effort: ReasoningEffort) -> Option<Value> {
 ///
 /// Thought summaries are always asked for when thinking is on, so reasoning streams and its signatures
 /// can be replayed. Without an effort no `thinkingConfig` is sent and the model thinks as it likes.
-fn thinking_config(effort: ReasoningEffort) -> Value {
+fn thinking_config(effort: ReasoningEffort) -> ThinkingConfig {
     let budget: u32 = match effort {
-        ReasoningEffort::None => return json!({ "thinkingBudget": 0 }),
+        ReasoningEffort::None => {
+            return ThinkingConfig {
+                include_thoughts: None,
+                thinking_level: None,
+                thinking_budget: Some(0),
+            };
+        }
         ReasoningEffort::Minimal => 512,
         ReasoningEffort::Low => 2_048,
         ReasoningEffort::Medium => 8_192,
@@ -189,41 +340,10 @@ fn thinking_config(effort: ReasoningEffort) -> Value {
         ReasoningEffort::Xhigh => 24_576,
         ReasoningEffort::Max => 32_768,
     };
-    json!({ "includeThoughts": true, "thinkingBudget": budget })
-}
-
-/// Merges the request's extras: reserved keys are dropped, generation settings are merged one level
-/// deep (without replacing any the adapter set), everything else goes through [`merge_extras`].
-fn merge_gemini_extras(body: &mut Value, extras: &Map<String, Value>) {
-    let mut rest = Map::new();
-    for (key, value) in extras {
-        let camel = camel_case(key);
-        if RESERVED_KEYS.contains(&camel.as_str()) {
-            continue;
-        }
-        if camel == GENERATION_CONFIG {
-            if let (Value::Object(body), Value::Object(settings)) = (&mut *body, value) {
-                let config = body
-                    .entry(GENERATION_CONFIG)
-                    .or_insert_with(|| Value::Object(Map::new()));
-                if let Value::Object(config) = config {
-                    add_missing(config, settings);
-                }
-            }
-            continue;
-        }
-        rest.insert(key.clone(), value.clone());
-    }
-    merge_extras(body, &rest, &[]);
-}
-
-/// Adds the settings whose key (in either spelling) is not there yet.
-fn add_missing(config: &mut Map<String, Value>, settings: &Map<String, Value>) {
-    for (key, value) in settings {
-        let camel = camel_case(key);
-        if !config.keys().any(|existing| camel_case(existing) == camel) {
-            config.insert(key.clone(), value.clone());
-        }
+    ThinkingConfig {
+        include_thoughts: Some(true),
+        thinking_level: None,
+        thinking_budget: Some(budget),
     }
 }
 

@@ -1,14 +1,17 @@
-//! Translating a [`ModelRequest`] into a Responses API request body.
+//! Translating a [`ModelRequest`] into a Responses API request body, serialised straight from the request.
 
-use serde_json::{Map, Value, json};
+use bytes::Bytes;
+use serde::Serialize;
+use serde::ser::Serializer;
 use trueforge_protocol::{ReasoningEffort, ResponseFormat};
 
+use crate::body::{DataUri, EmptyObjectSchema, Joined, MediaUrl, ObjectSchema, ObjectWriter, Seq, finite, json_body};
 use crate::error::LlmError;
 use crate::request::{
-    AssistantMessage, MediaSource, Message, ModelRequest, ReasoningBlock, SamplingParams, ToolChoice, ToolDefinition,
-    ToolResult, ToolResultPart, UserPart,
+    AssistantMessage, MediaSource, Message, ModelRequest, ReasoningBlock, ToolChoice, ToolDefinition, ToolResult,
+    ToolResultPart, UserPart,
 };
-use crate::wire::{Endpoint, WireApi, finite_number, merge_extras};
+use crate::wire::{Endpoint, WireApi};
 
 /// Body keys built from the typed request. Extras naming them are dropped even when the adapter left the key
 /// out (no tools, no instructions), so extras can never smuggle in messages, tools or a format.
@@ -47,58 +50,91 @@ pub(super) fn headers(endpoint: &Endpoint) -> Vec<(String, String)> {
 
 /// The JSON body. Always stateless (`store: false`) and streamed, asking for the encrypted reasoning so it
 /// can be replayed on the next call.
-pub(super) fn body(model: &str, request: &ModelRequest) -> Result<Value, LlmError> {
-    let mut body = Map::new();
-    body.insert("model".into(), model.into());
-    if let Some(instructions) = &request.instructions {
-        body.insert("instructions".into(), instructions.as_str().into());
-    }
-    body.insert("input".into(), Value::Array(input_items(&request.messages)));
-    if request.tools.is_empty() {
-        // Without tools there is nothing to choose, but asking for a call is a contradiction worth reporting.
-        if matches!(request.tool_choice, ToolChoice::Required | ToolChoice::Tool(_)) {
-            return Err(LlmError::InvalidRequest(
-                "a tool call is required but no tools are given".into(),
-            ));
-        }
-    } else {
-        body.insert("tools".into(), request.tools.iter().map(tool).collect());
-        body.insert("tool_choice".into(), tool_choice(&request.tool_choice, &request.tools)?);
-    }
-    if let Some(format) = &request.response_format {
-        body.insert("text".into(), json!({ "format": text_format(format) }));
-    }
-    body.insert("store".into(), false.into());
-    body.insert("include".into(), json!(["reasoning.encrypted_content"]));
-    body.insert("stream".into(), true.into());
-    sampling(&mut body, &request.params)?;
-    if let Some(key) = &request.prompt_cache_key {
-        body.insert("prompt_cache_key".into(), key.as_str().into());
-    }
-
-    let mut body = Value::Object(body);
-    merge_extras(&mut body, &request.extras, RESERVED_KEYS);
-    Ok(body)
+pub(super) fn body(model: &str, request: &ModelRequest) -> Result<Bytes, LlmError> {
+    json_body(&ResponsesBody::new(model, request)?)
 }
 
-/// `top_k` has no Responses API counterpart and is dropped; sending it would fail the whole call.
-fn sampling(body: &mut Map<String, Value>, params: &SamplingParams) -> Result<(), LlmError> {
-    if let Some(max_tokens) = params.max_tokens {
-        body.insert("max_output_tokens".into(), max_tokens.into());
+/// A checked request, ready to serialise: the input items, the sampling numbers checked, and the request
+/// itself for everything that goes out as it is.
+struct ResponsesBody<'a> {
+    model: &'a str,
+    request: &'a ModelRequest,
+    input: Vec<Item<'a>>,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+}
+
+impl<'a> ResponsesBody<'a> {
+    fn new(model: &'a str, request: &'a ModelRequest) -> Result<Self, LlmError> {
+        let input = input_items(&request.messages);
+        if request.tools.is_empty() {
+            // Without tools there is nothing to choose, but asking for a call is a contradiction worth reporting.
+            if matches!(request.tool_choice, ToolChoice::Required | ToolChoice::Tool(_)) {
+                return Err(LlmError::InvalidRequest(
+                    "a tool call is required but no tools are given".into(),
+                ));
+            }
+        } else if let ToolChoice::Tool(name) = &request.tool_choice
+            && !request.tools.iter().any(|tool| &tool.name == name)
+        {
+            return Err(LlmError::InvalidRequest(format!(
+                "tool choice names unknown tool `{name}`"
+            )));
+        }
+        let params = &request.params;
+        Ok(Self {
+            model,
+            request,
+            input,
+            temperature: params
+                .temperature
+                .map(|value| finite("temperature", value))
+                .transpose()?,
+            top_p: params.top_p.map(|value| finite("top_p", value)).transpose()?,
+        })
     }
-    if let Some(temperature) = params.temperature {
-        body.insert("temperature".into(), finite_number("temperature", temperature)?);
+}
+
+impl Serialize for ResponsesBody<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let request = self.request;
+        let params = &request.params;
+        let mut body = ObjectWriter::start(serializer)?;
+        body.field("model", self.model)?;
+        body.optional("instructions", request.instructions.as_deref())?;
+        body.field("input", &self.input)?;
+        if !request.tools.is_empty() {
+            body.field("tools", &Seq(|| request.tools.iter().map(tool)))?;
+            body.field("tool_choice", &ResponsesToolChoice(&request.tool_choice))?;
+        }
+        if let Some(format) = &request.response_format {
+            body.field(
+                "text",
+                &Text {
+                    format: TextFormat(format),
+                },
+            )?;
+        }
+        body.field("store", &false)?;
+        body.field("include", &["reasoning.encrypted_content"])?;
+        body.field("stream", &true)?;
+        // `top_k` has no Responses API counterpart and is dropped; sending it would fail the whole call.
+        body.optional("max_output_tokens", params.max_tokens)?;
+        body.optional("temperature", self.temperature)?;
+        body.optional("top_p", self.top_p)?;
+        body.optional("reasoning", params.reasoning_effort.map(reasoning))?;
+        body.optional("parallel_tool_calls", params.parallel_tool_calls)?;
+        body.optional("prompt_cache_key", request.prompt_cache_key.as_deref())?;
+        body.extras(&request.extras, RESERVED_KEYS)?;
+        body.end()
     }
-    if let Some(top_p) = params.top_p {
-        body.insert("top_p".into(), finite_number("top_p", top_p)?);
-    }
-    if let Some(effort) = params.reasoning_effort {
-        body.insert("reasoning".into(), reasoning(effort));
-    }
-    if let Some(parallel) = params.parallel_tool_calls {
-        body.insert("parallel_tool_calls".into(), parallel.into());
-    }
-    Ok(())
+}
+
+#[derive(Serialize)]
+struct Reasoning {
+    effort: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'static str>,
 }
 
 /// The reasoning settings for an effort level, sent by name: the newest OpenAI models add `max` above
@@ -106,28 +142,88 @@ fn sampling(body: &mut Map<String, Value>, params: &SamplingParams) -> Result<()
 /// entry before a turn runs (as the reference host does), so no level needs translating. Summaries
 /// (`auto`) are requested so reasoning can be shown and replayed, except for `none`, where the model does
 /// not reason and there is nothing to summarise.
-fn reasoning(effort: ReasoningEffort) -> Value {
-    let level = match effort {
-        ReasoningEffort::None => return json!({ "effort": "none" }),
-        ReasoningEffort::Minimal => "minimal",
-        ReasoningEffort::Low => "low",
-        ReasoningEffort::Medium => "medium",
-        ReasoningEffort::High => "high",
-        ReasoningEffort::Xhigh => "xhigh",
-        ReasoningEffort::Max => "max",
-    };
-    json!({ "effort": level, "summary": "auto" })
+fn reasoning(effort: ReasoningEffort) -> Reasoning {
+    Reasoning {
+        effort: effort.as_str(),
+        summary: (effort != ReasoningEffort::None).then_some("auto"),
+    }
 }
 
-fn input_items(messages: &[Message]) -> Vec<Value> {
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Item<'a> {
+    Message {
+        role: &'static str,
+        content: MessageContent<'a>,
+    },
+    Reasoning {
+        /// An empty summary is an empty list.
+        #[serde(serialize_with = "zero_or_one")]
+        summary: Option<SummaryText<'a>>,
+        encrypted_content: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a str>,
+    },
+    FunctionCall {
+        call_id: &'a str,
+        name: &'a str,
+        arguments: &'a str,
+    },
+    FunctionCallOutput {
+        call_id: &'a str,
+        output: ToolOutput<'a>,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum MessageContent<'a> {
+    User(#[serde(serialize_with = "user_parts")] &'a [UserPart]),
+    Assistant([OutputText<'a>; 1]),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "output_text")]
+struct OutputText<'a> {
+    text: &'a str,
+}
+
+fn zero_or_one<S: Serializer, T: Serialize>(item: &Option<T>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(item)
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "summary_text")]
+struct SummaryText<'a> {
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type")]
+enum InputPart<'a> {
+    #[serde(rename = "input_text")]
+    Text { text: &'a str },
+    #[serde(rename = "input_image")]
+    Image { image_url: MediaUrl<'a>, detail: &'a str },
+    #[serde(rename = "input_file")]
+    File {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_data: Option<DataUri<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_url: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        filename: Option<&'a str>,
+    },
+}
+
+fn input_items(messages: &[Message]) -> Vec<Item<'_>> {
     let mut items = Vec::with_capacity(messages.len());
     for message in messages {
         match message {
-            Message::User { content } => items.push(json!({
-                "type": "message",
-                "role": "user",
-                "content": content.iter().map(user_part).collect::<Vec<_>>(),
-            })),
+            Message::User { content } => items.push(Item::Message {
+                role: "user",
+                content: MessageContent::User(content),
+            }),
             Message::Assistant(answer) => assistant_items(answer, &mut items),
             Message::Tool(result) => items.push(tool_output(result)),
         }
@@ -135,43 +231,41 @@ fn input_items(messages: &[Message]) -> Vec<Value> {
     items
 }
 
-fn user_part(part: &UserPart) -> Value {
+fn user_parts<S: Serializer>(parts: &&[UserPart], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(parts.iter().map(user_part))
+}
+
+fn user_part(part: &UserPart) -> InputPart<'_> {
     match part {
-        UserPart::Text { text } => json!({ "type": "input_text", "text": text }),
+        UserPart::Text { text } => InputPart::Text { text },
         UserPart::Image { source, detail } => image(source, detail.as_deref()),
         UserPart::File { source, filename } => {
-            let mut file = match source {
-                MediaSource::Base64 { media_type, data } => {
-                    json!({ "type": "input_file", "file_data": data_uri(media_type, data) })
-                }
-                MediaSource::Url { url } => json!({ "type": "input_file", "file_url": url }),
+            let (file_data, file_url) = match source {
+                MediaSource::Base64 { media_type, data } => (Some(DataUri { media_type, data }), None),
+                MediaSource::Url { url } => (None, Some(url.as_str())),
             };
-            if let (Some(name), Value::Object(fields)) = (filename, &mut file) {
-                fields.insert("filename".into(), name.as_str().into());
+            InputPart::File {
+                file_data,
+                file_url,
+                filename: filename.as_deref(),
             }
-            file
         }
     }
 }
 
 /// `detail` is required by the API; `auto` is its documented default.
-fn image(source: &MediaSource, detail: Option<&str>) -> Value {
-    let url = match source {
-        MediaSource::Base64 { media_type, data } => data_uri(media_type, data),
-        MediaSource::Url { url } => url.clone(),
-    };
-    json!({ "type": "input_image", "image_url": url, "detail": detail.unwrap_or("auto") })
-}
-
-fn data_uri(media_type: &str, data: &str) -> String {
-    format!("data:{media_type};base64,{data}")
+fn image<'a>(source: &'a MediaSource, detail: Option<&'a str>) -> InputPart<'a> {
+    InputPart::Image {
+        image_url: MediaUrl(source),
+        detail: detail.unwrap_or("auto"),
+    }
 }
 
 /// One answer becomes its reasoning items, then its text, then its calls: the order the model produced
 /// them in, which the API expects back. Reasoning is provider-bound, so it is replayed only to the
 /// provider type that produced it; an encrypted block without content cannot be resolved with
 /// `store: false` and is skipped.
-fn assistant_items(answer: &AssistantMessage, items: &mut Vec<Value>) {
+fn assistant_items<'a>(answer: &'a AssistantMessage, items: &mut Vec<Item<'a>>) {
     let same_origin = answer
         .origin
         .as_ref()
@@ -185,123 +279,146 @@ fn assistant_items(answer: &AssistantMessage, items: &mut Vec<Value>) {
             } = block
                 && !encrypted_content.is_empty()
             {
-                items.push(reasoning_item(id.as_deref(), summary, encrypted_content));
+                items.push(Item::Reasoning {
+                    summary: (!summary.is_empty()).then_some(SummaryText { text: summary }),
+                    encrypted_content,
+                    id: id.as_deref(),
+                });
             }
         }
     }
     if !answer.text.is_empty() {
-        items.push(json!({
-            "type": "message",
-            "role": "assistant",
-            "content": [{ "type": "output_text", "text": answer.text }],
-        }));
+        items.push(Item::Message {
+            role: "assistant",
+            content: MessageContent::Assistant([OutputText { text: &answer.text }]),
+        });
     }
     for call in &answer.tool_calls {
-        items.push(json!({
-            "type": "function_call",
-            "call_id": call.id,
-            "name": call.name,
-            "arguments": call.arguments,
-        }));
+        items.push(Item::FunctionCall {
+            call_id: &call.id,
+            name: &call.name,
+            arguments: &call.arguments,
+        });
     }
-}
-
-fn reasoning_item(id: Option<&str>, summary: &str, encrypted_content: &str) -> Value {
-    let summary: Vec<Value> = if summary.is_empty() {
-        Vec::new()
-    } else {
-        vec![json!({ "type": "summary_text", "text": summary })]
-    };
-    let mut item = json!({ "type": "reasoning", "summary": summary, "encrypted_content": encrypted_content });
-    if let (Some(id), Value::Object(fields)) = (id, &mut item) {
-        fields.insert("id".into(), id.into());
-    }
-    item
 }
 
 /// Text-only results go as a plain string, the form every model accepts; results with images use the
 /// content-list form. The API has no error flag: an error result travels as its text.
-fn tool_output(result: &ToolResult) -> Value {
+enum ToolOutput<'a> {
+    Text(Joined<'a, ToolResultPart>),
+    Parts(&'a [ToolResultPart]),
+}
+
+impl Serialize for ToolOutput<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(text) => text.serialize(serializer),
+            Self::Parts(parts) => serializer.collect_seq(parts.iter().map(|part| match part {
+                ToolResultPart::Text { text } => InputPart::Text { text },
+                ToolResultPart::Image { source } => image(source, None),
+            })),
+        }
+    }
+}
+
+fn tool_output(result: &ToolResult) -> Item<'_> {
     let has_image = result
         .content
         .iter()
         .any(|part| matches!(part, ToolResultPart::Image { .. }));
     let output = if has_image {
-        result
-            .content
-            .iter()
-            .map(|part| match part {
-                ToolResultPart::Text { text } => json!({ "type": "input_text", "text": text }),
-                ToolResultPart::Image { source } => image(source, None),
-            })
-            .collect()
+        ToolOutput::Parts(&result.content)
     } else {
-        let texts: Vec<&str> = result
-            .content
-            .iter()
-            .filter_map(|part| match part {
-                ToolResultPart::Text { text } => Some(text.as_str()),
-                ToolResultPart::Image { .. } => None,
-            })
-            .collect();
-        Value::String(texts.join("\n"))
+        ToolOutput::Text(Joined::new(&result.content, result_text, "\n"))
     };
-    json!({ "type": "function_call_output", "call_id": result.call_id, "output": output })
+    Item::FunctionCallOutput {
+        call_id: &result.call_id,
+        output,
+    }
+}
+
+fn result_text(part: &ToolResultPart) -> Option<&str> {
+    match part {
+        ToolResultPart::Text { text } => Some(text),
+        ToolResultPart::Image { .. } => None,
+    }
 }
 
 /// Non-strict, so schemas are passed through exactly as given (strict mode would reject optional
 /// properties and open objects).
-fn tool(definition: &ToolDefinition) -> Value {
-    let parameters = match &definition.parameters {
-        Value::Null => json!({ "type": "object", "properties": {} }),
-        schema => schema.clone(),
-    };
-    let mut tool = json!({ "type": "function", "name": definition.name, "parameters": parameters, "strict": false });
-    if let (Some(description), Value::Object(fields)) = (&definition.description, &mut tool) {
-        fields.insert("description".into(), description.as_str().into());
-    }
-    tool
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "function")]
+struct Tool<'a> {
+    name: &'a str,
+    parameters: ObjectSchema<'a>,
+    strict: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
 }
 
-fn tool_choice(choice: &ToolChoice, tools: &[ToolDefinition]) -> Result<Value, LlmError> {
-    Ok(match choice {
-        ToolChoice::Auto => "auto".into(),
-        ToolChoice::None => "none".into(),
-        ToolChoice::Required => "required".into(),
-        ToolChoice::Tool(name) => {
-            if !tools.iter().any(|tool| &tool.name == name) {
-                return Err(LlmError::InvalidRequest(format!(
-                    "tool choice names unknown tool `{name}`"
-                )));
-            }
-            json!({ "type": "function", "name": name })
+fn tool(definition: &ToolDefinition) -> Tool<'_> {
+    Tool {
+        name: &definition.name,
+        parameters: ObjectSchema(&definition.parameters),
+        strict: false,
+        description: definition.description.as_deref(),
+    }
+}
+
+/// `auto`, `none`, `required`, or the one function the model must call (checked to be among the tools).
+struct ResponsesToolChoice<'a>(&'a ToolChoice);
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "function")]
+struct NamedFunction<'a> {
+    name: &'a str,
+}
+
+impl Serialize for ResponsesToolChoice<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            ToolChoice::Auto => serializer.serialize_str("auto"),
+            ToolChoice::None => serializer.serialize_str("none"),
+            ToolChoice::Required => serializer.serialize_str("required"),
+            ToolChoice::Tool(name) => NamedFunction { name }.serialize(serializer),
         }
-    })
+    }
+}
+
+#[derive(Serialize)]
+struct Text<'a> {
+    format: TextFormat<'a>,
 }
 
 /// The `text.format` object. Extra fields of the format travel along but never replace the ones built here.
-fn text_format(format: &ResponseFormat) -> Value {
-    let (mut built, extra) = match format {
-        ResponseFormat::Text { extra } => (json!({ "type": "text" }), extra),
-        ResponseFormat::JsonObject { extra } => (json!({ "type": "json_object" }), extra),
-        ResponseFormat::JsonSchema { json_schema, extra } => {
-            let schema = json_schema
-                .schema
-                .clone()
-                .map_or_else(|| json!({ "type": "object", "properties": {} }), Value::Object);
-            let mut built = json!({ "type": "json_schema", "name": json_schema.name, "schema": schema });
-            if let Value::Object(fields) = &mut built {
-                if let Some(description) = &json_schema.description {
-                    fields.insert("description".into(), description.as_str().into());
-                }
-                if let Some(Some(strict)) = json_schema.strict {
-                    fields.insert("strict".into(), strict.into());
-                }
+struct TextFormat<'a>(&'a ResponseFormat);
+
+impl Serialize for TextFormat<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut format = ObjectWriter::start(serializer)?;
+        let extra = match self.0 {
+            ResponseFormat::Text { extra } => {
+                format.field("type", "text")?;
+                extra
             }
-            merge_extras(&mut built, &json_schema.extra, &[]);
-            (built, extra)
-        }
-    };
-    merge_extras(&mut built, extra, &[]);
-    built
+            ResponseFormat::JsonObject { extra } => {
+                format.field("type", "json_object")?;
+                extra
+            }
+            ResponseFormat::JsonSchema { json_schema, extra } => {
+                format.field("type", "json_schema")?;
+                format.field("name", &json_schema.name)?;
+                match &json_schema.schema {
+                    Some(schema) => format.field("schema", schema)?,
+                    None => format.field("schema", &EmptyObjectSchema)?,
+                }
+                format.optional("description", json_schema.description.as_deref())?;
+                format.optional("strict", json_schema.strict.flatten())?;
+                format.extras(&json_schema.extra, &[])?;
+                extra
+            }
+        };
+        format.extras(extra, &[])?;
+        format.end()
+    }
 }

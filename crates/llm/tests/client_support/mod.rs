@@ -40,7 +40,9 @@ impl WireFormat for TestWire {
         Ok(HttpRequest {
             url: format!("{}/stream", endpoint.base_url),
             headers,
-            body: json!({"model": endpoint.model, "messages": request.messages.len()}),
+            body: serde_json::to_vec(&json!({"model": endpoint.model, "messages": request.messages.len()}))
+                .unwrap()
+                .into(),
         })
     }
 

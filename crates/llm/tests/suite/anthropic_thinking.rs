@@ -7,6 +7,8 @@ use trueforge_llm::anthropic::uses_adaptive_thinking;
 use trueforge_llm::{AnthropicWire, Endpoint, Message, ModelRequest, SamplingParams, WireFormat};
 use trueforge_protocol::{ReasoningEffort, ResponseFormat};
 
+use crate::wire_support::json_body;
+
 fn body(model: &str, effort: ReasoningEffort, format: Option<ResponseFormat>) -> serde_json::Value {
     let endpoint = Endpoint {
         base_url: "https://api.anthropic.com/v1".into(),
@@ -24,7 +26,7 @@ fn body(model: &str, effort: ReasoningEffort, format: Option<ResponseFormat>) ->
         response_format: format,
         ..ModelRequest::default()
     };
-    AnthropicWire::new().build_request(&endpoint, &request).unwrap().body
+    json_body(&AnthropicWire::new().build_request(&endpoint, &request).unwrap())
 }
 
 #[test]

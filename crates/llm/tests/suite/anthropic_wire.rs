@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::wire_support;
-use crate::wire_support::{assemble, cut_offsets, parse_sse, user_request};
+use crate::wire_support::{assemble, cut_offsets, json_body, parse_sse, user_request};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use trueforge_llm::anthropic::{API_VERSION, DEFAULT_MAX_TOKENS};
@@ -29,15 +29,16 @@ fn endpoint() -> Endpoint {
 }
 
 fn body(request: &ModelRequest) -> Value {
-    AnthropicWire::new().build_request(&endpoint(), request).unwrap().body
+    json_body(&AnthropicWire::new().build_request(&endpoint(), request).unwrap())
 }
 
 fn without_caching(request: &ModelRequest) -> Value {
-    AnthropicWire::new()
-        .with_prompt_caching(false)
-        .build_request(&endpoint(), request)
-        .unwrap()
-        .body
+    json_body(
+        &AnthropicWire::new()
+            .with_prompt_caching(false)
+            .build_request(&endpoint(), request)
+            .unwrap(),
+    )
 }
 
 fn anthropic_origin() -> Option<Origin> {

@@ -7,6 +7,8 @@ use trueforge_llm::gemini::uses_thinking_levels;
 use trueforge_llm::{Endpoint, GeminiWire, Message, ModelRequest, SamplingParams, WireFormat};
 use trueforge_protocol::ReasoningEffort;
 
+use crate::wire_support::json_body;
+
 fn config(model: &str, effort: ReasoningEffort) -> serde_json::Value {
     let endpoint = Endpoint {
         base_url: "https://generativelanguage.googleapis.com/v1beta".into(),
@@ -29,7 +31,7 @@ fn config(model: &str, effort: ReasoningEffort) -> serde_json::Value {
         .filter(|(name, _)| name.eq_ignore_ascii_case("x-goog-api-key"))
         .count();
     assert_eq!(keys, 1, "the endpoint's own key header replaces ours");
-    built.body["generationConfig"].clone()
+    json_body(&built)["generationConfig"].clone()
 }
 
 #[test]

@@ -8,8 +8,11 @@ use std::convert::Infallible;
 
 use futures::{FutureExt, StreamExt};
 use proptest::sample::Index;
+use serde_json::Value;
 use trueforge_llm::sse::sse_events;
-use trueforge_llm::{Assembler, LlmError, Message, ModelRequest, ModelResponse, SseEvent, StreamEvent, WireFormat};
+use trueforge_llm::{
+    Assembler, HttpRequest, LlmError, Message, ModelRequest, ModelResponse, SseEvent, StreamEvent, WireFormat,
+};
 
 /// The fixture `tests/fixtures/<dir>/<file>` as its `#` header line(s) and the SSE text after them. The text
 /// is the file's bytes as they are (a CRLF-framed fixture stays CRLF).
@@ -30,6 +33,11 @@ pub fn fixture_parts(dir: &str, file: &str) -> (String, String) {
 /// The SSE text of the fixture `tests/fixtures/<dir>/<file>`, without its `#` header line(s).
 pub fn fixture(dir: &str, file: &str) -> String {
     fixture_parts(dir, file).1
+}
+
+/// The JSON body of a built request, parsed back: adapters hand the client serialised bytes.
+pub fn json_body(request: &HttpRequest) -> Value {
+    serde_json::from_slice(&request.body).expect("an adapter's body is JSON")
 }
 
 /// Parses a body that arrives in `chunks` with the crate's SSE parser: the first parser error, or every

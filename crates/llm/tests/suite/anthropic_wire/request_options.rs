@@ -214,6 +214,30 @@ fn anthropic_request_reasoning_drops_sampling_the_api_rejects_with_thinking() {
 }
 
 #[test]
+fn anthropic_request_non_finite_sampling_is_dropped_with_thinking_and_refused_without() {
+    let mut request = user_request("think");
+    request.params.reasoning_effort = Some(ReasoningEffort::Low);
+    request.params.temperature = Some(f64::NAN);
+    request.params.top_p = Some(f64::NAN);
+    let body = body(&request);
+    for key in ["temperature", "top_p"] {
+        assert!(body.get(key).is_none(), "{key}");
+    }
+    request.params.reasoning_effort = None;
+    let error = AnthropicWire::new().build_request(&endpoint(), &request).unwrap_err();
+    assert!(
+        matches!(&error, LlmError::InvalidRequest(message) if message.starts_with("temperature")),
+        "{error:?}"
+    );
+    request.params.temperature = Some(0.5);
+    let error = AnthropicWire::new().build_request(&endpoint(), &request).unwrap_err();
+    assert!(
+        matches!(&error, LlmError::InvalidRequest(message) if message.starts_with("top_p")),
+        "{error:?}"
+    );
+}
+
+#[test]
 fn anthropic_request_reasoning_off_when_a_tool_is_forced() {
     for choice in [ToolChoice::Required, ToolChoice::Tool("lookup".to_owned())] {
         let mut request = ModelRequest {
@@ -256,7 +280,7 @@ fn anthropic_request_prompt_caching_breakpoints() {
     let wire = AnthropicWire::new().with_prompt_caching(false);
     assert!(!wire.prompt_caching());
     assert_eq!(
-        cache_markers(&wire.build_request(&endpoint(), &request).unwrap().body),
+        cache_markers(&json_body(&wire.build_request(&endpoint(), &request).unwrap())),
         0
     );
 }

@@ -8,10 +8,10 @@ use trueforge_llm::{
 use trueforge_protocol::{ReasoningEffort, ResponseFormat};
 
 use super::{endpoint, thinking};
-use crate::wire_support::user_request;
+use crate::wire_support::{json_body, user_request};
 
 fn body(request: &ModelRequest) -> Value {
-    ChatCompletions.build_request(&endpoint(), request).unwrap().body
+    json_body(&ChatCompletions.build_request(&endpoint(), request).unwrap())
 }
 
 fn weather_tool() -> ToolDefinition {
@@ -234,6 +234,58 @@ fn chat_request_tool_results_become_tool_messages_and_images_follow_as_user_mess
 }
 
 #[test]
+fn chat_request_tool_images_of_a_run_of_results_follow_it_in_one_user_message() {
+    let image = |data: &str| ToolResultPart::Image {
+        source: MediaSource::Base64 {
+            media_type: "image/png".into(),
+            data: data.into(),
+        },
+    };
+    let result = |call_id: &str, content| {
+        Message::Tool(ToolResult {
+            call_id: call_id.into(),
+            name: "screenshot".into(),
+            content,
+            is_error: true,
+        })
+    };
+    // The conversation ends on the run of results: the images still follow it.
+    let request = ModelRequest {
+        messages: vec![
+            result("call_1", vec![image("AAAA")]),
+            result("call_2", Vec::new()),
+            result(
+                "call_3",
+                vec![
+                    ToolResultPart::Text { text: "both".into() },
+                    image("BBBB"),
+                    image("CCCC"),
+                ],
+            ),
+        ],
+        ..ModelRequest::default()
+    };
+    let image_part =
+        |data: &str| json!({ "type": "image_url", "image_url": { "url": format!("data:image/png;base64,{data}") } });
+    assert_eq!(
+        body(&request)["messages"],
+        json!([
+            { "role": "tool", "tool_call_id": "call_1", "content": "[1 image(s) attached in the following user message]" },
+            { "role": "tool", "tool_call_id": "call_2", "content": "" },
+            { "role": "tool", "tool_call_id": "call_3",
+              "content": "both\n[2 image(s) attached in the following user message]" },
+            { "role": "user", "content": [
+                { "type": "text", "text": "Image(s) returned by tool call call_1:" },
+                image_part("AAAA"),
+                { "type": "text", "text": "Image(s) returned by tool call call_3:" },
+                image_part("BBBB"),
+                image_part("CCCC"),
+            ] },
+        ])
+    );
+}
+
+#[test]
 fn chat_request_tools_pass_their_schema_through_byte_for_byte() {
     let schema = json!({
         "type": "object",
@@ -335,6 +387,23 @@ fn chat_request_response_formats() {
         };
         assert_eq!(body(&request)["response_format"], expected);
     }
+}
+
+#[test]
+fn chat_request_response_format_extras_travel_along_and_no_key_is_written_twice() {
+    let extra = json!({ "type": "json_object", "x": 1 });
+    let request = ModelRequest {
+        response_format: Some(ResponseFormat::JsonObject {
+            extra: extra.as_object().cloned().unwrap(),
+        }),
+        ..user_request("hi")
+    };
+    let built = ChatCompletions.build_request(&endpoint(), &request).unwrap();
+    let text = std::str::from_utf8(&built.body).unwrap();
+    assert!(
+        text.contains(r#""response_format":{"type":"json_object","x":1}"#),
+        "{text}"
+    );
 }
 
 #[test]

@@ -7,6 +7,7 @@ use trueforge_llm::{
 };
 
 use super::{assemble, assemble_fixture, decode_events, decode_fixture};
+use crate::wire_support::json_body;
 
 fn data(json: serde_json::Value) -> SseEvent {
     SseEvent {
@@ -210,7 +211,7 @@ fn gemini_decode_reasoning_replays_signatures_where_they_came_from() {
         model: "gemini-2.5-flash".into(),
         headers: vec![],
     };
-    let body = GeminiWire.build_request(&endpoint, &request).unwrap().body;
+    let body = json_body(&GeminiWire.build_request(&endpoint, &request).unwrap());
     let parts = &body["contents"][1]["parts"];
     assert_eq!(parts[0]["thought"], true);
     assert_eq!(

@@ -7,7 +7,7 @@ use trueforge_llm::{
 };
 use trueforge_protocol::{JsonSchemaFormat, ReasoningEffort, ResponseFormat};
 
-use crate::wire_support::user_request;
+use crate::wire_support::{json_body, user_request};
 
 pub fn endpoint() -> Endpoint {
     Endpoint {
@@ -19,7 +19,7 @@ pub fn endpoint() -> Endpoint {
 }
 
 pub fn body(request: &ModelRequest) -> Value {
-    GeminiWire.build_request(&endpoint(), request).unwrap().body
+    json_body(&GeminiWire.build_request(&endpoint(), request).unwrap())
 }
 
 pub fn invalid(request: &ModelRequest) -> String {
@@ -393,4 +393,22 @@ fn gemini_request_extras_add_generation_settings_the_adapter_left_out() {
         body(&request)["generationConfig"],
         json!({"thinkingConfig": {"thinkingLevel": "low"}})
     );
+}
+
+#[test]
+fn gemini_request_generation_extras_that_are_not_objects_are_dropped() {
+    let mut request = user_request("hello");
+    request.params.temperature = Some(0.5);
+    request.extras = json!({"generationConfig": "fast", "generation_config": {"seed": 3, "temperature": 2.0}})
+        .as_object()
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        body(&request)["generationConfig"],
+        json!({"temperature": 0.5, "seed": 3})
+    );
+    request.params.temperature = None;
+    request.extras = json!({"generationConfig": 5}).as_object().cloned().unwrap();
+    let body = body(&request);
+    assert!(body.get("generationConfig").is_none(), "{body}");
 }

@@ -7,6 +7,8 @@ use trueforge_llm::{
 };
 use trueforge_protocol::{JsonSchemaFormat, ReasoningEffort, ResponseFormat};
 
+use crate::wire_support::json_body;
+
 fn endpoint() -> Endpoint {
     Endpoint {
         base_url: "https://api.openai.com/v1/".into(),
@@ -17,7 +19,7 @@ fn endpoint() -> Endpoint {
 }
 
 fn build(request: &ModelRequest) -> Value {
-    OpenAiResponses.build_request(&endpoint(), request).unwrap().body
+    json_body(&OpenAiResponses.build_request(&endpoint(), request).unwrap())
 }
 
 fn tool_def(name: &str) -> ToolDefinition {
@@ -346,6 +348,38 @@ fn responses_request_response_formats() {
     assert_eq!(
         format(loose)["text"],
         json!({ "format": { "type": "json_schema", "name": "any", "schema": { "type": "object", "properties": {} } } })
+    );
+}
+
+#[test]
+fn responses_request_response_format_extras_never_replace_built_fields() {
+    let schema = json!({ "type": "object", "properties": {} });
+    let inner = json!({ "name": "other", "x_inner": 1, "shared": "inner" });
+    let outer = json!({ "type": "text", "strict": false, "shared": "outer", "x_outer": 2 });
+    let body = build(&ModelRequest {
+        response_format: Some(ResponseFormat::JsonSchema {
+            json_schema: JsonSchemaFormat {
+                name: "count".into(),
+                description: None,
+                schema: schema.as_object().cloned(),
+                strict: Some(Some(true)),
+                extra: inner.as_object().cloned().unwrap(),
+            },
+            extra: outer.as_object().cloned().unwrap(),
+        }),
+        ..ModelRequest::default()
+    });
+    let format = &body["text"]["format"];
+    // Built fields first, then the schema's extras, then the format's: the first to set a key keeps it.
+    let keys: Vec<&str> = format.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        ["type", "name", "schema", "strict", "x_inner", "shared", "x_outer"]
+    );
+    assert_eq!(
+        format,
+        &json!({ "type": "json_schema", "name": "count", "schema": schema, "strict": true, "x_inner": 1,
+                 "shared": "inner", "x_outer": 2 })
     );
 }
 
