@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde_json::{Map, Value};
 use trueforge_protocol::{
     AgentThreadSnapshot, ApprovalScope, ContextMessage, ContextToolApproval, ContextToolMessage, ContextUserContent,
-    ContextUserMessage, MAIN_THREAD_ID, TurnInputItem, UserContentPart, UserMessageContent,
+    ContextUserMessage, MAIN_THREAD_ID, ThreadId, TurnInputItem, UserContentPart, UserMessageContent,
 };
 
 use crate::bookkeeping::{Record, ThreadRecords, ToolRef};
@@ -26,14 +26,14 @@ pub const TITLE_CHARS: usize = 50;
 #[derive(Debug, Default)]
 pub struct Admission {
     /// Rows to append, by thread.
-    pub appends: BTreeMap<String, Vec<ContextMessage>>,
+    pub appends: BTreeMap<ThreadId, Vec<ContextMessage>>,
     /// Sub-agent threads stopped by a new user message.
-    pub stopped_threads: Vec<String>,
+    pub stopped_threads: Vec<ThreadId>,
     /// Calls the harness closed (interrupted, never run, or their sub-agent stopped): `(thread, call, result)`.
     /// Each gets a `tool.response` when the turn starts, so clients see every call end.
-    pub closed_calls: Vec<(String, String, String)>,
+    pub closed_calls: Vec<(ThreadId, String, String)>,
     /// The capability state of every thread after admission.
-    pub capability_states: BTreeMap<String, Map<String, Value>>,
+    pub capability_states: BTreeMap<ThreadId, Map<String, Value>>,
     pub title: Option<String>,
     /// Tools the input allowed for every session of the agent (scope `agent`), as
     /// `(mcp_server_id, original_tool_name)`. Kept out of the capability state: the agent's store holds
@@ -51,7 +51,7 @@ pub const UNANSWERED_RESULT: &str =
 
 /// Admits `input` into `threads` (the previous turn's threads, or just an empty root).
 pub fn admit(
-    threads: &BTreeMap<String, AgentThreadSnapshot>,
+    threads: &BTreeMap<ThreadId, AgentThreadSnapshot>,
     input: &[TurnInputItem],
 ) -> Result<Admission, AgentError> {
     admit_with(threads, input, false)
@@ -60,7 +60,7 @@ pub fn admit(
 /// [`admit`], where `unanswered_expired` says the approvals and questions the conversation waits for have
 /// timed out: a user message is then accepted and closes them as not executed.
 pub fn admit_with(
-    threads: &BTreeMap<String, AgentThreadSnapshot>,
+    threads: &BTreeMap<ThreadId, AgentThreadSnapshot>,
     input: &[TurnInputItem],
     unanswered_expired: bool,
 ) -> Result<Admission, AgentError> {
@@ -87,7 +87,7 @@ pub fn admit_with(
 }
 
 fn admit_messages(
-    threads: &BTreeMap<String, AgentThreadSnapshot>,
+    threads: &BTreeMap<ThreadId, AgentThreadSnapshot>,
     messages: &[&UserMessageContent],
     unanswered_expired: bool,
     admission: &mut Admission,
@@ -140,7 +140,7 @@ fn admit_messages(
         };
         admission
             .closed_calls
-            .push((MAIN_THREAD_ID.to_owned(), call.id.clone(), content.clone()));
+            .push((ThreadId::main(), call.id.clone(), content.clone()));
         rows.push(ContextMessage::Tool(ContextToolMessage {
             tool_call_id: call.id.clone(),
             content,
@@ -154,7 +154,7 @@ fn admit_messages(
         }));
     }
     admission.title = messages.first().and_then(|content| title_of(content));
-    admission.appends.insert(MAIN_THREAD_ID.to_owned(), rows);
+    admission.appends.insert(ThreadId::main(), rows);
     for stopped in &admission.stopped_threads {
         admission.capability_states.remove(stopped);
     }
@@ -164,11 +164,11 @@ fn admit_messages(
 /// Approvals and client-side results (or an empty input), checked call by call; every call that waits for
 /// the user must be resolved by this one input.
 fn admit_answers(
-    threads: &BTreeMap<String, AgentThreadSnapshot>,
+    threads: &BTreeMap<ThreadId, AgentThreadSnapshot>,
     input: &[TurnInputItem],
     admission: &mut Admission,
 ) -> Result<(), AgentError> {
-    let mut answered: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut answered: BTreeSet<(ThreadId, String)> = BTreeSet::new();
     let mut new_session_approvals: Vec<ToolRef> = Vec::new();
     for item in input {
         let (thread_id, call_id) = match item {
@@ -177,12 +177,12 @@ fn admit_answers(
             TurnInputItem::UserMessage(_) => continue,
         };
         let thread = threads
-            .get(thread_id)
+            .get(thread_id.as_str())
             .ok_or_else(|| invalid(format!("unknown thread_id '{thread_id}'")))?;
         let decisions = approval_decisions(&thread.context);
         let open = open_calls(&thread.context);
         let call = open.iter().find(|call| &call.id == call_id);
-        if !answered.insert((thread_id.clone(), call_id.clone())) {
+        if !answered.insert((ThreadId::from(thread_id), call_id.clone())) {
             return Err(invalid(format!("tool call '{call_id}' is answered twice")));
         }
         let row = match item {
@@ -215,7 +215,11 @@ fn admit_answers(
             }
             TurnInputItem::UserMessage(_) => continue,
         };
-        admission.appends.entry(thread_id.clone()).or_default().push(row);
+        admission
+            .appends
+            .entry(ThreadId::from(thread_id))
+            .or_default()
+            .push(row);
     }
     let mut missing = Vec::new();
     for (thread_id, thread) in threads {
@@ -253,10 +257,7 @@ fn admit_answers(
         }
     }
     if !new_session_approvals.is_empty() {
-        let state = admission
-            .capability_states
-            .entry(MAIN_THREAD_ID.to_owned())
-            .or_default();
+        let state = admission.capability_states.entry(ThreadId::main()).or_default();
         let mut approvals = ThreadRecords::read(Some(state)).session_approvals;
         approvals.extend(new_session_approvals);
         Record::SessionApprovals(approvals).write_into(state);

@@ -1,5 +1,6 @@
 //! Errors of the runtime's entry points.
 
+use trueforge_protocol::TurnId;
 use trueforge_store::StoreError;
 
 use crate::model::ModelResolveError;
@@ -16,10 +17,10 @@ pub enum AgentError {
     #[error("only the session creator can create turns")]
     NotSessionCreator,
     #[error("turn {0} not found")]
-    TurnNotFound(String),
+    TurnNotFound(TurnId),
     /// A resume was asked for a turn that already ended.
     #[error("turn {0} is not running")]
-    TurnNotRunning(String),
+    TurnNotRunning(TurnId),
     #[error("agent {0} not found")]
     AgentNotFound(String),
     /// The agent spec cannot run (bad config, unknown MCP server).

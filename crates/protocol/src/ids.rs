@@ -146,6 +146,13 @@ string_id! {
     ThreadId
 }
 
+impl ThreadId {
+    /// The root thread of every turn.
+    pub fn main() -> Self {
+        Self::from(crate::MAIN_THREAD_ID)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

@@ -4,6 +4,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use trueforge_agent::AgentError;
+use trueforge_protocol::{SessionId, TurnId};
 use trueforge_store::StoreError;
 
 /// An error answer: status and the message clients see.
@@ -54,11 +55,11 @@ impl ApiError {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal server error")
     }
 
-    pub fn session_not_found(session_id: &str) -> Self {
+    pub fn session_not_found(session_id: &SessionId) -> Self {
         Self::not_found(format!("Session not found: {session_id}"))
     }
 
-    pub fn turn_not_found(turn_id: &str) -> Self {
+    pub fn turn_not_found(turn_id: &TurnId) -> Self {
         Self::not_found(format!("Turn not found: {turn_id}"))
     }
 }

@@ -15,7 +15,7 @@ use trueforge_agent::tools::{ToolError, ToolSet};
 use trueforge_mcp::{
     DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerConfig, McpToolSet, Reauthorize, Reconnect,
 };
-use trueforge_protocol::{McpServerAuth, McpServerAuthInfo, McpServerManifest, McpServerRef, McpServerType};
+use trueforge_protocol::{McpServerAuth, McpServerAuthInfo, McpServerManifest, McpServerRef, McpServerType, TenantId};
 use trueforge_store::Timestamp;
 use trueforge_store::settings::{McpServerRecord, SettingsStore};
 
@@ -301,10 +301,11 @@ impl SettingsMcpToolSets {
 impl ToolSetResolver for SettingsMcpToolSets {
     async fn tool_set(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         user_id: &str,
         server: &McpServerRef,
     ) -> Result<Arc<dyn ToolSet>, ToolError> {
+        let tenant_id = tenant_id.as_str();
         let (record, connection) = self.connection(tenant_id, user_id, &server.name).await?;
         let mut set = McpToolSet::new(record.id.clone(), connection, server, self.call_timeout)
             .map_err(|error| ToolError::new(error.to_string()))?;

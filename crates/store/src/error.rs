@@ -1,38 +1,38 @@
 //! The one error type of the store crate. Every constraint a caller can hit has its own variant, so no raw
 //! database error ever reaches a caller; unexpected backend failures are `Backend`.
 
-use trueforge_protocol::TurnState;
+use trueforge_protocol::{SessionId, ThreadId, TurnId, TurnState};
 
 /// Errors of the session store and the settings stores.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     // ---- session store: not found ----
     #[error("session '{session_id}' not found")]
-    SessionNotFound { session_id: String },
+    SessionNotFound { session_id: SessionId },
     #[error("turn '{turn_id}' not found")]
-    TurnNotFound { turn_id: String },
+    TurnNotFound { turn_id: TurnId },
     #[error("previous turn '{turn_id}' not found in this session")]
-    PreviousTurnNotFound { turn_id: String },
+    PreviousTurnNotFound { turn_id: TurnId },
     #[error("thread '{thread_id}' not found on turn '{turn_id}'")]
-    ThreadNotFound { turn_id: String, thread_id: String },
+    ThreadNotFound { turn_id: TurnId, thread_id: ThreadId },
 
     // ---- session store: conflicts ----
     #[error("session '{session_id}' already exists")]
-    SessionAlreadyExists { session_id: String },
+    SessionAlreadyExists { session_id: SessionId },
     #[error("turn '{turn_id}' already exists")]
-    TurnAlreadyExists { turn_id: String },
+    TurnAlreadyExists { turn_id: TurnId },
     #[error("thread '{thread_id}' already exists on turn '{turn_id}'")]
-    ThreadAlreadyExists { turn_id: String, thread_id: String },
+    ThreadAlreadyExists { turn_id: TurnId, thread_id: ThreadId },
     #[error("event '{event_id}' already exists on turn '{turn_id}'")]
-    EventAlreadyExists { turn_id: String, event_id: String },
+    EventAlreadyExists { turn_id: TurnId, event_id: String },
     #[error("event sequence {seq} on turn '{turn_id}' is not after the last stored sequence {last_seq}")]
-    EventSequenceConflict { turn_id: String, seq: u64, last_seq: u64 },
+    EventSequenceConflict { turn_id: TurnId, seq: u64, last_seq: u64 },
     #[error("previous turn '{previous_turn_id}' is still running")]
-    PreviousTurnRunning { previous_turn_id: String },
+    PreviousTurnRunning { previous_turn_id: TurnId },
     #[error("turn '{turn_id}' is not running")]
-    TurnNotRunning { turn_id: String, state: Box<TurnState> },
+    TurnNotRunning { turn_id: TurnId, state: Box<TurnState> },
     #[error("turn '{turn_id}' is leased by another owner")]
-    LeaseHeldByOther { turn_id: String, owner: Option<String> },
+    LeaseHeldByOther { turn_id: TurnId, owner: Option<String> },
 
     // ---- session store: caller misuse ----
     #[error("invalid input: {0}")]

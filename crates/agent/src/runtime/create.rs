@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use trueforge_protocol::{
     AgentSpec, AgentThreadSnapshot, CancellationReason, MAIN_THREAD_ID, McpServerInitInfo, SessionEvent,
-    ThreadDoneEvent, ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnState, validate_turn_input,
+    ThreadDoneEvent, ThreadId, ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnId, TurnState,
+    validate_turn_input,
 };
 use trueforge_store::StoreError;
 use trueforge_store::session::model::{
@@ -33,8 +34,8 @@ struct CheckedRequest {
 
 /// What the turn continues from: the predecessor's threads (frozen if it was running) and MCP sessions.
 struct Predecessor {
-    id: Option<String>,
-    threads: BTreeMap<String, AgentThreadSnapshot>,
+    id: Option<TurnId>,
+    threads: BTreeMap<ThreadId, AgentThreadSnapshot>,
     /// The predecessor paused for answers longer than the approval timeout: a new message may close them.
     unanswered_expired: bool,
     mcp_sessions: Option<BTreeMap<String, McpServerInitInfo>>,
@@ -66,13 +67,13 @@ impl Runtime {
             .await?;
         let closing_events = self.closing_events(&threads, &admission);
         // Committing the turn and the standing approvals need every thread but none of their contexts.
-        let shells: BTreeMap<String, AgentThreadSnapshot> = threads
+        let shells: BTreeMap<ThreadId, AgentThreadSnapshot> = threads
             .iter()
             .map(|(id, thread)| (id.clone(), without_context(thread)))
             .collect();
         // Stopped sub-agents carry into the new turn (the store wants every thread accounted for) and are
         // dropped right after it is committed.
-        let running: BTreeMap<String, AgentThreadSnapshot> = threads
+        let running: BTreeMap<ThreadId, AgentThreadSnapshot> = threads
             .into_iter()
             .filter(|(id, _)| !admission.stopped_threads.contains(id))
             .collect();
@@ -217,13 +218,13 @@ impl Runtime {
         request: &TurnRequest,
         session: &SessionRecord,
         predecessor: &Predecessor,
-        previous_threads: BTreeMap<String, AgentThreadSnapshot>,
-    ) -> Result<(BTreeMap<String, AgentThreadSnapshot>, Admission), AgentError> {
+        previous_threads: BTreeMap<ThreadId, AgentThreadSnapshot>,
+    ) -> Result<(BTreeMap<ThreadId, AgentThreadSnapshot>, Admission), AgentError> {
         let mut threads = with_root(previous_threads);
         let mut admission = admit_with(&threads, &request.input, predecessor.unanswered_expired)?;
         if session.last_turn_id.is_some() && session.last_turn_id != predecessor.id {
             // A new conversation or a fork still has the tools allowed for the session on its latest turn.
-            self.inherit_session_approvals(request, session.last_turn_id.as_deref(), &mut admission)
+            self.inherit_session_approvals(request, session.last_turn_id.as_ref(), &mut admission)
                 .await?;
         }
         for (thread_id, rows) in &admission.appends {
@@ -244,14 +245,14 @@ impl Runtime {
     /// stopped, so clients see each of them end.
     fn closing_events(
         &self,
-        threads: &BTreeMap<String, AgentThreadSnapshot>,
+        threads: &BTreeMap<ThreadId, AgentThreadSnapshot>,
         admission: &Admission,
     ) -> Vec<SessionEvent> {
         let closed_calls = admission.closed_calls.iter().map(|(thread_id, call_id, content)| {
             SessionEvent::ToolResponse(ToolResponseEvent {
                 id: self.ids.next(),
                 created_at: now_iso(),
-                thread_id: thread_id.clone(),
+                thread_id: thread_id.to_string(),
                 tool_call_id: call_id.clone(),
                 content: content.clone(),
             })
@@ -264,11 +265,11 @@ impl Runtime {
                 SessionEvent::ThreadDone(ThreadDoneEvent {
                     id: self.ids.next(),
                     created_at: now_iso(),
-                    thread_id: thread.thread_id.clone(),
+                    thread_id: thread.thread_id.to_string(),
                     title: thread
                         .agent_info
                         .as_ref()
-                        .map_or_else(|| thread.thread_id.clone(), |info| info.name.clone()),
+                        .map_or_else(|| thread.thread_id.to_string(), |info| info.name.clone()),
                     parent: thread.parent.clone(),
                     state: ThreadState::Error {
                         error: "stopped: the user sent a new message".to_owned(),
@@ -284,15 +285,15 @@ impl Runtime {
     fn first_events(
         &self,
         request: &TurnRequest,
-        previous_turn_id: Option<String>,
+        previous_turn_id: Option<TurnId>,
         closing_events: Vec<SessionEvent>,
     ) -> Vec<StoredEvent> {
         let created = TurnCreatedEvent {
             id: self.ids.next(),
             created_at: now_iso(),
             thread_id: None,
-            turn_id: request.turn_id.clone(),
-            previous_turn_id,
+            turn_id: request.turn_id.to_string(),
+            previous_turn_id: previous_turn_id.map(String::from),
             input: (!request.input.is_empty()).then(|| request.input.clone()),
             state: TurnState::Running,
         };
@@ -310,7 +311,7 @@ impl Runtime {
         request: &TurnRequest,
         predecessor: &Predecessor,
         first_turn: bool,
-        threads: &BTreeMap<String, AgentThreadSnapshot>,
+        threads: &BTreeMap<ThreadId, AgentThreadSnapshot>,
         admission: &Admission,
         events: Vec<StoredEvent>,
     ) -> Result<(), AgentError> {
@@ -323,7 +324,7 @@ impl Runtime {
             custom: request.custom.clone(),
             new_threads: if first_turn {
                 vec![NewThread {
-                    thread_id: MAIN_THREAD_ID.to_owned(),
+                    thread_id: ThreadId::main(),
                     parent: None,
                     agent_info: None,
                 }]

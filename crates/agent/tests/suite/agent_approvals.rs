@@ -10,7 +10,7 @@ use crate::support::fixtures::{answer_text, approvals_required, deleting_model};
 use crate::support::tools::executed;
 use crate::support::{Harness, TENANT, approve, spec, user};
 use trueforge_agent::{AgentApprovals, AgentError, PreviousTurn, StoredAgentApprovals, StoredAgents};
-use trueforge_protocol::{ApprovalDecision, ApprovalScope, SessionAgent, TurnState};
+use trueforge_protocol::{ApprovalDecision, ApprovalScope, SessionAgent, TenantId, TurnState};
 use trueforge_store::session::model::NewSession;
 use trueforge_store::settings::{AgentStore, AgentToolApprovalStore, MemorySettingsStore};
 
@@ -49,8 +49,8 @@ impl Agents {
         self.harness
             .store
             .create_session(NewSession {
-                tenant_id: TENANT.to_owned(),
-                session_id: session_id.clone(),
+                tenant_id: TENANT.into(),
+                session_id: session_id.clone().into(),
                 agent: SessionAgent::Reference {
                     id: agent_id.to_owned(),
                     name: None,
@@ -60,7 +60,7 @@ impl Agents {
             })
             .await
             .unwrap();
-        self.harness.session_id = session_id;
+        self.harness.session_id = session_id.into();
     }
 
     /// Asks for a deletion, which pauses, and allows it for the agent.
@@ -197,13 +197,17 @@ struct BrokenApprovals;
 
 #[async_trait::async_trait]
 impl AgentApprovals for BrokenApprovals {
-    async fn approved_tools(&self, _tenant_id: &str, _agent_id: &str) -> Result<HashSet<(String, String)>, AgentError> {
+    async fn approved_tools(
+        &self,
+        _tenant_id: &TenantId,
+        _agent_id: &str,
+    ) -> Result<HashSet<(String, String)>, AgentError> {
         Ok(HashSet::new())
     }
 
     async fn approve_tools(
         &self,
-        _tenant_id: &str,
+        _tenant_id: &TenantId,
         _agent_id: &str,
         _tools: &[(String, String)],
     ) -> Result<(), AgentError> {

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use trueforge_protocol::{SessionEvent, TurnDoneEvent, TurnState};
 
-use super::model::{ANCESTOR_WINDOW, NewTurn, StoredEvent, TurnSummary};
+use super::model::{ANCESTOR_WINDOW, NewTurn, StoredEvent, ThreadId, TurnId, TurnSummary};
 use crate::error::{StoreError, StoreResult};
 use crate::time::Timestamp;
 
@@ -14,7 +14,8 @@ fn invalid(message: impl Into<String>) -> StoreError {
 }
 
 /// Ids are opaque, compared byte-wise, and never empty.
-pub(crate) fn require_id(kind: &str, id: &str) -> StoreResult<()> {
+pub(crate) fn require_id(kind: &str, id: impl AsRef<str>) -> StoreResult<()> {
+    let id = id.as_ref();
     if id.is_empty() {
         return Err(invalid(format!("{kind} id must not be empty")));
     }
@@ -34,7 +35,7 @@ pub(crate) const MAX_ID_BYTES: usize = 512;
 /// Checks a new turn's thread delta against the threads the previous turn carries: new threads are really
 /// new and unique, appends and capability entries name known threads, and every resulting thread has
 /// exactly one capability entry.
-pub(crate) fn check_thread_delta(turn: &NewTurn, inherited: &BTreeSet<String>) -> StoreResult<BTreeSet<String>> {
+pub(crate) fn check_thread_delta(turn: &NewTurn, inherited: &BTreeSet<ThreadId>) -> StoreResult<BTreeSet<ThreadId>> {
     let mut threads = inherited.clone();
     for thread in &turn.new_threads {
         require_id("thread", &thread.thread_id)?;
@@ -71,9 +72,9 @@ pub(crate) fn check_thread_delta(turn: &NewTurn, inherited: &BTreeSet<String>) -
 }
 
 /// `first_turn_id` and the ancestor window of a turn created after `previous`.
-pub(crate) fn ancestry(turn_id: &str, previous: Option<&TurnSummary>) -> (String, Vec<String>) {
+pub(crate) fn ancestry(turn_id: &TurnId, previous: Option<&TurnSummary>) -> (TurnId, Vec<TurnId>) {
     match previous {
-        None => (turn_id.to_string(), Vec::new()),
+        None => (turn_id.clone(), Vec::new()),
         Some(previous) => {
             let mut ancestors = previous.ancestor_ids.clone();
             ancestors.push(previous.turn_id.clone());
@@ -131,7 +132,7 @@ pub(crate) fn done_seq(last_seq: u64, streamed_seq: u64, min_seq: u64) -> u64 {
 
 /// Sorts a batch by seq and checks it against the turn's last seq and itself.
 pub(crate) fn order_event_batch(
-    turn_id: &str,
+    turn_id: &TurnId,
     mut events: Vec<StoredEvent>,
     last_seq: u64,
 ) -> StoreResult<Vec<StoredEvent>> {
@@ -141,7 +142,7 @@ pub(crate) fn order_event_batch(
     for stored in &events {
         if stored.seq <= previous {
             return Err(StoreError::EventSequenceConflict {
-                turn_id: turn_id.to_string(),
+                turn_id: turn_id.clone(),
                 seq: stored.seq,
                 last_seq: previous,
             });
@@ -150,7 +151,7 @@ pub(crate) fn order_event_batch(
         require_id("event", stored.event.id())?;
         if !ids.insert(stored.event.id().to_string()) {
             return Err(StoreError::EventAlreadyExists {
-                turn_id: turn_id.to_string(),
+                turn_id: turn_id.clone(),
                 event_id: stored.event.id().to_string(),
             });
         }

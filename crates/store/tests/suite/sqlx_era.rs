@@ -16,7 +16,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use trueforge_protocol::{ContextMessage, SessionEvent, TurnState};
+use trueforge_protocol::{ContextMessage, SessionEvent, TurnId, TurnState};
 use trueforge_store::StoreError;
 use trueforge_store::crypto::SecretCipher;
 use trueforge_store::db::{MigrateOnOpen, SqliteDb};
@@ -136,12 +136,16 @@ async fn a_file_migrated_by_sqlx_is_taken_over_and_keeps_working() {
 
     // Sessions written by the trigger path read back whole.
     let sessions = SqliteSessionStore::new(db.clone());
-    let s1 = sessions.get_session(TENANT, "s1").await.unwrap().unwrap();
+    let s1 = sessions
+        .get_session(&TENANT.into(), &"s1".into())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(s1.title.as_deref(), Some("zebras"));
     assert_eq!(s1.custom, Some(json!({"k": "v"})));
-    assert_eq!(s1.last_turn_id.as_deref(), Some("turn-2"));
+    assert_eq!(s1.last_turn_id.as_ref().map(TurnId::as_str), Some("turn-2"));
     let listed = sessions
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10))
+        .list_sessions(&TENANT.into(), &SessionFilter::default(), &PageRequest::first(10))
         .await
         .unwrap();
     assert_eq!(listed.data.len(), 2);
@@ -174,11 +178,11 @@ async fn a_file_migrated_by_sqlx_is_taken_over_and_keeps_working() {
         texts(&record.snapshot.threads["main"].context),
         ["summary: zebra and pelican crossings"]
     );
-    let history = sessions.thread_history(&turn_2, "main").await.unwrap();
+    let history = sessions.thread_history(&turn_2, &"main".into()).await.unwrap();
     assert_eq!(history.len(), 5);
     assert_eq!(history.iter().filter(|entry| entry.active).count(), 1);
     let found = sessions
-        .search_thread_history(&turn_2, "main", "zebra", 10)
+        .search_thread_history(&turn_2, &"main".into(), "zebra", 10)
         .await
         .unwrap();
     assert_eq!(
@@ -211,7 +215,7 @@ async fn a_file_migrated_by_sqlx_is_taken_over_and_keeps_working() {
         .await
         .unwrap();
     sessions
-        .patch_thread_capability_state(&turn_2, "main", "tf.started_tool_calls", json!(["call-9"]))
+        .patch_thread_capability_state(&turn_2, &"main".into(), "tf.started_tool_calls", json!(["call-9"]))
         .await
         .unwrap();
     sessions
@@ -264,7 +268,7 @@ async fn a_file_migrated_by_sqlx_is_taken_over_and_keeps_working() {
         ]
     );
     let feed = sessions
-        .list_session_events(TENANT, "s1", None, &PageRequest::first(100))
+        .list_session_events(&TENANT.into(), &"s1".into(), None, &PageRequest::first(100))
         .await
         .unwrap();
     assert_eq!(feed.data.len(), 3 + 4);

@@ -43,8 +43,8 @@ pub(crate) async fn create_session<C: SessionSql>(conn: &mut C, session: NewSess
 
 pub(crate) async fn delete_session<C: SessionSql>(
     conn: &mut C,
-    tenant_id: String,
-    session_id: String,
+    tenant_id: TenantId,
+    session_id: SessionId,
 ) -> StoreResult<()> {
     // Lock order: turn rows before the session row, the order every turn-scoped write takes them (its
     // fence locks the turn, its inserts then key-share-lock the session). Deleting the session first
@@ -59,8 +59,8 @@ pub(crate) async fn delete_session<C: SessionSql>(
 
 pub(crate) async fn get_session<C: SessionSql>(
     conn: &mut C,
-    tenant_id: String,
-    session_id: String,
+    tenant_id: TenantId,
+    session_id: SessionId,
 ) -> StoreResult<Option<SessionRecord>> {
     let row: Option<SessionRow> = conn
         .fetch_optional(
@@ -73,8 +73,8 @@ pub(crate) async fn get_session<C: SessionSql>(
 
 pub(crate) async fn update_session<C: SessionSql>(
     conn: &mut C,
-    tenant_id: String,
-    session_id: String,
+    tenant_id: TenantId,
+    session_id: SessionId,
     update: SessionUpdate,
 ) -> StoreResult<SessionRecord> {
     let now = conn.now().await?;
@@ -131,7 +131,7 @@ pub(crate) async fn update_session<C: SessionSql>(
 
 pub(crate) async fn list_sessions<C: SessionSql>(
     conn: &mut C,
-    tenant_id: String,
+    tenant_id: TenantId,
     filter: SessionFilter,
     page: PageRequest,
 ) -> StoreResult<Page<SessionRecord>> {

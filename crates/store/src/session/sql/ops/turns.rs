@@ -106,7 +106,11 @@ async fn load_turn_row<C: SessionSql>(conn: &mut C, key: &TurnKey) -> StoreResul
 }
 
 /// The threads of a turn.
-async fn thread_rows<C: SessionSql>(conn: &mut C, session_id: &str, turn_id: &str) -> StoreResult<Vec<ThreadRow>> {
+async fn thread_rows<C: SessionSql>(
+    conn: &mut C,
+    session_id: &SessionId,
+    turn_id: &TurnId,
+) -> StoreResult<Vec<ThreadRow>> {
     Ok(conn
         .fetch_all(
             &format!("SELECT {THREAD_COLUMNS} FROM turn_thread WHERE session_id = $1 AND turn_id = $2"),
@@ -226,10 +230,10 @@ pub(crate) async fn require_turn<C: SessionSql>(conn: &mut C, key: &TurnKey) -> 
 }
 
 /// The usage a new turn's appends leave on a thread: the last one given, if any.
-fn appended_usage(turn: &NewTurn, thread_id: &str) -> Option<CurrentContextUsage> {
+fn appended_usage(turn: &NewTurn, thread_id: &ThreadId) -> Option<CurrentContextUsage> {
     turn.context_appends
         .iter()
-        .filter(|append| append.thread_id == thread_id)
+        .filter(|append| append.thread_id == *thread_id)
         .filter_map(|append| append.current_context_usage)
         .next_back()
 }
@@ -284,7 +288,7 @@ pub(crate) async fn create_turn<C: SessionSql>(conn: &mut C, turn: NewTurn) -> S
         None => Vec::new(),
         Some(previous) => thread_rows(conn, &previous.session_id, &previous.turn_id).await?,
     };
-    let inherited_ids: BTreeSet<String> = inherited.iter().map(|thread| thread.thread_id.clone()).collect();
+    let inherited_ids: BTreeSet<ThreadId> = inherited.iter().map(|thread| thread.thread_id.clone()).collect();
     rules::check_thread_delta(&turn, &inherited_ids)?;
 
     let (first_turn_id, ancestor_ids) = rules::ancestry(&turn.turn_id, previous.as_ref());
@@ -392,8 +396,8 @@ pub(crate) async fn get_turn_summary<C: SessionSql>(conn: &mut C, key: TurnKey) 
 
 pub(crate) async fn list_turns<C: SessionSql>(
     conn: &mut C,
-    tenant_id: String,
-    session_id: String,
+    tenant_id: TenantId,
+    session_id: SessionId,
     page: PageRequest,
 ) -> StoreResult<Page<TurnSummary>> {
     let after = page::turns_cursor(page::open_page(&page)?)?.unwrap_or(0);
