@@ -16,7 +16,7 @@ use trueforge_protocol::{
 
 use crate::bookkeeping::{Record, ThreadRecords, ToolRef};
 use crate::context::{approval_decisions, awaits_user, open_calls};
-use crate::error::AgentError;
+use crate::error::{AgentError, InputError};
 use crate::tools::error_json;
 
 /// How many characters of the first message become the session title.
@@ -39,10 +39,6 @@ pub struct Admission {
     /// `(mcp_server_id, original_tool_name)`. Kept out of the capability state: the agent's store holds
     /// them, so revoking them there reaches this session too.
     pub agent_approvals: Vec<(String, String)>,
-}
-
-fn invalid(message: impl Into<String>) -> AgentError {
-    AgentError::InvalidInput(message.into())
 }
 
 /// What a call that waited for an approval or an answer gets when the wait timed out and the user moved on.
@@ -94,12 +90,10 @@ fn admit_messages(
 ) -> Result<(), AgentError> {
     for content in messages {
         if is_blank(content) {
-            return Err(invalid("a user message must not be empty"));
+            return Err(InputError::EmptyUserMessage.into());
         }
     }
-    let root = threads
-        .get(MAIN_THREAD_ID)
-        .ok_or_else(|| invalid("the conversation has no root thread"))?;
+    let root = threads.get(MAIN_THREAD_ID).ok_or(InputError::NoRootThread)?;
     for thread in threads.values() {
         let decisions = approval_decisions(&thread.context);
         if !unanswered_expired
@@ -107,9 +101,7 @@ fn admit_messages(
                 .iter()
                 .any(|call| awaits_user(call, &decisions))
         {
-            return Err(invalid(
-                "a user message cannot be sent while approvals or questions are pending",
-            ));
+            return Err(InputError::MessageWhilePending.into());
         }
     }
     let children: HashMap<&str, &AgentThreadSnapshot> = threads
@@ -178,19 +170,19 @@ fn admit_answers(
         };
         let thread = threads
             .get(thread_id.as_str())
-            .ok_or_else(|| invalid(format!("unknown thread_id '{thread_id}'")))?;
+            .ok_or_else(|| InputError::UnknownThread(ThreadId::from(thread_id)))?;
         let decisions = approval_decisions(&thread.context);
         let open = open_calls(&thread.context);
         let call = open.iter().find(|call| &call.id == call_id);
         if !answered.insert((ThreadId::from(thread_id), call_id.clone())) {
-            return Err(invalid(format!("tool call '{call_id}' is answered twice")));
+            return Err(InputError::AnsweredTwice(call_id.clone()).into());
         }
         let row = match item {
             TurnInputItem::ToolApproval(approval) => {
                 let pending =
                     call.is_some_and(|call| call.is_approval_required() && !decisions.contains_key(call.id.as_str()));
                 if !pending {
-                    return Err(invalid(format!("no pending approval for tool_call_id '{call_id}'")));
+                    return Err(InputError::NoPendingApproval(call_id.clone()).into());
                 }
                 if let Some(info) = call.and_then(|call| call.tool_info.as_ref()) {
                     let tool = (info.mcp_server_id.clone(), info.original_tool_name.clone());
@@ -209,7 +201,7 @@ fn admit_answers(
             }
             TurnInputItem::ToolResponse(response) => {
                 if !call.is_some_and(|call| call.is_client_side()) {
-                    return Err(invalid(format!("no pending question for tool_call_id '{call_id}'")));
+                    return Err(InputError::NoPendingQuestion(call_id.clone()).into());
                 }
                 ContextMessage::tool_result(call_id.clone(), response.content.clone())
             }
@@ -231,10 +223,7 @@ fn admit_answers(
         }
     }
     if !missing.is_empty() {
-        return Err(invalid(format!(
-            "the input must resolve every tool call waiting for the user; missing: {}",
-            missing.join(", ")
-        )));
+        return Err(InputError::UnresolvedCalls(missing).into());
     }
     for (thread_id, thread) in threads {
         if answered.iter().any(|(answered_thread, _)| answered_thread == thread_id) {

@@ -129,7 +129,7 @@ impl Orchestrator {
                     self.env
                         .cancel
                         .cancel(trueforge_protocol::CancellationReason::Abandoned);
-                    failure.get_or_insert(AgentError::Internal(format!("a thread of the turn failed: {panic}")));
+                    failure.get_or_insert(AgentError::Internal(panic));
                     continue;
                 }
             };

@@ -87,7 +87,7 @@ impl From<StoreError> for ApiError {
             }
             StoreError::InvalidPageToken => Self::bad_request("Invalid page token"),
             StoreError::MissingStoredSecret(message) => Self::bad_request(message),
-            StoreError::InvalidInput(message) => Self::unprocessable(message),
+            StoreError::InvalidInput(error) => Self::unprocessable(error.to_string()),
             // The server's storage, not the request, failed (a full disk): worth retrying later, and a load
             // balancer or client should see that it is the service that is unavailable.
             StoreError::Storage(reason) => {
@@ -105,7 +105,8 @@ impl From<StoreError> for ApiError {
 impl From<AgentError> for ApiError {
     fn from(error: AgentError) -> Self {
         match error {
-            AgentError::InvalidInput(message) | AgentError::InvalidSpec(message) => Self::unprocessable(message),
+            AgentError::InvalidInput(error) => Self::unprocessable(error.to_string()),
+            AgentError::InvalidSpec(error) => Self::unprocessable(error.to_string()),
             AgentError::SessionNotFound => Self::not_found("Session not found"),
             AgentError::NotSessionCreator => {
                 Self::new(StatusCode::FORBIDDEN, "Only the session creator can create turns")

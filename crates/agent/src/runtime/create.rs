@@ -19,7 +19,7 @@ use super::{PreviousTurn, Runtime, Start, StartedTurn, TurnRequest, standing_app
 use crate::admission::{Admission, admit, admit_with};
 use crate::approvals::{agent_scope_target, check_max_scope};
 use crate::cancel::TurnCancel;
-use crate::error::AgentError;
+use crate::error::{AgentError, InputError};
 use crate::ids::now_iso;
 
 /// What a request is, once checked: its session, the agent's spec, and the approvals it brings.
@@ -120,7 +120,7 @@ impl Runtime {
     /// The checks that need no write: the input's rules, the approval scopes it asks for, the session, the
     /// agent's spec.
     async fn check_request(&self, request: &TurnRequest) -> Result<CheckedRequest, AgentError> {
-        validate_turn_input(&request.input).map_err(|error| AgentError::InvalidInput(error.to_string()))?;
+        validate_turn_input(&request.input).map_err(InputError::from)?;
         check_max_scope(&request.input, self.options.approval_max_scope)?;
         let session = self
             .store
@@ -136,9 +136,7 @@ impl Runtime {
         }
         let approving_agent = agent_scope_target(&request.input, &session.agent)?.map(str::to_owned);
         if approving_agent.is_some() && self.agent_approvals.is_none() {
-            return Err(AgentError::InvalidInput(
-                "the approval scope 'agent' is not available here: nothing remembers approvals for agents".to_owned(),
-            ));
+            return Err(InputError::AgentScopeUnavailable.into());
         }
         let spec = self.spec(&request.tenant_id, &session.agent).await?;
         let agent_approvals = self.agent_approved_tools(&request.tenant_id, &session.agent).await?;

@@ -338,8 +338,7 @@ impl Runtime {
                 .await?
                 .ok_or_else(|| AgentError::AgentNotFound(id.clone()))?,
         };
-        spec.validate()
-            .map_err(|error| AgentError::InvalidSpec(error.to_string()))?;
+        spec.validate().map_err(AgentError::InvalidSpec)?;
         Ok(spec)
     }
 

@@ -152,7 +152,7 @@ async fn approval_for_the_agent_is_refused_for_an_inline_agent_without_writing()
         .err()
         .expect("refused");
     assert!(
-        matches!(&error, AgentError::InvalidInput(message) if message.contains("inline")),
+        matches!(&error, AgentError::InvalidInput(input) if input.to_string().contains("inline")),
         "{error}"
     );
     assert_eq!(harness.turn_count().await, turns, "nothing was written");
@@ -176,7 +176,7 @@ async fn approval_scope_above_the_operators_maximum_is_refused() {
         .err()
         .expect("refused");
     assert!(
-        matches!(&error, AgentError::InvalidInput(message) if message.contains("'session'")),
+        matches!(&error, AgentError::InvalidInput(input) if input.to_string().contains("'session'")),
         "names the allowed maximum: {error}"
     );
     assert!(agents.remembered(&agents.first).await.is_empty());

@@ -166,7 +166,7 @@ async fn refused(harness: &Harness, input: Vec<TurnInputItem>) -> String {
         .create_turn(harness.request(input, PreviousTurn::Auto))
         .await;
     let message = match result {
-        Err(AgentError::InvalidInput(message)) => message,
+        Err(AgentError::InvalidInput(error)) => error.to_string(),
         Err(other) => panic!("expected invalid input, got {other:?}"),
         Ok(_) => panic!("the input was accepted"),
     };

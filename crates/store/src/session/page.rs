@@ -6,7 +6,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
 use super::model::{MAX_PAGE_LIMIT, PageRequest, SessionId, SortOrder, TurnId};
-use crate::error::{StoreError, StoreResult};
+use crate::error::{InputError, StoreError, StoreResult};
 
 /// Where the next page of a list starts (exclusive).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,10 +48,11 @@ impl Cursor {
 /// Validates a page request and decodes its token. `None`: the first page.
 pub(crate) fn open_page(page: &PageRequest) -> StoreResult<Option<Cursor>> {
     if page.limit == 0 || page.limit > MAX_PAGE_LIMIT {
-        return Err(StoreError::InvalidInput(format!(
-            "limit must be between 1 and {MAX_PAGE_LIMIT}, got {}",
-            page.limit
-        )));
+        return Err(InputError::PageLimit {
+            limit: page.limit,
+            max: MAX_PAGE_LIMIT,
+        }
+        .into());
     }
     match page.page_token.as_deref() {
         None | Some("") => Ok(None),

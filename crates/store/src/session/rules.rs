@@ -6,25 +6,25 @@ use std::collections::BTreeSet;
 use trueforge_protocol::{SessionEvent, TurnDoneEvent, TurnState};
 
 use super::model::{ANCESTOR_WINDOW, NewTurn, StoredEvent, ThreadId, TurnId, TurnSummary};
-use crate::error::{StoreError, StoreResult};
+use crate::error::{InputError, StoreError, StoreResult};
 use crate::time::Timestamp;
 
-fn invalid(message: impl Into<String>) -> StoreError {
-    StoreError::InvalidInput(message.into())
-}
-
 /// Ids are opaque, compared byte-wise, and never empty.
-pub(crate) fn require_id(kind: &str, id: impl AsRef<str>) -> StoreResult<()> {
+pub(crate) fn require_id(kind: &'static str, id: impl AsRef<str>) -> StoreResult<()> {
     let id = id.as_ref();
     if id.is_empty() {
-        return Err(invalid(format!("{kind} id must not be empty")));
+        return Err(InputError::EmptyId { kind }.into());
     }
     // Postgres text cannot hold NUL, and an index entry has a size limit: refuse both on every backend.
     if id.contains('\0') {
-        return Err(invalid(format!("{kind} id must not contain a NUL character")));
+        return Err(InputError::IdWithNul { kind }.into());
     }
     if id.len() > MAX_ID_BYTES {
-        return Err(invalid(format!("{kind} id must be at most {MAX_ID_BYTES} bytes")));
+        return Err(InputError::IdTooLong {
+            kind,
+            max: MAX_ID_BYTES,
+        }
+        .into());
     }
     Ok(())
 }
@@ -40,33 +40,25 @@ pub(crate) fn check_thread_delta(turn: &NewTurn, inherited: &BTreeSet<ThreadId>)
     for thread in &turn.new_threads {
         require_id("thread", &thread.thread_id)?;
         if !threads.insert(thread.thread_id.clone()) {
-            return Err(invalid(format!(
-                "new thread '{}' already exists on the previous turn or is listed twice",
-                thread.thread_id
-            )));
+            return Err(InputError::NewThreadExists(thread.thread_id.clone()).into());
         }
     }
     for append in &turn.context_appends {
         if !threads.contains(&append.thread_id) {
-            return Err(invalid(format!(
-                "context append names unknown thread '{}'",
-                append.thread_id
-            )));
+            return Err(InputError::AppendToUnknownThread(append.thread_id.clone()).into());
         }
     }
     let mut with_state = BTreeSet::new();
     for (thread_id, _) in &turn.capability_states {
         if !threads.contains(thread_id) {
-            return Err(invalid(format!("capability state names unknown thread '{thread_id}'")));
+            return Err(InputError::CapabilityStateOfUnknownThread(thread_id.clone()).into());
         }
         if !with_state.insert(thread_id.clone()) {
-            return Err(invalid(format!(
-                "capability state for thread '{thread_id}' is listed twice"
-            )));
+            return Err(InputError::CapabilityStateListedTwice(thread_id.clone()).into());
         }
     }
     if let Some(missing) = threads.difference(&with_state).next() {
-        return Err(invalid(format!("capability state for thread '{missing}' is missing")));
+        return Err(InputError::CapabilityStateMissing(missing.clone()).into());
     }
     Ok(threads)
 }
@@ -89,7 +81,7 @@ pub(crate) fn ancestry(turn_id: &TurnId, previous: Option<&TurnSummary>) -> (Tur
 pub(crate) fn stamp_terminal(state: TurnState, now: Timestamp) -> StoreResult<TurnState> {
     let completed_at = now.to_iso();
     match state {
-        TurnState::Running => Err(invalid("a terminal write needs a terminal state, not running")),
+        TurnState::Running => Err(InputError::RunningIsNotTerminal.into()),
         TurnState::Done {
             output,
             required_actions,
@@ -161,12 +153,12 @@ pub(crate) fn order_event_batch(
 
 /// Seq values are stored as signed 64-bit integers.
 pub(crate) fn seq_to_db(seq: u64) -> StoreResult<i64> {
-    i64::try_from(seq).map_err(|_| invalid(format!("sequence number {seq} is out of range")))
+    i64::try_from(seq).map_err(|_| InputError::SeqOutOfRange(seq).into())
 }
 
 pub(crate) fn check_ttl(ttl_ms: i64) -> StoreResult<()> {
     if ttl_ms <= 0 {
-        return Err(invalid("a lease needs a positive time to live"));
+        return Err(InputError::LeaseWithoutTime.into());
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! per backend: generic `*_named` methods over a [`Table`](super::codec::Table). This macro maps the
 //! typed traits onto them so each backend writes that logic once, not four times.
 
-use crate::error::{StoreError, StoreResult};
+use crate::error::{InputError, StoreResult};
 use crate::settings::{ManifestUpdate, NamedManifest};
 
 /// Wraps an update so that it cannot rename the row it updates.
@@ -15,9 +15,12 @@ pub(crate) fn same_name_update<'a, M: NamedManifest>(
         let manifest = update(stored)?;
         let new_name = manifest.settings_name();
         if new_name != name {
-            return Err(StoreError::InvalidInput(format!(
-                "{kind} '{name}' cannot be renamed to '{new_name}' by an update"
-            )));
+            return Err(InputError::Renamed {
+                kind,
+                name: name.to_owned(),
+                new_name,
+            }
+            .into());
         }
         Ok(manifest)
     })

@@ -3,7 +3,7 @@
 use trueforge_protocol::SessionAgent;
 
 use super::state::State;
-use crate::error::{StoreError, StoreResult};
+use crate::error::{InputError, StoreError, StoreResult};
 use crate::session::model::*;
 use crate::session::page::{self, Cursor};
 use crate::time::Timestamp;
@@ -70,9 +70,7 @@ impl State {
             })?;
         if let Some(spec) = update.agent_spec {
             if !matches!(record.agent, SessionAgent::Inline { .. }) {
-                return Err(StoreError::InvalidInput(
-                    "the agent of a session bound to a named agent cannot be replaced".into(),
-                ));
+                return Err(InputError::NamedAgentReplaced.into());
             }
             record.agent = SessionAgent::Inline { spec };
         }

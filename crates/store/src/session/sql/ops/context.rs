@@ -12,7 +12,7 @@ use trueforge_protocol::{
 use super::events::insert_events;
 use super::turns::{fence, fence_and_advance, require_turn};
 use super::{INSERT_CHUNK, thread_not_found};
-use crate::error::{StoreError, StoreResult};
+use crate::error::{InputError, StoreError, StoreResult};
 use crate::session::model::*;
 use crate::session::rules;
 use crate::session::search;
@@ -110,7 +110,7 @@ pub(crate) async fn append_messages<C: SessionSql>(
     if messages.is_empty() {
         return Ok(());
     }
-    let count = i64::try_from(messages.len()).map_err(|_| StoreError::InvalidInput("too many messages".into()))?;
+    let count = i64::try_from(messages.len()).map_err(|_| InputError::TooManyMessages)?;
     let (end,): (i64,) = conn
         .fetch_one(
             "UPDATE context_segment SET len = len + $2 WHERE segment_id = $1 RETURNING len",

@@ -3,7 +3,7 @@
 use trueforge_protocol::SessionAgent;
 
 use super::rows::{SESSION_COLUMNS, SessionRow};
-use crate::error::{StoreError, StoreResult};
+use crate::error::{InputError, StoreError, StoreResult};
 use crate::session::model::*;
 use crate::session::page::{self, Cursor};
 use crate::session::sql::SessionSql;
@@ -101,9 +101,7 @@ pub(crate) async fn update_session<C: SessionSql>(
         Some(spec) => match current.agent {
             SessionAgent::Inline { .. } => SessionAgent::Inline { spec },
             _ => {
-                return Err(StoreError::InvalidInput(
-                    "the agent of a session bound to a named agent cannot be replaced".into(),
-                ));
+                return Err(InputError::NamedAgentReplaced.into());
             }
         },
     };
