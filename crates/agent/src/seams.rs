@@ -26,7 +26,7 @@ impl AgentDirectory for StoredAgents {
     async fn agent_spec(&self, tenant_id: &TenantId, agent_id: &str) -> Result<Option<AgentSpec>, AgentError> {
         Ok(self
             .0
-            .get_agent(tenant_id.as_str(), agent_id)
+            .get_agent(tenant_id, agent_id)
             .await?
             .map(|record| record.manifest))
     }
@@ -63,7 +63,7 @@ impl AgentApprovals for StoredAgentApprovals {
     ) -> Result<HashSet<(String, String)>, AgentError> {
         Ok(self
             .0
-            .list_agent_tool_approvals(tenant_id.as_str(), agent_id)
+            .list_agent_tool_approvals(tenant_id, agent_id)
             .await?
             .into_iter()
             .map(|record| (record.mcp_server_id, record.tool_name))
@@ -78,7 +78,7 @@ impl AgentApprovals for StoredAgentApprovals {
     ) -> Result<(), AgentError> {
         for (mcp_server_id, tool_name) in tools {
             self.0
-                .add_agent_tool_approval(tenant_id.as_str(), agent_id, mcp_server_id, tool_name)
+                .add_agent_tool_approval(tenant_id, agent_id, mcp_server_id, tool_name)
                 .await
                 .map_err(|error| match error {
                     // The agent was deleted after the turn started.

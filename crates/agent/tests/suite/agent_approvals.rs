@@ -31,8 +31,12 @@ impl Agents {
     async fn new() -> Self {
         let mut harness = Harness::new(deleting_model(), spec()).await;
         let settings = Arc::new(MemorySettingsStore::new());
-        let first = settings.create_agent(TENANT, "first", spec()).await.unwrap().id;
-        let second = settings.create_agent(TENANT, "second", spec()).await.unwrap().id;
+        let first = settings.create_agent(&TENANT.into(), "first", spec()).await.unwrap().id;
+        let second = settings
+            .create_agent(&TENANT.into(), "second", spec())
+            .await
+            .unwrap()
+            .id;
         harness.runtime.agents = Arc::new(StoredAgents(settings.clone()));
         harness.runtime.agent_approvals = Some(Arc::new(StoredAgentApprovals(settings.clone())));
         Self {
@@ -76,7 +80,7 @@ impl Agents {
 
     async fn remembered(&self, agent_id: &str) -> Vec<(String, String)> {
         self.settings
-            .list_agent_tool_approvals(TENANT, agent_id)
+            .list_agent_tool_approvals(&TENANT.into(), agent_id)
             .await
             .unwrap()
             .into_iter()
@@ -126,7 +130,7 @@ async fn revoked_approval_for_the_agent_asks_again_even_in_the_session_that_gave
     assert!(
         agents
             .settings
-            .delete_agent_tool_approval(TENANT, &agents.first, "workbench-id", "delete_file")
+            .delete_agent_tool_approval(&TENANT.into(), &agents.first, "workbench-id", "delete_file")
             .await
             .unwrap()
     );

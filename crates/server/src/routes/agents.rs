@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use trueforge_protocol::AgentSpec;
 use trueforge_protocol::openapi::reference;
+use trueforge_protocol::{AgentSpec, TenantId};
 use trueforge_store::StoreError;
 use trueforge_store::settings::AgentRecord;
 
@@ -69,7 +69,7 @@ fn check_agent_id(agent_id: &str) -> ApiResult<()> {
     )
 )]
 pub async fn list(State(state): State<AppState>) -> ApiResult<Response> {
-    let agents = state.settings.list_agents(state.caller().tenant.as_str()).await?;
+    let agents = state.settings.list_agents(&state.caller().tenant).await?;
     Ok(Data::ok(agents.into_iter().map(Agent::from).collect::<Vec<_>>()).into_response())
 }
 
@@ -103,10 +103,10 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let tenant = state.caller().tenant;
     check_name(&body.name)?;
-    check_spec(&state, tenant.as_str(), &body.manifest).await?;
+    check_spec(&state, &tenant, &body.manifest).await?;
     let record = state
         .settings
-        .create_agent(tenant.as_str(), &body.name, body.manifest)
+        .create_agent(&tenant, &body.name, body.manifest)
         .await
         .map_err(|error| match error {
             StoreError::NameConflict { name, .. } => ApiError::conflict(format!("Agent name already exists: {name}")),
@@ -132,7 +132,7 @@ pub async fn get(State(state): State<AppState>, Path(agent_id): Path<String>) ->
     check_agent_id(&agent_id)?;
     let record = state
         .settings
-        .get_agent(state.caller().tenant.as_str(), &agent_id)
+        .get_agent(&state.caller().tenant, &agent_id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("Agent not found: {agent_id}")))?;
     Ok(Data::ok(Agent::from(record)).into_response())
@@ -168,13 +168,13 @@ pub async fn update(
 ) -> ApiResult<Response> {
     check_agent_id(&agent_id)?;
     let tenant = state.caller().tenant;
-    if state.settings.get_agent(tenant.as_str(), &agent_id).await?.is_none() {
+    if state.settings.get_agent(&tenant, &agent_id).await?.is_none() {
         return Err(ApiError::not_found(format!("Agent not found: {agent_id}")));
     }
-    check_spec(&state, tenant.as_str(), &body.manifest).await?;
+    check_spec(&state, &tenant, &body.manifest).await?;
     let record = state
         .settings
-        .update_agent(tenant.as_str(), &agent_id, body.manifest)
+        .update_agent(&tenant, &agent_id, body.manifest)
         .await
         .map_err(|error| match error {
             StoreError::NotFound { .. } => ApiError::not_found(format!("Agent not found: {agent_id}")),
@@ -198,10 +198,7 @@ pub async fn update(
 )]
 pub async fn delete(State(state): State<AppState>, Path(agent_id): Path<String>) -> ApiResult<Response> {
     check_agent_id(&agent_id)?;
-    state
-        .settings
-        .delete_agent(state.caller().tenant.as_str(), &agent_id)
-        .await?;
+    state.settings.delete_agent(&state.caller().tenant, &agent_id).await?;
     Ok(empty_object())
 }
 
@@ -219,7 +216,7 @@ pub(crate) struct AgentToolApproval {
     created_at: String,
 }
 
-async fn require_agent(state: &AppState, tenant: &str, agent_id: &str) -> ApiResult<()> {
+async fn require_agent(state: &AppState, tenant: &TenantId, agent_id: &str) -> ApiResult<()> {
     check_agent_id(agent_id)?;
     match state.settings.get_agent(tenant, agent_id).await? {
         Some(_) => Ok(()),
@@ -242,14 +239,11 @@ async fn require_agent(state: &AppState, tenant: &str, agent_id: &str) -> ApiRes
 )]
 pub async fn list_tool_approvals(State(state): State<AppState>, Path(agent_id): Path<String>) -> ApiResult<Response> {
     let tenant = state.caller().tenant;
-    require_agent(&state, tenant.as_str(), &agent_id).await?;
-    let approvals = state
-        .settings
-        .list_agent_tool_approvals(tenant.as_str(), &agent_id)
-        .await?;
+    require_agent(&state, &tenant, &agent_id).await?;
+    let approvals = state.settings.list_agent_tool_approvals(&tenant, &agent_id).await?;
     let names: HashMap<String, String> = state
         .settings
-        .list_mcp_servers(tenant.as_str(), None)
+        .list_mcp_servers(&tenant, None)
         .await?
         .into_iter()
         .map(|server| (server.id, server.name))
@@ -281,11 +275,8 @@ pub async fn list_tool_approvals(State(state): State<AppState>, Path(agent_id): 
 )]
 pub async fn revoke_tool_approvals(State(state): State<AppState>, Path(agent_id): Path<String>) -> ApiResult<Response> {
     let tenant = state.caller().tenant;
-    require_agent(&state, tenant.as_str(), &agent_id).await?;
-    state
-        .settings
-        .delete_agent_tool_approvals(tenant.as_str(), &agent_id)
-        .await?;
+    require_agent(&state, &tenant, &agent_id).await?;
+    state.settings.delete_agent_tool_approvals(&tenant, &agent_id).await?;
     Ok(empty_object())
 }
 
@@ -311,17 +302,17 @@ pub async fn revoke_tool_approval(
     Path((agent_id, mcp_server, tool)): Path<(String, String, String)>,
 ) -> ApiResult<Response> {
     let tenant = state.caller().tenant;
-    require_agent(&state, tenant.as_str(), &agent_id).await?;
+    require_agent(&state, &tenant, &agent_id).await?;
     let revoked = state
         .settings
-        .delete_agent_tool_approval(tenant.as_str(), &agent_id, &mcp_server, &tool)
+        .delete_agent_tool_approval(&tenant, &agent_id, &mcp_server, &tool)
         .await?;
     // Approvals are keyed by the server's id (stable across renames of its settings); a name is resolved
     // for people who only know the name.
-    if !revoked && let Some(server) = state.settings.get_mcp_server(tenant.as_str(), &mcp_server).await? {
+    if !revoked && let Some(server) = state.settings.get_mcp_server(&tenant, &mcp_server).await? {
         state
             .settings
-            .delete_agent_tool_approval(tenant.as_str(), &agent_id, &server.id, &tool)
+            .delete_agent_tool_approval(&tenant, &agent_id, &server.id, &tool)
             .await?;
     }
     Ok(empty_object())

@@ -57,7 +57,7 @@ struct AuthKind {
 pub async fn list(State(state): State<AppState>) -> ApiResult<Response> {
     let caller = state.caller();
     let mut servers = Vec::new();
-    for record in state.settings.list_mcp_servers(caller.tenant.as_str(), None).await? {
+    for record in state.settings.list_mcp_servers(&caller.tenant, None).await? {
         let auth = record.manifest.auth.as_ref().map(|auth| AuthKind {
             kind: match auth {
                 McpServerAuth::Header { .. } => "header",
@@ -80,7 +80,7 @@ pub(crate) async fn known_server(
 ) -> ApiResult<trueforge_store::settings::McpServerRecord> {
     state
         .settings
-        .get_mcp_server(state.caller().tenant.as_str(), name)
+        .get_mcp_server(&state.caller().tenant, name)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("MCP server not found: {name}")))
 }
@@ -106,7 +106,7 @@ pub async fn tools(State(state): State<AppState>, Path(name): Path<String>) -> A
     let unreachable = |error: String| ApiError::new(axum::http::StatusCode::BAD_GATEWAY, error);
     let (_, connection) = state
         .mcp
-        .connection(caller.tenant.as_str(), &caller.user, &name)
+        .connection(&caller.tenant, &caller.user, &name)
         .await
         .map_err(|error| match error {
             ReachError::NotFound(message) => ApiError::not_found(message),
@@ -168,7 +168,7 @@ pub async fn authorize(
             let resolution = state
                 .mcp
                 .oauth()
-                .resolve(caller.tenant.as_str(), &caller.user, &record, query.return_to)
+                .resolve(&caller.tenant, &caller.user, &record, query.return_to)
                 .await
                 .map_err(flow_error)?;
             match resolution {
@@ -212,7 +212,7 @@ pub async fn disconnect(State(state): State<AppState>, Path(name): Path<String>)
     if matches!(record.manifest.auth, Some(McpServerAuth::Dcr {})) {
         state
             .settings
-            .delete_oauth_token(caller.tenant.as_str(), &record.id, &caller.user)
+            .delete_oauth_token(&caller.tenant, &record.id, &caller.user)
             .await?;
     }
     Ok(Data::ok(configured_mcp_server(&state, &caller, record).await?).into_response())
@@ -323,7 +323,7 @@ pub(crate) struct SkillSummary {
     )
 )]
 pub async fn skills(State(state): State<AppState>) -> ApiResult<Response> {
-    let skills = state.settings.list_skills(state.caller().tenant.as_str(), None).await?;
+    let skills = state.settings.list_skills(&state.caller().tenant, None).await?;
     let skills: Vec<SkillSummary> = skills
         .into_iter()
         .map(|record| SkillSummary {

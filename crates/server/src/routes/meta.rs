@@ -72,7 +72,7 @@ pub async fn capabilities(State(state): State<AppState>) -> Response {
     )
 )]
 pub async fn models(State(state): State<AppState>) -> ApiResult<Response> {
-    let models = state.models.available_models(state.caller().tenant.as_str()).await?;
+    let models = state.models.available_models(&state.caller().tenant).await?;
     Ok(Data::ok(models).into_response())
 }
 

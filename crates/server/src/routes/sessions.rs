@@ -83,7 +83,7 @@ pub async fn create(
         CreateSessionAgent::Named(SessionAgentNameRef { name, .. }) => {
             let agent = state
                 .settings
-                .get_agent_by_name(caller.tenant.as_str(), &name)
+                .get_agent_by_name(&caller.tenant, &name)
                 .await?
                 .ok_or_else(|| ApiError::not_found(format!("Agent not found: {name}")))?;
             SessionAgent::Reference {
@@ -93,7 +93,7 @@ pub async fn create(
         }
         CreateSessionAgent::Inline(inline) => {
             let SessionAgentSpecBody { spec, .. } = *inline;
-            super::check_spec(&state, caller.tenant.as_str(), &spec).await?;
+            super::check_spec(&state, &caller.tenant, &spec).await?;
             SessionAgent::Inline { spec }
         }
     };
@@ -258,7 +258,7 @@ pub async fn patch(
                     "This session runs a saved agent; its agent cannot be replaced",
                 ));
             }
-            super::check_spec(&state, caller.tenant.as_str(), &spec).await?;
+            super::check_spec(&state, &caller.tenant, &spec).await?;
             Some(spec)
         }
         None => None,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use trueforge_protocol::openapi::reference;
 use trueforge_protocol::{
     McpServerAuth, McpServerManifest, McpServerType, ModelProviderManifest, SandboxProviderManifest, SkillManifest,
+    TenantId,
 };
 use trueforge_store::StoreError;
 use trueforge_store::redaction::{MissingSecret, redacted, restore_redacted_secrets};
@@ -99,7 +100,7 @@ fn check_provider(manifest: &ModelProviderManifest) -> ApiResult<()> {
 pub async fn list_model_providers(State(state): State<AppState>) -> ApiResult<Response> {
     let caller = state.caller();
     require_admin(&caller)?;
-    let records = state.settings.list_model_providers(caller.tenant.as_str()).await?;
+    let records = state.settings.list_model_providers(&caller.tenant).await?;
     Ok(Data::ok(
         records
             .into_iter()
@@ -135,7 +136,7 @@ pub async fn create_model_provider(
     restore_redacted_secrets(&mut manifest, None, MissingSecret::ApiKey)?;
     let record = state
         .settings
-        .create_model_provider(caller.tenant.as_str(), manifest)
+        .create_model_provider(&caller.tenant, manifest)
         .await
         .map_err(name_conflict("Model provider"))?;
     Ok(Data::created(ConfiguredModelProvider::from(record)).into_response())
@@ -167,7 +168,7 @@ pub async fn put_model_provider(
     let record = state
         .settings
         .upsert_model_provider_with(
-            caller.tenant.as_str(),
+            &caller.tenant,
             &name,
             keeping_stored_secrets(manifest, MissingSecret::ApiKey),
         )
@@ -204,7 +205,7 @@ pub async fn auth_status(state: &AppState, caller: &Caller, record: &McpServerRe
         Some(McpServerAuth::Dcr {}) => {
             let token = state
                 .settings
-                .get_oauth_token(caller.tenant.as_str(), &record.id, &caller.user)
+                .get_oauth_token(&caller.tenant, &record.id, &caller.user)
                 .await?;
             if token.is_some() {
                 "authenticated"
@@ -245,7 +246,7 @@ fn check_mcp_server(state: &AppState, manifest: &McpServerManifest) -> ApiResult
 /// user's token and the authorizations in flight belong to the old authorization server.
 async fn forget_stale_oauth(
     state: &AppState,
-    tenant: &str,
+    tenant: &TenantId,
     before: &McpServerRecord,
     after: &McpServerRecord,
 ) -> ApiResult<()> {
@@ -279,7 +280,7 @@ pub async fn list_mcp_servers(State(state): State<AppState>) -> ApiResult<Respon
     let caller = state.caller();
     require_admin(&caller)?;
     let mut servers = Vec::new();
-    for record in state.settings.list_mcp_servers(caller.tenant.as_str(), None).await? {
+    for record in state.settings.list_mcp_servers(&caller.tenant, None).await? {
         servers.push(configured_mcp_server(&state, &caller, record).await?);
     }
     Ok(Data::ok(servers).into_response())
@@ -332,7 +333,7 @@ pub async fn create_mcp_server(
     restore_redacted_secrets(&mut manifest, None, MissingSecret::HeaderSecret)?;
     let record = state
         .settings
-        .create_mcp_server(caller.tenant.as_str(), manifest)
+        .create_mcp_server(&caller.tenant, manifest)
         .await
         .map_err(name_conflict("MCP server"))?;
     Ok(Data::created(configured_mcp_server(&state, &caller, record).await?).into_response())
@@ -362,17 +363,17 @@ pub async fn put_mcp_server(
     let manifest = body.manifest;
     check_mcp_server(&state, &manifest)?;
     let name = manifest.name().to_owned();
-    let before = state.settings.get_mcp_server(caller.tenant.as_str(), &name).await?;
+    let before = state.settings.get_mcp_server(&caller.tenant, &name).await?;
     let record = state
         .settings
         .upsert_mcp_server_with(
-            caller.tenant.as_str(),
+            &caller.tenant,
             &name,
             keeping_stored_secrets(manifest, MissingSecret::HeaderSecret),
         )
         .await?;
     if let Some(before) = before {
-        forget_stale_oauth(&state, caller.tenant.as_str(), &before, &record).await?;
+        forget_stale_oauth(&state, &caller.tenant, &before, &record).await?;
     }
     Ok(Data::ok(configured_mcp_server(&state, &caller, record).await?).into_response())
 }
@@ -409,7 +410,7 @@ fn check_skill(manifest: &SkillManifest) -> ApiResult<()> {
 pub async fn list_skills(State(state): State<AppState>) -> ApiResult<Response> {
     let caller = state.caller();
     require_admin(&caller)?;
-    let skills = state.settings.list_skills(caller.tenant.as_str(), None).await?;
+    let skills = state.settings.list_skills(&caller.tenant, None).await?;
     let skills: Vec<ConfiguredSkill> = skills
         .into_iter()
         .map(|record| ConfiguredSkill {
@@ -444,7 +445,7 @@ pub async fn create_skill(
     check_skill(&body.manifest)?;
     let record = state
         .settings
-        .create_skill(caller.tenant.as_str(), body.manifest)
+        .create_skill(&caller.tenant, body.manifest)
         .await
         .map_err(name_conflict("Skill"))?;
     Ok(Data::created(ConfiguredSkill {
@@ -475,10 +476,7 @@ pub async fn put_skill(
     let caller = state.caller();
     require_admin(&caller)?;
     check_skill(&body.manifest)?;
-    let record = state
-        .settings
-        .upsert_skill(caller.tenant.as_str(), body.manifest)
-        .await?;
+    let record = state.settings.upsert_skill(&caller.tenant, body.manifest).await?;
     Ok(Data::ok(ConfiguredSkill {
         name: record.name,
         manifest: record.manifest,
@@ -505,7 +503,7 @@ pub async fn get_sandbox_provider(State(state): State<AppState>) -> ApiResult<Re
     require_admin(&caller)?;
     let record = state
         .settings
-        .get_sandbox_provider(caller.tenant.as_str())
+        .get_sandbox_provider(&caller.tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("No sandbox provider configured"))?;
     Ok(Data::ok(serde_json::json!({

@@ -62,7 +62,7 @@ fn local_provider(base_url: &str, api_key: &str) -> ModelProviderManifest {
 }
 
 async fn configure(store: &MemorySettingsStore, manifest: ModelProviderManifest) {
-    store.upsert_model_provider(TENANT, manifest).await.unwrap();
+    store.upsert_model_provider(&TENANT.into(), manifest).await.unwrap();
 }
 
 fn hello() -> ModelRequest {
@@ -157,7 +157,7 @@ async fn resolve_errors_carry_the_reference_messages() {
 async fn models_of_another_tenant_do_not_resolve() {
     let store = Arc::new(MemorySettingsStore::new());
     store
-        .upsert_model_provider("tenant-b", local_provider("http://127.0.0.1:9/v1", "key"))
+        .upsert_model_provider(&"tenant-b".into(), local_provider("http://127.0.0.1:9/v1", "key"))
         .await
         .unwrap();
     assert_eq!(
@@ -325,7 +325,7 @@ async fn available_models_flatten_every_provider_in_the_wire_shape() {
     configure(&store, anthropic_provider()).await;
     let models = resolver(&store, empty_catalog());
 
-    let listed = serde_json::to_value(models.available_models(TENANT).await.unwrap()).unwrap();
+    let listed = serde_json::to_value(models.available_models(&TENANT.into()).await.unwrap()).unwrap();
     assert_eq!(
         listed,
         json!([
@@ -349,7 +349,7 @@ async fn available_models_flatten_every_provider_in_the_wire_shape() {
             }
         ])
     );
-    assert!(models.available_models("tenant-b").await.unwrap().is_empty());
+    assert!(models.available_models(&"tenant-b".into()).await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -386,7 +386,7 @@ async fn sub_agent_models_describe_every_configured_model() {
 async fn find_model_returns_the_provider_and_model() {
     let store = MemorySettingsStore::new();
     configure(&store, anthropic_provider()).await;
-    let found = find_model(&store, TENANT, "anthropic/claude").await.unwrap();
+    let found = find_model(&store, &TENANT.into(), "anthropic/claude").await.unwrap();
     assert_eq!(found.provider.name(), "anthropic");
     assert_eq!(found.model.model_id, "claude-test-1");
 }
@@ -399,7 +399,7 @@ async fn settings() -> MemorySettingsStore {
     configure(&store, local_provider("http://127.0.0.1:9/v1", "key")).await;
     store
         .upsert_mcp_server(
-            TENANT,
+            &TENANT.into(),
             serde_json::from_value(json!({
                 "type": "remote", "name": "docs", "url": "https://mcp.example.com/mcp", "description": "Docs"
             }))
@@ -409,7 +409,7 @@ async fn settings() -> MemorySettingsStore {
         .unwrap();
     store
         .upsert_skill(
-            TENANT,
+            &TENANT.into(),
             serde_json::from_value(json!({
                 "type": "git", "name": "pdf", "url": "https://github.com/example/skills", "ref": "main",
                 "description": "PDF tools"
@@ -432,7 +432,7 @@ async fn add_sandbox_provider(store: &MemorySettingsStore) {
     }))
     .unwrap();
     store
-        .upsert_sandbox_provider(TENANT, manifest, SandboxProviderStatus::pending())
+        .upsert_sandbox_provider(&TENANT.into(), manifest, SandboxProviderStatus::pending())
         .await
         .unwrap();
 }
@@ -442,7 +442,13 @@ fn spec(value: Value) -> AgentSpec {
 }
 
 async fn check(store: &MemorySettingsStore, spec: &AgentSpec, sandbox_available: bool) -> Result<(), SpecError> {
-    validate_agent_spec(spec, TENANT, &SpecStores::from_settings(store), sandbox_available).await
+    validate_agent_spec(
+        spec,
+        &TENANT.into(),
+        &SpecStores::from_settings(store),
+        sandbox_available,
+    )
+    .await
 }
 
 async fn refusal(store: &MemorySettingsStore, spec: &AgentSpec) -> String {
@@ -581,7 +587,7 @@ async fn spec_stores_can_come_from_separate_stores() {
         sandbox_providers: &empty,
     };
     let with_server = spec(json!({"model": {"name": "local/small"}, "mcp_servers": [{"name": "docs"}]}));
-    match validate_agent_spec(&with_server, TENANT, &stores, false).await {
+    match validate_agent_spec(&with_server, &TENANT.into(), &stores, false).await {
         Err(SpecError::Invalid(message)) => assert_eq!(message, "Unknown MCP server \"docs\" — not configured"),
         other => panic!("unexpected {other:?}"),
     }

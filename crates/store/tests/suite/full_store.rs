@@ -139,7 +139,7 @@ async fn a_full_store_fails_writes_then_recovers_without_a_restart() {
     assert_storage_full(
         settings
             .create_agent(
-                TENANT,
+                &TENANT.into(),
                 "writer",
                 serde_json::from_value::<AgentSpec>(spec(&filler(64 * 1024, 2))).unwrap(),
             )
@@ -166,7 +166,7 @@ async fn a_full_store_fails_writes_then_recovers_without_a_restart() {
         .expect("a thread step after space came back");
     settings
         .create_agent(
-            TENANT,
+            &TENANT.into(),
             "writer",
             serde_json::from_value::<AgentSpec>(spec(&filler(64 * 1024, 2))).unwrap(),
         )

@@ -104,28 +104,39 @@ async fn a_file_migrated_by_sqlx_is_taken_over_and_keeps_working() {
     let settings = SqliteSettingsStore::open(db.clone(), SecretCipher::from_key_bytes(&[7; 32]).unwrap())
         .await
         .unwrap();
-    let agent = settings.get_agent_by_name(TENANT, "helper").await.unwrap().unwrap();
-    let provider = settings.get_model_provider(TENANT, "openai").await.unwrap().unwrap();
+    let agent = settings
+        .get_agent_by_name(&TENANT.into(), "helper")
+        .await
+        .unwrap()
+        .unwrap();
+    let provider = settings
+        .get_model_provider(&TENANT.into(), "openai")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(provider.manifest.api_key(), Some("sk-fixture-secret-key-0001"));
-    let server = settings.get_mcp_server(TENANT, "docs").await.unwrap().unwrap();
+    let server = settings.get_mcp_server(&TENANT.into(), "docs").await.unwrap().unwrap();
     let manifest = serde_json::to_value(&server.manifest).unwrap();
     assert_eq!(
         manifest["auth"]["headers"]["Authorization"],
         "Bearer fixture-header-secret"
     );
     let token = settings
-        .get_oauth_token(TENANT, &server.id, "user-1")
+        .get_oauth_token(&TENANT.into(), &server.id, "user-1")
         .await
         .unwrap()
         .unwrap();
     assert_eq!(token.token.access_token, "fixture-access");
     assert_eq!(token.token.refresh_token.as_deref(), Some("fixture-refresh"));
-    let approvals = settings.list_agent_tool_approvals(TENANT, &agent.id).await.unwrap();
+    let approvals = settings
+        .list_agent_tool_approvals(&TENANT.into(), &agent.id)
+        .await
+        .unwrap();
     assert_eq!(approvals.len(), 1);
     assert_eq!(approvals[0].tool_name, "search");
     assert_eq!(
         settings
-            .get_mcp_session(TENANT, &server.id, "user-1")
+            .get_mcp_session(&TENANT.into(), &server.id, "user-1")
             .await
             .unwrap()
             .as_deref(),
