@@ -42,7 +42,8 @@ use trueforge_llm::{
     WireApi,
 };
 use trueforge_protocol::{
-    AgentSpec, McpServerRef, SessionAgent, TurnInputItem, TurnState, UserMessage, UserMessageContent,
+    AgentSpec, McpServerRef, SessionAgent, SessionId, TenantId, TurnInputItem, TurnState, UserMessage,
+    UserMessageContent,
 };
 use trueforge_store::db::{MigrateOnOpen, SqliteDb};
 use trueforge_store::session::model::NewSession;
@@ -140,7 +141,7 @@ struct InstantModels(Arc<dyn Model>);
 
 #[async_trait]
 impl ModelResolver for InstantModels {
-    async fn resolve(&self, _tenant_id: &str, name: &str) -> Result<ResolvedModel, ModelResolveError> {
+    async fn resolve(&self, _tenant_id: &TenantId, name: &str) -> Result<ResolvedModel, ModelResolveError> {
         Ok(ResolvedModel {
             name: name.to_owned(),
             model: self.0.clone(),
@@ -155,7 +156,7 @@ struct NoAgents;
 
 #[async_trait]
 impl AgentDirectory for NoAgents {
-    async fn agent_spec(&self, _tenant_id: &str, _agent_id: &str) -> Result<Option<AgentSpec>, AgentError> {
+    async fn agent_spec(&self, _tenant_id: &TenantId, _agent_id: &str) -> Result<Option<AgentSpec>, AgentError> {
         Ok(None)
     }
 }
@@ -179,7 +180,7 @@ fn instant_tools() -> LocalToolSet {
 struct Bench {
     runtime: Runtime,
     db: SqliteDb,
-    session_id: String,
+    session_id: SessionId,
     _dir: tempfile::TempDir,
 }
 
@@ -199,10 +200,10 @@ impl Bench {
         );
         let mut spec = AgentSpec::for_model(MODEL_NAME);
         spec.mcp_servers = Some(vec![McpServerRef::named(TOOL_SET)]);
-        let session_id = ulid::Ulid::new().to_string().to_lowercase();
+        let session_id = SessionId::new(ulid::Ulid::new().to_string().to_lowercase());
         store
             .create_session(NewSession {
-                tenant_id: TENANT.to_owned(),
+                tenant_id: TENANT.into(),
                 session_id: session_id.clone(),
                 agent: SessionAgent::Inline { spec },
                 created_by: "bench".to_owned(),
@@ -221,9 +222,9 @@ impl Bench {
     /// Runs one turn of `steps` model calls to its end; returns the number of streamed events.
     async fn turn(&self, steps: usize) -> usize {
         let request = TurnRequest {
-            tenant_id: TENANT.to_owned(),
+            tenant_id: TENANT.into(),
             session_id: self.session_id.clone(),
-            turn_id: format!("{}.bench", ulid::Ulid::new().to_string().to_lowercase()),
+            turn_id: format!("{}.bench", ulid::Ulid::new().to_string().to_lowercase()).into(),
             input: vec![TurnInputItem::UserMessage(UserMessage {
                 content: UserMessageContent::Text(format!("steps={steps}")),
             })],

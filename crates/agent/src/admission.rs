@@ -11,12 +11,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde_json::{Map, Value};
 use trueforge_protocol::{
     AgentThreadSnapshot, ApprovalScope, ContextMessage, ContextToolApproval, ContextToolMessage, ContextUserContent,
-    ContextUserMessage, MAIN_THREAD_ID, TurnInputItem, UserContentPart, UserMessageContent,
+    ContextUserMessage, MAIN_THREAD_ID, ThreadId, TurnInputItem, UserContentPart, UserMessageContent,
 };
 
 use crate::bookkeeping::{Record, ThreadRecords, ToolRef};
 use crate::context::{approval_decisions, awaits_user, open_calls};
-use crate::error::AgentError;
+use crate::error::{AgentError, InputError};
 use crate::tools::error_json;
 
 /// How many characters of the first message become the session title.
@@ -26,23 +26,19 @@ pub const TITLE_CHARS: usize = 50;
 #[derive(Debug, Default)]
 pub struct Admission {
     /// Rows to append, by thread.
-    pub appends: BTreeMap<String, Vec<ContextMessage>>,
+    pub appends: BTreeMap<ThreadId, Vec<ContextMessage>>,
     /// Sub-agent threads stopped by a new user message.
-    pub stopped_threads: Vec<String>,
+    pub stopped_threads: Vec<ThreadId>,
     /// Calls the harness closed (interrupted, never run, or their sub-agent stopped): `(thread, call, result)`.
     /// Each gets a `tool.response` when the turn starts, so clients see every call end.
-    pub closed_calls: Vec<(String, String, String)>,
+    pub closed_calls: Vec<(ThreadId, String, String)>,
     /// The capability state of every thread after admission.
-    pub capability_states: BTreeMap<String, Map<String, Value>>,
+    pub capability_states: BTreeMap<ThreadId, Map<String, Value>>,
     pub title: Option<String>,
     /// Tools the input allowed for every session of the agent (scope `agent`), as
     /// `(mcp_server_id, original_tool_name)`. Kept out of the capability state: the agent's store holds
     /// them, so revoking them there reaches this session too.
     pub agent_approvals: Vec<(String, String)>,
-}
-
-fn invalid(message: impl Into<String>) -> AgentError {
-    AgentError::InvalidInput(message.into())
 }
 
 /// What a call that waited for an approval or an answer gets when the wait timed out and the user moved on.
@@ -51,7 +47,7 @@ pub const UNANSWERED_RESULT: &str =
 
 /// Admits `input` into `threads` (the previous turn's threads, or just an empty root).
 pub fn admit(
-    threads: &BTreeMap<String, AgentThreadSnapshot>,
+    threads: &BTreeMap<ThreadId, AgentThreadSnapshot>,
     input: &[TurnInputItem],
 ) -> Result<Admission, AgentError> {
     admit_with(threads, input, false)
@@ -60,7 +56,7 @@ pub fn admit(
 /// [`admit`], where `unanswered_expired` says the approvals and questions the conversation waits for have
 /// timed out: a user message is then accepted and closes them as not executed.
 pub fn admit_with(
-    threads: &BTreeMap<String, AgentThreadSnapshot>,
+    threads: &BTreeMap<ThreadId, AgentThreadSnapshot>,
     input: &[TurnInputItem],
     unanswered_expired: bool,
 ) -> Result<Admission, AgentError> {
@@ -87,19 +83,17 @@ pub fn admit_with(
 }
 
 fn admit_messages(
-    threads: &BTreeMap<String, AgentThreadSnapshot>,
+    threads: &BTreeMap<ThreadId, AgentThreadSnapshot>,
     messages: &[&UserMessageContent],
     unanswered_expired: bool,
     admission: &mut Admission,
 ) -> Result<(), AgentError> {
     for content in messages {
         if is_blank(content) {
-            return Err(invalid("a user message must not be empty"));
+            return Err(InputError::EmptyUserMessage.into());
         }
     }
-    let root = threads
-        .get(MAIN_THREAD_ID)
-        .ok_or_else(|| invalid("the conversation has no root thread"))?;
+    let root = threads.get(MAIN_THREAD_ID).ok_or(InputError::NoRootThread)?;
     for thread in threads.values() {
         let decisions = approval_decisions(&thread.context);
         if !unanswered_expired
@@ -107,9 +101,7 @@ fn admit_messages(
                 .iter()
                 .any(|call| awaits_user(call, &decisions))
         {
-            return Err(invalid(
-                "a user message cannot be sent while approvals or questions are pending",
-            ));
+            return Err(InputError::MessageWhilePending.into());
         }
     }
     let children: HashMap<&str, &AgentThreadSnapshot> = threads
@@ -140,7 +132,7 @@ fn admit_messages(
         };
         admission
             .closed_calls
-            .push((MAIN_THREAD_ID.to_owned(), call.id.clone(), content.clone()));
+            .push((ThreadId::main(), call.id.clone(), content.clone()));
         rows.push(ContextMessage::Tool(ContextToolMessage {
             tool_call_id: call.id.clone(),
             content,
@@ -154,7 +146,7 @@ fn admit_messages(
         }));
     }
     admission.title = messages.first().and_then(|content| title_of(content));
-    admission.appends.insert(MAIN_THREAD_ID.to_owned(), rows);
+    admission.appends.insert(ThreadId::main(), rows);
     for stopped in &admission.stopped_threads {
         admission.capability_states.remove(stopped);
     }
@@ -164,11 +156,11 @@ fn admit_messages(
 /// Approvals and client-side results (or an empty input), checked call by call; every call that waits for
 /// the user must be resolved by this one input.
 fn admit_answers(
-    threads: &BTreeMap<String, AgentThreadSnapshot>,
+    threads: &BTreeMap<ThreadId, AgentThreadSnapshot>,
     input: &[TurnInputItem],
     admission: &mut Admission,
 ) -> Result<(), AgentError> {
-    let mut answered: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut answered: BTreeSet<(ThreadId, String)> = BTreeSet::new();
     let mut new_session_approvals: Vec<ToolRef> = Vec::new();
     for item in input {
         let (thread_id, call_id) = match item {
@@ -177,20 +169,20 @@ fn admit_answers(
             TurnInputItem::UserMessage(_) => continue,
         };
         let thread = threads
-            .get(thread_id)
-            .ok_or_else(|| invalid(format!("unknown thread_id '{thread_id}'")))?;
+            .get(thread_id.as_str())
+            .ok_or_else(|| InputError::UnknownThread(ThreadId::from(thread_id)))?;
         let decisions = approval_decisions(&thread.context);
         let open = open_calls(&thread.context);
         let call = open.iter().find(|call| &call.id == call_id);
-        if !answered.insert((thread_id.clone(), call_id.clone())) {
-            return Err(invalid(format!("tool call '{call_id}' is answered twice")));
+        if !answered.insert((ThreadId::from(thread_id), call_id.clone())) {
+            return Err(InputError::AnsweredTwice(call_id.clone()).into());
         }
         let row = match item {
             TurnInputItem::ToolApproval(approval) => {
                 let pending =
                     call.is_some_and(|call| call.is_approval_required() && !decisions.contains_key(call.id.as_str()));
                 if !pending {
-                    return Err(invalid(format!("no pending approval for tool_call_id '{call_id}'")));
+                    return Err(InputError::NoPendingApproval(call_id.clone()).into());
                 }
                 if let Some(info) = call.and_then(|call| call.tool_info.as_ref()) {
                     let tool = (info.mcp_server_id.clone(), info.original_tool_name.clone());
@@ -209,13 +201,17 @@ fn admit_answers(
             }
             TurnInputItem::ToolResponse(response) => {
                 if !call.is_some_and(|call| call.is_client_side()) {
-                    return Err(invalid(format!("no pending question for tool_call_id '{call_id}'")));
+                    return Err(InputError::NoPendingQuestion(call_id.clone()).into());
                 }
                 ContextMessage::tool_result(call_id.clone(), response.content.clone())
             }
             TurnInputItem::UserMessage(_) => continue,
         };
-        admission.appends.entry(thread_id.clone()).or_default().push(row);
+        admission
+            .appends
+            .entry(ThreadId::from(thread_id))
+            .or_default()
+            .push(row);
     }
     let mut missing = Vec::new();
     for (thread_id, thread) in threads {
@@ -227,10 +223,7 @@ fn admit_answers(
         }
     }
     if !missing.is_empty() {
-        return Err(invalid(format!(
-            "the input must resolve every tool call waiting for the user; missing: {}",
-            missing.join(", ")
-        )));
+        return Err(InputError::UnresolvedCalls(missing).into());
     }
     for (thread_id, thread) in threads {
         if answered.iter().any(|(answered_thread, _)| answered_thread == thread_id) {
@@ -253,10 +246,7 @@ fn admit_answers(
         }
     }
     if !new_session_approvals.is_empty() {
-        let state = admission
-            .capability_states
-            .entry(MAIN_THREAD_ID.to_owned())
-            .or_default();
+        let state = admission.capability_states.entry(ThreadId::main()).or_default();
         let mut approvals = ThreadRecords::read(Some(state)).session_approvals;
         approvals.extend(new_session_approvals);
         Record::SessionApprovals(approvals).write_into(state);

@@ -3,7 +3,7 @@
 
 use trueforge_protocol::{ApprovalScope, SessionAgent, TurnInputItem};
 
-use crate::error::AgentError;
+use crate::error::{AgentError, InputError};
 
 /// The broadest scope any approval in `input` asks for.
 pub fn broadest_scope(input: &[TurnInputItem]) -> Option<ApprovalScope> {
@@ -19,9 +19,7 @@ pub fn broadest_scope(input: &[TurnInputItem]) -> Option<ApprovalScope> {
 /// Refuses an input whose approvals reach further than `max` allows.
 pub fn check_max_scope(input: &[TurnInputItem], max: ApprovalScope) -> Result<(), AgentError> {
     match broadest_scope(input) {
-        Some(scope) if scope > max => Err(AgentError::InvalidInput(format!(
-            "the approval scope '{scope}' is not allowed on this server; the broadest allowed scope is '{max}'"
-        ))),
+        Some(scope) if scope > max => Err(InputError::ScopeNotAllowed { scope, max }.into()),
         _ => Ok(()),
     }
 }
@@ -34,11 +32,7 @@ pub fn agent_scope_target<'a>(input: &[TurnInputItem], agent: &'a SessionAgent) 
     }
     match agent {
         SessionAgent::Reference { id, .. } => Ok(Some(id.as_str())),
-        SessionAgent::Inline { .. } => Err(AgentError::InvalidInput(
-            "the approval scope 'agent' needs a session of a saved agent; this session's agent is given inline \
-             (use 'session' or 'once')"
-                .to_owned(),
-        )),
+        SessionAgent::Inline { .. } => Err(InputError::AgentScopeOfInlineAgent.into()),
     }
 }
 

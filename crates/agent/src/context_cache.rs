@@ -15,12 +15,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
-use trueforge_protocol::ContextMessage;
 use trueforge_protocol::sync::lock;
+use trueforge_protocol::{ContextMessage, SessionId, TenantId, ThreadId, TurnId};
 use trueforge_store::session::model::TurnKey;
 
 /// The contexts of one turn's threads, by thread id, as they were when it ended.
-pub type ThreadContexts = BTreeMap<String, Vec<ContextMessage>>;
+pub type ThreadContexts = BTreeMap<ThreadId, Vec<ContextMessage>>;
 
 /// The kept contexts of one session's latest turn that ended here.
 #[derive(Debug)]
@@ -32,7 +32,7 @@ pub struct KeptContexts {
 
 impl KeptContexts {
     /// Each thread's context length: what the store checks.
-    pub fn lengths(&self) -> BTreeMap<String, usize> {
+    pub fn lengths(&self) -> BTreeMap<ThreadId, usize> {
         self.contexts
             .iter()
             .map(|(thread_id, context)| (thread_id.clone(), context.len()))
@@ -50,7 +50,7 @@ pub struct ContextCache {
 #[derive(Debug, Default)]
 struct Entries {
     /// By (tenant, session).
-    by_session: HashMap<(String, String), Entry>,
+    by_session: HashMap<(TenantId, SessionId), Entry>,
     messages: usize,
     /// Orders entries for eviction.
     clock: u64,
@@ -58,7 +58,7 @@ struct Entries {
 
 #[derive(Debug)]
 struct Entry {
-    turn_id: String,
+    turn_id: TurnId,
     kept: KeptContexts,
     messages: usize,
     kept_at: u64,
@@ -132,8 +132,8 @@ impl ContextCache {
     }
 
     /// Forgets what a session kept (the session is being deleted).
-    pub fn forget(&self, tenant_id: &str, session_id: &str) {
-        let session = (tenant_id.to_owned(), session_id.to_owned());
+    pub fn forget(&self, tenant_id: &TenantId, session_id: &SessionId) {
+        let session = (tenant_id.clone(), session_id.clone());
         let removed = {
             let mut entries = lock(&self.inner);
             let removed = entries.by_session.remove(&session);
@@ -162,7 +162,7 @@ mod tests {
         KeptContexts {
             completed_at: "2026-12-02T00:00:00.000Z".to_owned(),
             contexts: BTreeMap::from([(
-                "main".to_owned(),
+                ThreadId::main(),
                 (0..messages)
                     .map(|n| ContextMessage::user_text(n.to_string()))
                     .collect(),
@@ -185,7 +185,7 @@ mod tests {
             "another tenant"
         );
         let taken = cache.take(&TurnKey::new("t", "s", "turn-2")).unwrap();
-        assert_eq!(taken.lengths(), BTreeMap::from([("main".to_owned(), 4)]));
+        assert_eq!(taken.lengths(), BTreeMap::from([(ThreadId::main(), 4)]));
         assert!(cache.take(&TurnKey::new("t", "s", "turn-2")).is_none(), "taken once");
         assert_eq!(cache.messages(), 0);
     }
@@ -199,7 +199,7 @@ mod tests {
         assert_eq!(cache.messages(), 8);
         assert!(cache.take(&TurnKey::new("t", "a", "turn-1")).is_none(), "evicted");
         assert!(cache.take(&TurnKey::new("t", "b", "turn-1")).is_some());
-        cache.forget("t", "c");
+        cache.forget(&"t".into(), &"c".into());
         assert_eq!(cache.messages(), 0);
         cache.keep(&TurnKey::new("t", "c", "turn-1"), kept(4));
         cache.keep(&TurnKey::new("t", "c", "turn-2"), kept(11));

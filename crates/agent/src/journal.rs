@@ -14,7 +14,8 @@ use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc};
 use trueforge_protocol::sync::lock;
 use trueforge_protocol::{
-    ContextMessage, CurrentContextUsage, ModelMessageEvent, SessionEvent, SubAgentCompletion, TurnStreamingEvent,
+    ContextMessage, CurrentContextUsage, ModelMessageEvent, SessionEvent, SubAgentCompletion, ThreadId,
+    TurnStreamingEvent,
 };
 use trueforge_store::SessionStore;
 use trueforge_store::session::model::{OpenMessage, StoredEvent, ThreadStep, TurnKey};
@@ -135,7 +136,7 @@ impl Journal {
         Arc::make_mut(&mut numbers.open).push(OpenMessage {
             id: placeholder.id.clone(),
             seq,
-            thread_id: placeholder.thread_id.clone(),
+            thread_id: ThreadId::from(&placeholder.thread_id),
             created_at: placeholder.created_at.clone(),
         });
         let open = numbers.open.clone();
@@ -171,7 +172,7 @@ impl Journal {
     /// subscribers already received as deltas) shares the number of its last delta (see the module docs).
     pub async fn commit(
         &self,
-        thread_id: &str,
+        thread_id: &ThreadId,
         events: Vec<(SessionEvent, Publish)>,
         messages: Vec<ContextMessage>,
         usage: Option<CurrentContextUsage>,
@@ -179,7 +180,7 @@ impl Journal {
     ) -> Result<(), AgentError> {
         self.write(events, |stored| {
             let step = ThreadStep {
-                thread_id: thread_id.to_owned(),
+                thread_id: thread_id.clone(),
                 events: stored,
                 messages,
                 usage,

@@ -27,7 +27,7 @@ mod lifecycle;
 mod recovery;
 
 pub use cancel::TurnCancel;
-pub use error::AgentError;
+pub use error::{AgentError, InputError};
 pub use ids::{EventIds, now_iso};
 pub use journal::StreamItem;
 pub use live::LiveStreams;

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use trueforge_llm::{
     Assembler, EventStream, LlmError, ModelClient, ModelRequest, ModelResponse, Origin, SamplingParams, TokenizerFamily,
 };
-use trueforge_protocol::ModelParams;
+use trueforge_protocol::{ModelParams, TenantId};
 
 /// Something that answers model requests as a stream of events.
 #[async_trait]
@@ -76,10 +76,10 @@ impl ModelResolveError {
 /// Turns `provider/model` names into callable models.
 #[async_trait]
 pub trait ModelResolver: Send + Sync {
-    async fn resolve(&self, tenant_id: &str, name: &str) -> Result<ResolvedModel, ModelResolveError>;
+    async fn resolve(&self, tenant_id: &TenantId, name: &str) -> Result<ResolvedModel, ModelResolveError>;
 
     /// Models a sub-agent may be started on instead of its parent's, with what each is good at.
-    async fn sub_agent_models(&self, _tenant_id: &str) -> Vec<crate::capabilities::SubAgentModel> {
+    async fn sub_agent_models(&self, _tenant_id: &TenantId) -> Vec<crate::capabilities::SubAgentModel> {
         Vec::new()
     }
 }

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use tokio::task::JoinSet;
 use trueforge_protocol::{
     ActionRequiredEvent, AgentInfo, AgentParent, AgentThreadSnapshot, ContextMessage, ContextToolMessage,
-    MAIN_THREAD_ID, ModelMessageEvent, SubAgentCompletion, ThreadCreatedEvent, ThreadDoneEvent, ThreadState,
+    MAIN_THREAD_ID, ModelMessageEvent, SubAgentCompletion, ThreadCreatedEvent, ThreadDoneEvent, ThreadId, ThreadState,
     ToolResponseEvent,
 };
 
@@ -60,15 +60,15 @@ type Running = JoinSet<(AgentThread, Result<ThreadExit, AgentError>)>;
 pub struct Orchestrator {
     env: Arc<TurnEnv>,
     factory: Arc<dyn ChildFactory>,
-    idle: BTreeMap<String, AgentThread>,
+    idle: BTreeMap<ThreadId, AgentThread>,
     /// Threads that stay idle until something changes for them (paused, waiting, or finished root).
-    parked: HashSet<String>,
+    parked: HashSet<ThreadId>,
     finished: ThreadMetrics,
 }
 
 impl Orchestrator {
     pub fn new(env: Arc<TurnEnv>, factory: Arc<dyn ChildFactory>, threads: Vec<AgentThread>) -> Self {
-        let mut idle: BTreeMap<String, AgentThread> =
+        let mut idle: BTreeMap<ThreadId, AgentThread> =
             threads.into_iter().map(|thread| (thread.id.clone(), thread)).collect();
         let links: Vec<(String, String)> = idle
             .values()
@@ -80,7 +80,7 @@ impl Orchestrator {
             })
             .collect();
         for (parent_id, call_id) in links {
-            if let Some(parent) = idle.get_mut(&parent_id) {
+            if let Some(parent) = idle.get_mut(parent_id.as_str()) {
                 parent.spawned.insert(call_id);
             }
         }
@@ -141,7 +141,7 @@ impl Orchestrator {
                     self.env
                         .cancel
                         .cancel(trueforge_protocol::CancellationReason::Abandoned);
-                    failure.get_or_insert(AgentError::Internal(format!("a thread of the turn failed: {panic}")));
+                    failure.get_or_insert(AgentError::Internal(panic));
                     continue;
                 }
             };
@@ -210,7 +210,7 @@ impl Orchestrator {
 
     /// Idle threads that can run now: not parked, without sub-agents of their own still alive, and
     /// sub-agents only while a pool slot is free.
-    fn runnable(&self, running_children: usize) -> Vec<String> {
+    fn runnable(&self, running_children: usize) -> Vec<ThreadId> {
         let parents_with_children: HashSet<&str> = self
             .idle
             .values()
@@ -238,7 +238,7 @@ impl Orchestrator {
 
     /// Sub-agents that finished before a crash but whose result was not delivered yet.
     async fn deliver_stored_completions(&mut self) -> Result<(), AgentError> {
-        let finished: Vec<String> = self
+        let finished: Vec<ThreadId> = self
             .idle
             .values()
             .filter(|thread| thread.completion.is_some())
@@ -251,7 +251,7 @@ impl Orchestrator {
     }
 
     /// Stores the completion of a sub-agent that failed without one, then delivers it.
-    async fn finish_child(&mut self, id: &str, exit: ThreadExit) -> Result<(), AgentError> {
+    async fn finish_child(&mut self, id: &ThreadId, exit: ThreadExit) -> Result<(), AgentError> {
         let Some(thread) = self.idle.get_mut(id) else {
             return Ok(());
         };
@@ -282,17 +282,17 @@ impl Orchestrator {
 
     /// Gives a finished sub-agent's result to its parent (unless the parent already has it), announces
     /// the end of the thread and drops it from the turn.
-    async fn deliver(&mut self, id: &str) -> Result<(), AgentError> {
+    async fn deliver(&mut self, id: &ThreadId) -> Result<(), AgentError> {
         let Some(child) = self.idle.remove(id) else {
             return Ok(());
         };
         let (Some(parent_ref), Some(completion)) = (child.parent.clone(), child.completion.clone()) else {
-            self.idle.insert(id.to_owned(), child);
+            self.idle.insert(id.clone(), child);
             return Ok(());
         };
         let journal = self.env.journal.clone();
         let result = completion.send_to_parent().clone();
-        if let Some(parent) = self.idle.get_mut(&parent_ref.thread_id) {
+        if let Some(parent) = self.idle.get_mut(parent_ref.thread_id.as_str()) {
             let still_open = open_calls(&parent.context)
                 .iter()
                 .any(|call| call.id == parent_ref.tool_call_id);
@@ -300,7 +300,7 @@ impl Orchestrator {
                 let event = ToolResponseEvent {
                     id: journal.next_id(),
                     created_at: now_iso(),
-                    thread_id: parent.id.clone(),
+                    thread_id: parent.id.to_string(),
                     tool_call_id: result.tool_call_id.clone(),
                     content: result.content.clone(),
                 };
@@ -311,7 +311,7 @@ impl Orchestrator {
                     .await?;
             }
             parent.spawned.remove(&parent_ref.tool_call_id);
-            self.parked.remove(&parent_ref.thread_id);
+            self.parked.remove(parent_ref.thread_id.as_str());
         }
         let state = match &completion {
             SubAgentCompletion::Done { output, .. } => ThreadState::Done { output: output.clone() },
@@ -328,7 +328,7 @@ impl Orchestrator {
             .persist(ThreadDoneEvent {
                 id: journal.next_id(),
                 created_at: now_iso(),
-                thread_id: child.id.clone(),
+                thread_id: child.id.to_string(),
                 title: child.title.clone(),
                 parent: Some(parent_ref),
                 state,
@@ -342,11 +342,11 @@ impl Orchestrator {
         Ok(())
     }
 
-    async fn spawn(&mut self, parent_id: &str, requests: Vec<(String, AgentInfo)>) -> Result<(), AgentError> {
+    async fn spawn(&mut self, parent_id: &ThreadId, requests: Vec<(String, AgentInfo)>) -> Result<(), AgentError> {
         for (call_id, info) in requests {
             let journal = self.env.journal.clone();
             let parent = AgentParent {
-                thread_id: parent_id.to_owned(),
+                thread_id: parent_id.to_string(),
                 tool_call_id: call_id.clone(),
             };
             let setup = match self.factory.child_setup(&info).await {
@@ -372,7 +372,7 @@ impl Orchestrator {
                 .persist(ThreadCreatedEvent {
                     id: journal.next_id(),
                     created_at: now_iso(),
-                    thread_id: child.id.clone(),
+                    thread_id: child.id.to_string(),
                     title: child.title.clone(),
                     parent,
                     agent_info: info,
@@ -388,7 +388,7 @@ impl Orchestrator {
     }
 
     /// Closes a sub-agent call that never got its sub-agent.
-    async fn answer_call(&mut self, thread_id: &str, call_id: &str, message: &str) -> Result<(), AgentError> {
+    async fn answer_call(&mut self, thread_id: &ThreadId, call_id: &str, message: &str) -> Result<(), AgentError> {
         let Some(thread) = self.idle.get_mut(thread_id) else {
             return Ok(());
         };
@@ -396,7 +396,7 @@ impl Orchestrator {
         let event = ToolResponseEvent {
             id: self.env.journal.next_id(),
             created_at: now_iso(),
-            thread_id: thread_id.to_owned(),
+            thread_id: thread_id.to_string(),
             tool_call_id: call_id.to_owned(),
             content: content.clone(),
         };

@@ -61,7 +61,7 @@ pub async fn reconcile_open_calls(
                     SessionEvent::ToolResponse(ToolResponseEvent {
                         id: env.journal.next_id(),
                         created_at: now_iso(),
-                        thread_id: thread.id.clone(),
+                        thread_id: thread.id.to_string(),
                         tool_call_id: call.id.clone(),
                         content: content.clone(),
                     }),

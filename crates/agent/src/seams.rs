@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use trueforge_protocol::{AgentSpec, McpServerRef};
+use trueforge_protocol::{AgentSpec, McpServerRef, TenantId};
 use trueforge_store::StoreError;
 use trueforge_store::settings::{AgentStore, AgentToolApprovalStore};
 
@@ -15,7 +15,7 @@ use crate::tools::{ToolError, ToolSet};
 /// Looks agents up by id for sessions bound to a named agent (always the live definition).
 #[async_trait]
 pub trait AgentDirectory: Send + Sync {
-    async fn agent_spec(&self, tenant_id: &str, agent_id: &str) -> Result<Option<AgentSpec>, AgentError>;
+    async fn agent_spec(&self, tenant_id: &TenantId, agent_id: &str) -> Result<Option<AgentSpec>, AgentError>;
 }
 
 /// The settings store's agents.
@@ -23,7 +23,7 @@ pub struct StoredAgents(pub Arc<dyn AgentStore>);
 
 #[async_trait]
 impl AgentDirectory for StoredAgents {
-    async fn agent_spec(&self, tenant_id: &str, agent_id: &str) -> Result<Option<AgentSpec>, AgentError> {
+    async fn agent_spec(&self, tenant_id: &TenantId, agent_id: &str) -> Result<Option<AgentSpec>, AgentError> {
         Ok(self
             .0
             .get_agent(tenant_id, agent_id)
@@ -36,12 +36,16 @@ impl AgentDirectory for StoredAgents {
 /// `(mcp_server_id, original_tool_name)` pairs like the session's approvals.
 #[async_trait]
 pub trait AgentApprovals: Send + Sync {
-    async fn approved_tools(&self, tenant_id: &str, agent_id: &str) -> Result<HashSet<(String, String)>, AgentError>;
+    async fn approved_tools(
+        &self,
+        tenant_id: &TenantId,
+        agent_id: &str,
+    ) -> Result<HashSet<(String, String)>, AgentError>;
     /// Remembers `tools` for the agent. A failure is an error, never a skipped write: the user was told
     /// the tool is allowed from now on.
     async fn approve_tools(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         agent_id: &str,
         tools: &[(String, String)],
     ) -> Result<(), AgentError>;
@@ -52,7 +56,11 @@ pub struct StoredAgentApprovals(pub Arc<dyn AgentToolApprovalStore>);
 
 #[async_trait]
 impl AgentApprovals for StoredAgentApprovals {
-    async fn approved_tools(&self, tenant_id: &str, agent_id: &str) -> Result<HashSet<(String, String)>, AgentError> {
+    async fn approved_tools(
+        &self,
+        tenant_id: &TenantId,
+        agent_id: &str,
+    ) -> Result<HashSet<(String, String)>, AgentError> {
         Ok(self
             .0
             .list_agent_tool_approvals(tenant_id, agent_id)
@@ -64,7 +72,7 @@ impl AgentApprovals for StoredAgentApprovals {
 
     async fn approve_tools(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         agent_id: &str,
         tools: &[(String, String)],
     ) -> Result<(), AgentError> {
@@ -88,7 +96,7 @@ impl AgentApprovals for StoredAgentApprovals {
 pub trait ToolSetResolver: Send + Sync {
     async fn tool_set(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         user_id: &str,
         server: &McpServerRef,
     ) -> Result<Arc<dyn ToolSet>, ToolError>;
@@ -115,7 +123,7 @@ impl StaticToolSets {
 impl ToolSetResolver for StaticToolSets {
     async fn tool_set(
         &self,
-        _tenant_id: &str,
+        _tenant_id: &TenantId,
         _user_id: &str,
         server: &McpServerRef,
     ) -> Result<Arc<dyn ToolSet>, ToolError> {

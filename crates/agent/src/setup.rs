@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use trueforge_llm::Message;
-use trueforge_protocol::{AgentInfo, AgentSpec, InputTokensBreakdown, McpServerAuthInfo, McpServerInitInfo};
+use trueforge_protocol::{AgentInfo, AgentSpec, InputTokensBreakdown, McpServerAuthInfo, McpServerInitInfo, TenantId};
 use trueforge_store::SessionStore;
 
 use crate::capabilities::{
@@ -30,7 +30,7 @@ pub const FALLBACK_COMPACTION_THRESHOLD: u64 = trueforge_protocol::DEFAULT_COMPA
 
 /// The resolved resources of one turn.
 pub struct TurnResources {
-    pub tenant_id: String,
+    pub tenant_id: TenantId,
     pub spec: AgentSpec,
     pub models: Arc<dyn ModelResolver>,
     pub root_model: ResolvedModel,

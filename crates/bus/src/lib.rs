@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
+use trueforge_protocol::{SessionId, TenantId, TurnId};
 
 pub use memory::MemoryBus;
 
@@ -21,7 +22,7 @@ pub use memory::MemoryBus;
 pub struct StreamKey(String);
 
 impl StreamKey {
-    pub fn for_turn(tenant_id: &str, session_id: &str, turn_id: &str) -> Self {
+    pub fn for_turn(tenant_id: &TenantId, session_id: &SessionId, turn_id: &TurnId) -> Self {
         Self(format!("agent:turn:{tenant_id}:{session_id}:{turn_id}:stream"))
     }
 

@@ -19,7 +19,7 @@ const LONG: Duration = Duration::from_secs(120);
 fn fresh_key() -> StreamKey {
     let session = ulid::Ulid::new().to_string().to_lowercase();
     let turn = format!("{}.contract", ulid::Ulid::new().to_string().to_lowercase());
-    StreamKey::for_turn("contract", &session, &turn)
+    StreamKey::for_turn(&"contract".into(), &session.into(), &turn.into())
 }
 
 fn event(seq: u64) -> BusEvent {

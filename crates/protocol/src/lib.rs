@@ -20,6 +20,7 @@ mod tagged;
 pub mod whole_number;
 
 mod error;
+mod ids;
 
 mod agent_spec;
 mod mcp_server_ref;
@@ -48,6 +49,7 @@ mod sandbox_provider;
 mod skill_manifest;
 
 pub use error::ProtocolError;
+pub use ids::{SessionId, TenantId, ThreadId, TurnId};
 pub use rules::is_resource_name;
 pub use turn_key::TurnKey;
 

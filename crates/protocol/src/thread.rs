@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use crate::tagged::tagged_struct;
-use crate::{ContextMessage, ContextToolMessage, ModelMessageEvent};
+use crate::{ContextMessage, ContextToolMessage, ModelMessageEvent, ThreadId};
 
 /// Id of the root thread of every turn; sub-agent threads get random UUIDs.
 pub const MAIN_THREAD_ID: &str = "main";
@@ -15,7 +15,7 @@ pub const MAIN_THREAD_ID: &str = "main";
 /// `null` when unset, as in the reference store.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentThreadSnapshot {
-    pub thread_id: String,
+    pub thread_id: ThreadId,
     /// The thread's conversation, oldest first.
     pub context: Vec<ContextMessage>,
     pub current_context_usage: CurrentContextUsage,
@@ -35,7 +35,7 @@ pub struct AgentThreadSnapshot {
 
 impl AgentThreadSnapshot {
     /// A thread with nothing in it yet.
-    pub fn empty(thread_id: impl Into<String>) -> Self {
+    pub fn empty(thread_id: impl Into<ThreadId>) -> Self {
         Self {
             thread_id: thread_id.into(),
             context: Vec::new(),

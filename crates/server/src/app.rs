@@ -14,7 +14,7 @@ use axum::serve::ListenerExt;
 use trueforge_agent::{LeaseTiming, LiveStreams, Runtime, RuntimeOptions, StoredAgentApprovals, StoredAgents};
 use trueforge_llm::ClientOptions;
 use trueforge_protocol::{
-    ConfiguredModel, ModelProviderAuth, ModelProviderManifest, WellKnownModelProvider, WellKnownProviderType,
+    ConfiguredModel, ModelProviderAuth, ModelProviderManifest, TenantId, WellKnownModelProvider, WellKnownProviderType,
 };
 use trueforge_store::crypto::SecretCipher;
 use trueforge_store::db::{MigrateOnOpen, SqliteDb};
@@ -239,10 +239,11 @@ async fn configure_providers_from_env(
             config.provider_keys.gemini.as_ref(),
         ),
     ];
+    let tenant = TenantId::from(LOCAL_TENANT);
     for (provider_type, key) in keys {
         let Some(key) = key else { continue };
         let name = provider_type.as_str();
-        if settings.get_model_provider(LOCAL_TENANT, name).await?.is_some() {
+        if settings.get_model_provider(&tenant, name).await?.is_some() {
             continue;
         }
         let models: Vec<ConfiguredModel> = catalogs
@@ -269,7 +270,7 @@ async fn configure_providers_from_env(
                 base_url: provider_type.default_base_url().to_owned(),
             },
         };
-        settings.create_model_provider(LOCAL_TENANT, manifest).await?;
+        settings.create_model_provider(&tenant, manifest).await?;
         tracing::info!(provider = name, "configured a model provider from the environment");
     }
     Ok(())

@@ -4,6 +4,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use trueforge_agent::AgentError;
+use trueforge_protocol::{SessionId, TurnId};
 use trueforge_store::StoreError;
 
 /// An error answer: status and the message clients see.
@@ -54,11 +55,11 @@ impl ApiError {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal server error")
     }
 
-    pub fn session_not_found(session_id: &str) -> Self {
+    pub fn session_not_found(session_id: &SessionId) -> Self {
         Self::not_found(format!("Session not found: {session_id}"))
     }
 
-    pub fn turn_not_found(turn_id: &str) -> Self {
+    pub fn turn_not_found(turn_id: &TurnId) -> Self {
         Self::not_found(format!("Turn not found: {turn_id}"))
     }
 }
@@ -86,7 +87,7 @@ impl From<StoreError> for ApiError {
             }
             StoreError::InvalidPageToken => Self::bad_request("Invalid page token"),
             StoreError::MissingStoredSecret(message) => Self::bad_request(message),
-            StoreError::InvalidInput(message) => Self::unprocessable(message),
+            StoreError::InvalidInput(error) => Self::unprocessable(error.to_string()),
             // The server's storage, not the request, failed (a full disk): worth retrying later, and a load
             // balancer or client should see that it is the service that is unavailable.
             StoreError::Storage(reason) => {
@@ -104,7 +105,8 @@ impl From<StoreError> for ApiError {
 impl From<AgentError> for ApiError {
     fn from(error: AgentError) -> Self {
         match error {
-            AgentError::InvalidInput(message) | AgentError::InvalidSpec(message) => Self::unprocessable(message),
+            AgentError::InvalidInput(error) => Self::unprocessable(error.to_string()),
+            AgentError::InvalidSpec(error) => Self::unprocessable(error.to_string()),
             AgentError::SessionNotFound => Self::not_found("Session not found"),
             AgentError::NotSessionCreator => {
                 Self::new(StatusCode::FORBIDDEN, "Only the session creator can create turns")

@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+use trueforge_protocol::TenantId;
 
 use trueforge_mcp::oauth::{self, AuthServerInfo, ClientCredentials, OAuthError, OAuthHttp, Pkce};
 use trueforge_protocol::sync::lock;
@@ -32,7 +33,7 @@ const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
 const DEFAULT_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
 
 /// Tenant, MCP server id, user: whose token for which server.
-type TokenKey = (String, String, String);
+type TokenKey = (TenantId, String, String);
 
 /// What a user needs to use an OAuth MCP server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,7 +123,7 @@ impl McpOAuth {
     /// The lock of one user's token for one server. Refreshes of the same token are serialised: with a
     /// rotating refresh token the second of two concurrent refreshes is refused, and it would then delete
     /// the token the first one just saved. (Across replicas the race remains; the loser re-authorizes.)
-    fn token_lock(&self, tenant: &str, server_id: &str, user: &str) -> Arc<tokio::sync::Mutex<()>> {
+    fn token_lock(&self, tenant: &TenantId, server_id: &str, user: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = lock(&self.token_locks);
         locks
             .entry((tenant.to_owned(), server_id.to_owned(), user.to_owned()))
@@ -134,7 +135,7 @@ impl McpOAuth {
     /// The caller holds the token's lock.
     async fn usable_token(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         user: &str,
         record: &McpServerRecord,
     ) -> Result<Option<String>, FlowError> {
@@ -182,7 +183,7 @@ impl McpOAuth {
     /// The user's token, or a new authorization to start (see the module docs).
     pub async fn resolve(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         user: &str,
         record: &McpServerRecord,
         return_to: Option<String>,
@@ -228,7 +229,7 @@ impl McpOAuth {
     /// The server's registered client, registering one (discovery, checks, RFC 7591) when it has none.
     pub async fn ensure_client(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         record: &McpServerRecord,
     ) -> Result<OAuthClientRegistration, FlowError> {
         if let Some(registration) = self.settings.get_oauth_client(tenant, &record.id).await? {

@@ -15,7 +15,7 @@ use trueforge_agent::tools::{ToolError, ToolSet};
 use trueforge_mcp::{
     DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerConfig, McpToolSet, Reauthorize, Reconnect,
 };
-use trueforge_protocol::{McpServerAuth, McpServerAuthInfo, McpServerManifest, McpServerRef, McpServerType};
+use trueforge_protocol::{McpServerAuth, McpServerAuthInfo, McpServerManifest, McpServerRef, McpServerType, TenantId};
 use trueforge_store::Timestamp;
 use trueforge_store::settings::{McpServerRecord, SettingsStore};
 
@@ -65,7 +65,7 @@ struct Cached {
 }
 
 /// Tenant, server name, user.
-type ConnectionKey = (String, String, String);
+type ConnectionKey = (TenantId, String, String);
 
 /// One key's connection, locked while it is opened: turns of the same user share one connection instead of
 /// racing to open several, and a slow server holds up only its own users.
@@ -142,7 +142,7 @@ impl SettingsMcpToolSets {
     }
 
     /// The user's token for an OAuth server, or where the user must authorize it.
-    async fn token(&self, tenant_id: &str, user_id: &str, record: &McpServerRecord) -> Result<String, ReachError> {
+    async fn token(&self, tenant_id: &TenantId, user_id: &str, record: &McpServerRecord) -> Result<String, ReachError> {
         match self.oauth.resolve(tenant_id, user_id, record, None).await {
             Ok(Resolution::Authenticated { access_token }) => Ok(access_token),
             Ok(Resolution::Required { authorization_url }) => Err(ReachError::AuthRequired {
@@ -162,7 +162,7 @@ impl SettingsMcpToolSets {
     /// The open connection of `user_id` to a configured server, opening it when needed (see [`Slot`]).
     pub async fn connection(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         user_id: &str,
         name: &str,
     ) -> Result<(McpServerRecord, Arc<McpConnection>), ReachError> {
@@ -246,7 +246,7 @@ impl SettingsMcpToolSets {
     /// server answers; it costs one extra round trip, once per process and connection). `None`: connect anew.
     async fn resume(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         user_id: &str,
         record: &McpServerRecord,
         config: &McpServerConfig,
@@ -275,7 +275,7 @@ impl SettingsMcpToolSets {
         }
     }
 
-    async fn forget_session(&self, tenant_id: &str, server_id: &str, user_id: &str) {
+    async fn forget_session(&self, tenant_id: &TenantId, server_id: &str, user_id: &str) {
         if let Err(error) = self.settings.delete_mcp_session(tenant_id, server_id, user_id).await {
             tracing::warn!(%error, "could not forget an MCP session");
         }
@@ -301,7 +301,7 @@ impl SettingsMcpToolSets {
 impl ToolSetResolver for SettingsMcpToolSets {
     async fn tool_set(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         user_id: &str,
         server: &McpServerRef,
     ) -> Result<Arc<dyn ToolSet>, ToolError> {
@@ -311,7 +311,7 @@ impl ToolSetResolver for SettingsMcpToolSets {
         if let Some(me) = self.me.upgrade() {
             set = set.with_reconnect(Arc::new(PooledReconnect {
                 sets: me,
-                tenant_id: tenant_id.to_owned(),
+                tenant_id: tenant_id.clone(),
                 user_id: user_id.to_owned(),
                 name: server.name.clone(),
             }));
@@ -320,7 +320,7 @@ impl ToolSetResolver for SettingsMcpToolSets {
             set = set.with_reauthorize(Arc::new(UserReauthorization {
                 oauth: self.oauth.clone(),
                 settings: self.settings.clone(),
-                tenant_id: tenant_id.to_owned(),
+                tenant_id: tenant_id.clone(),
                 user_id: user_id.to_owned(),
                 record,
             }));
@@ -333,7 +333,7 @@ impl ToolSetResolver for SettingsMcpToolSets {
 /// the set's later calls go over the new one.
 struct PooledReconnect {
     sets: Arc<SettingsMcpToolSets>,
-    tenant_id: String,
+    tenant_id: TenantId,
     user_id: String,
     name: String,
 }
@@ -354,7 +354,7 @@ impl Reconnect for PooledReconnect {
 struct UserReauthorization {
     oauth: Arc<McpOAuth>,
     settings: Arc<dyn SettingsStore>,
-    tenant_id: String,
+    tenant_id: TenantId,
     user_id: String,
     record: McpServerRecord,
 }

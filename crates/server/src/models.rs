@@ -11,7 +11,7 @@ use trueforge_llm::{
     ClientOptions, Endpoint, LlmError, ModelCatalog, ModelClient, ProviderType, TokenizerFamily, WireFormat,
 };
 use trueforge_protocol::api::{AvailableModel, AvailableModelProvider};
-use trueforge_protocol::{ConfiguredModel, ModelParams, ModelProviderManifest, ModelRef};
+use trueforge_protocol::{ConfiguredModel, ModelParams, ModelProviderManifest, ModelRef, TenantId};
 use trueforge_store::StoreError;
 use trueforge_store::settings::ModelProviderStore;
 
@@ -39,7 +39,7 @@ pub struct FoundModel {
 /// Finds the configured model `name` (`provider/model`, exactly one slash) of `tenant`.
 pub async fn find_model(
     providers: &dyn ModelProviderStore,
-    tenant: &str,
+    tenant: &TenantId,
     name: &str,
 ) -> Result<FoundModel, ModelLookupError> {
     // The protocol owns the "fully qualified" rule; borrow it rather than restate it here.
@@ -117,7 +117,7 @@ impl SettingsModels {
 
     /// Every configured model of `tenant`, provider by provider (providers ordered by name, models in
     /// their configured order): the body of `GET /models`.
-    pub async fn available_models(&self, tenant: &str) -> Result<Vec<AvailableModel>, StoreError> {
+    pub async fn available_models(&self, tenant: &TenantId) -> Result<Vec<AvailableModel>, StoreError> {
         let records = self.providers.list_model_providers(tenant).await?;
         Ok(records
             .iter()
@@ -166,7 +166,7 @@ impl SettingsModels {
 
 #[async_trait]
 impl ModelResolver for SettingsModels {
-    async fn resolve(&self, tenant_id: &str, name: &str) -> Result<ResolvedModel, ModelResolveError> {
+    async fn resolve(&self, tenant_id: &TenantId, name: &str) -> Result<ResolvedModel, ModelResolveError> {
         let found = find_model(self.providers.as_ref(), tenant_id, name)
             .await
             .map_err(|error| match error {
@@ -181,12 +181,12 @@ impl ModelResolver for SettingsModels {
 
     /// Every configured model of the tenant. The parent's own model is among them: the runtime asks once
     /// per turn, before any agent picks, and the tool lets a sub-agent stay on its parent's model anyway.
-    async fn sub_agent_models(&self, tenant_id: &str) -> Vec<SubAgentModel> {
+    async fn sub_agent_models(&self, tenant_id: &TenantId) -> Vec<SubAgentModel> {
         match self.available_models(tenant_id).await {
             Ok(models) => models.iter().map(sub_agent_model).collect(),
             Err(error) => {
                 // A turn without the model choice still works; failing it over this would not help.
-                tracing::warn!(tenant_id, %error, "cannot list the models sub-agents may use");
+                tracing::warn!(tenant_id = tenant_id.as_str(), %error, "cannot list the models sub-agents may use");
                 Vec::new()
             }
         }

@@ -1,7 +1,7 @@
 //! Whether an agent spec can run for a tenant: everything it names must be configured. Used when sessions
 //! and agents are created or changed, so a bad spec is refused up front instead of failing its first turn.
 
-use trueforge_protocol::{AgentSpec, ProtocolError};
+use trueforge_protocol::{AgentSpec, ProtocolError, TenantId};
 use trueforge_store::StoreError;
 use trueforge_store::settings::{McpServerStore, ModelProviderStore, SandboxProviderStore, SettingsStore, SkillStore};
 
@@ -48,7 +48,7 @@ impl<'a> SpecStores<'a> {
 /// a sandbox of its own to fall back on when the tenant configured none.
 pub async fn validate_agent_spec(
     spec: &AgentSpec,
-    tenant: &str,
+    tenant: &TenantId,
     stores: &SpecStores<'_>,
     sandbox_available: bool,
 ) -> Result<(), SpecError> {
@@ -59,7 +59,7 @@ pub async fn validate_agent_spec(
     check_sandbox(spec, tenant, stores, sandbox_available).await
 }
 
-async fn check_model(spec: &AgentSpec, tenant: &str, stores: &SpecStores<'_>) -> Result<(), SpecError> {
+async fn check_model(spec: &AgentSpec, tenant: &TenantId, stores: &SpecStores<'_>) -> Result<(), SpecError> {
     let name = &spec.model.name;
     let found = find_model(stores.model_providers, tenant, name)
         .await
@@ -85,7 +85,7 @@ async fn check_model(spec: &AgentSpec, tenant: &str, stores: &SpecStores<'_>) ->
     }
 }
 
-async fn check_mcp_servers(spec: &AgentSpec, tenant: &str, stores: &SpecStores<'_>) -> Result<(), SpecError> {
+async fn check_mcp_servers(spec: &AgentSpec, tenant: &TenantId, stores: &SpecStores<'_>) -> Result<(), SpecError> {
     let Some(servers) = spec.mcp_servers.as_deref().filter(|servers| !servers.is_empty()) else {
         return Ok(());
     };
@@ -102,7 +102,7 @@ async fn check_mcp_servers(spec: &AgentSpec, tenant: &str, stores: &SpecStores<'
     }
 }
 
-async fn check_skills(spec: &AgentSpec, tenant: &str, stores: &SpecStores<'_>) -> Result<(), SpecError> {
+async fn check_skills(spec: &AgentSpec, tenant: &TenantId, stores: &SpecStores<'_>) -> Result<(), SpecError> {
     let Some(skills) = spec.skills.as_deref().filter(|skills| !skills.is_empty()) else {
         return Ok(());
     };
@@ -121,7 +121,7 @@ async fn check_skills(spec: &AgentSpec, tenant: &str, stores: &SpecStores<'_>) -
 
 async fn check_sandbox(
     spec: &AgentSpec,
-    tenant: &str,
+    tenant: &TenantId,
     stores: &SpecStores<'_>,
     sandbox_available: bool,
 ) -> Result<(), SpecError> {

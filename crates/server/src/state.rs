@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use trueforge_agent::Runtime;
+use trueforge_protocol::TenantId;
 use trueforge_store::SessionStore;
 use trueforge_store::db::SqliteDb;
 use trueforge_store::settings::SettingsStore;
@@ -24,7 +25,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Who is calling. Local mode has one admin; hosted mode (OIDC) will fill this from the token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    pub tenant: String,
+    pub tenant: TenantId,
     pub user: String,
     pub is_admin: bool,
 }
@@ -32,7 +33,7 @@ pub struct Caller {
 impl Caller {
     pub fn local() -> Self {
         Self {
-            tenant: LOCAL_TENANT.to_owned(),
+            tenant: LOCAL_TENANT.into(),
             user: LOCAL_USER.to_owned(),
             is_admin: true,
         }

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use trueforge_protocol::{ContextMessage, SessionAgent, TurnState};
+use trueforge_protocol::{ContextMessage, SessionAgent, TurnId, TurnState};
 use trueforge_store::db::{MigrateOnOpen, PostgresDb, SqliteDb};
 use trueforge_store::session::{ContextAppend, NewSession, NewThread, NewTurn, SessionStore, TurnDone, TurnKey};
 use trueforge_store::{PostgresSessionStore, SqliteSessionStore};
@@ -37,7 +37,7 @@ fn new_turn(session: &str, turn_id: &str, previous: Option<&str>, messages: Vec<
         tenant_id: TENANT.into(),
         session_id: session.into(),
         turn_id: turn_id.into(),
-        previous_turn_id: previous.map(str::to_string),
+        previous_turn_id: previous.map(TurnId::from),
         input: Vec::new(),
         custom: None,
         new_threads: if previous.is_none() {

@@ -1,42 +1,42 @@
 //! The one error type of the store crate. Every constraint a caller can hit has its own variant, so no raw
 //! database error ever reaches a caller; unexpected backend failures are `Backend`.
 
-use trueforge_protocol::TurnState;
+use trueforge_protocol::{SessionId, ThreadId, TurnId, TurnState};
 
 /// Errors of the session store and the settings stores.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     // ---- session store: not found ----
     #[error("session '{session_id}' not found")]
-    SessionNotFound { session_id: String },
+    SessionNotFound { session_id: SessionId },
     #[error("turn '{turn_id}' not found")]
-    TurnNotFound { turn_id: String },
+    TurnNotFound { turn_id: TurnId },
     #[error("previous turn '{turn_id}' not found in this session")]
-    PreviousTurnNotFound { turn_id: String },
+    PreviousTurnNotFound { turn_id: TurnId },
     #[error("thread '{thread_id}' not found on turn '{turn_id}'")]
-    ThreadNotFound { turn_id: String, thread_id: String },
+    ThreadNotFound { turn_id: TurnId, thread_id: ThreadId },
 
     // ---- session store: conflicts ----
     #[error("session '{session_id}' already exists")]
-    SessionAlreadyExists { session_id: String },
+    SessionAlreadyExists { session_id: SessionId },
     #[error("turn '{turn_id}' already exists")]
-    TurnAlreadyExists { turn_id: String },
+    TurnAlreadyExists { turn_id: TurnId },
     #[error("thread '{thread_id}' already exists on turn '{turn_id}'")]
-    ThreadAlreadyExists { turn_id: String, thread_id: String },
+    ThreadAlreadyExists { turn_id: TurnId, thread_id: ThreadId },
     #[error("event '{event_id}' already exists on turn '{turn_id}'")]
-    EventAlreadyExists { turn_id: String, event_id: String },
+    EventAlreadyExists { turn_id: TurnId, event_id: String },
     #[error("event sequence {seq} on turn '{turn_id}' is not after the last stored sequence {last_seq}")]
-    EventSequenceConflict { turn_id: String, seq: u64, last_seq: u64 },
+    EventSequenceConflict { turn_id: TurnId, seq: u64, last_seq: u64 },
     #[error("previous turn '{previous_turn_id}' is still running")]
-    PreviousTurnRunning { previous_turn_id: String },
+    PreviousTurnRunning { previous_turn_id: TurnId },
     #[error("turn '{turn_id}' is not running")]
-    TurnNotRunning { turn_id: String, state: Box<TurnState> },
+    TurnNotRunning { turn_id: TurnId, state: Box<TurnState> },
     #[error("turn '{turn_id}' is leased by another owner")]
-    LeaseHeldByOther { turn_id: String, owner: Option<String> },
+    LeaseHeldByOther { turn_id: TurnId, owner: Option<String> },
 
     // ---- session store: caller misuse ----
     #[error("invalid input: {0}")]
-    InvalidInput(String),
+    InvalidInput(#[from] InputError),
     #[error("invalid page token")]
     InvalidPageToken,
 
@@ -110,7 +110,7 @@ impl From<sqlx::Error> for StoreError {
                 Some(UNTRANSLATABLE_CHARACTER | CHARACTER_NOT_IN_REPERTOIRE)
             ) {
                 // Postgres stores no NUL character in text or jsonb; the caller's data is what cannot be stored.
-                return Self::InvalidInput(format!("the data cannot be stored: {}", db.message()));
+                return Self::InvalidInput(InputError::Unstorable(error));
             }
             let transient = matches!(code.as_deref(), Some(SERIALIZATION_FAILURE | DEADLOCK_DETECTED))
                 // Postgres 15 can refuse a row lock it cannot record ("new multixact has more than one
@@ -154,3 +154,62 @@ impl From<serde_json::Error> for StoreError {
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// What was wrong with a call's input ([`StoreError::InvalidInput`]). The messages reach the API's 422
+/// answers as they are.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// `kind` names what the id is of (`session`, `turn`, `thread`, `event`).
+    #[error("{kind} id must not be empty")]
+    EmptyId { kind: &'static str },
+    #[error("{kind} id must not contain a NUL character")]
+    IdWithNul { kind: &'static str },
+    #[error("{kind} id must be at most {max} bytes")]
+    IdTooLong { kind: &'static str, max: usize },
+    #[error("new thread '{0}' already exists on the previous turn or is listed twice")]
+    NewThreadExists(ThreadId),
+    #[error("context append names unknown thread '{0}'")]
+    AppendToUnknownThread(ThreadId),
+    #[error("capability state names unknown thread '{0}'")]
+    CapabilityStateOfUnknownThread(ThreadId),
+    #[error("capability state for thread '{0}' is listed twice")]
+    CapabilityStateListedTwice(ThreadId),
+    #[error("capability state for thread '{0}' is missing")]
+    CapabilityStateMissing(ThreadId),
+    #[error("a terminal write needs a terminal state, not running")]
+    RunningIsNotTerminal,
+    #[error("sequence number {0} is out of range")]
+    SeqOutOfRange(u64),
+    #[error("a lease needs a positive time to live")]
+    LeaseWithoutTime,
+    #[error("limit must be between 1 and {max}, got {limit}")]
+    PageLimit { limit: u32, max: u32 },
+    #[error("search query has no words")]
+    EmptySearchQuery,
+    #[error("too many messages")]
+    TooManyMessages,
+    #[error("the agent of a session bound to a named agent cannot be replaced")]
+    NamedAgentReplaced,
+    /// An `upsert_*_with` update returned a manifest with another name.
+    #[error("{kind} '{name}' cannot be renamed to '{new_name}' by an update")]
+    Renamed {
+        kind: &'static str,
+        name: String,
+        new_name: String,
+    },
+    /// Text Postgres cannot hold (a NUL character); the message is the database's.
+    #[error("the data cannot be stored: {}", database_message(.0))]
+    Unstorable(#[source] sqlx::Error),
+    /// The SQLite writer rolled a read-modify-write back because its caller failed or went away; never the
+    /// answer a caller sees.
+    #[error("the read-modify-write was abandoned by its caller")]
+    Abandoned,
+}
+
+/// The database's own message of a refused statement (its `Display` adds the SQLSTATE's wording).
+fn database_message(error: &sqlx::Error) -> &str {
+    match error {
+        sqlx::Error::Database(db) => db.message(),
+        _ => "",
+    }
+}

@@ -10,6 +10,6 @@ pub mod settings;
 mod sql;
 pub mod time;
 
-pub use error::{StoreError, StoreResult};
+pub use error::{InputError, StoreError, StoreResult};
 pub use session::{MemorySessionStore, PostgresSessionStore, SessionStore, SqliteSessionStore};
 pub use time::Timestamp;

@@ -8,7 +8,7 @@ mod output;
 use async_trait::async_trait;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use trueforge_protocol::{McpServerAuthInfo, McpServerInitInfo, ToolSource, TurnKey};
+use trueforge_protocol::{McpServerAuthInfo, McpServerInitInfo, ThreadId, ToolSource, TurnKey};
 
 pub use output::{ToolContent, ToolOutput, ToolPart, error_json};
 
@@ -110,7 +110,7 @@ impl ToolError {
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     pub turn: TurnKey,
-    pub thread_id: String,
+    pub thread_id: ThreadId,
     /// The thread is a sub-agent.
     pub is_sub_agent: bool,
     /// Cancelled when the turn is cancelled or the call times out; tools should stop promptly.

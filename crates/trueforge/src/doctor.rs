@@ -114,7 +114,7 @@ async fn providers(config: &ServerConfig, db: SqliteDb, http: &reqwest::Client) 
         Err(error) => return vec![("settings".to_owned(), Outcome::Fail(error.to_string()))],
     };
     let records = match settings
-        .list_model_providers(trueforge_server::state::LOCAL_TENANT)
+        .list_model_providers(&trueforge_server::state::LOCAL_TENANT.into())
         .await
     {
         Ok(records) => records,

@@ -351,7 +351,7 @@ mod tests {
         store
             .overwrite_thread_context(
                 &turn,
-                THREAD,
+                &THREAD.into(),
                 vec![
                     ContextMessage::assistant_text("Summary: the user asked about Paris weather; it is sunny."),
                     ContextMessage::Tool(ContextToolMessage {
@@ -441,7 +441,7 @@ mod tests {
         let cx = compacted_thread().await;
         let report = weather_report();
         let total = report.chars().count();
-        let history = cx.store.thread_history(&cx.tool.turn, THREAD).await.unwrap();
+        let history = cx.store.thread_history(&cx.tool.turn, &THREAD.into()).await.unwrap();
         let latest = history
             .iter()
             .rev()

@@ -9,7 +9,7 @@ use crate::tools::{ToolContent, ToolContext, ToolOutput, ToolPart, ToolSet};
 pub(crate) fn context_with(turn: TurnKey, thread_id: &str) -> ToolContext {
     ToolContext {
         turn,
-        thread_id: thread_id.to_owned(),
+        thread_id: thread_id.into(),
         is_sub_agent: false,
         cancel: CancellationToken::new(),
     }

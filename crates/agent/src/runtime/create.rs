@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use trueforge_protocol::{
     AgentSpec, AgentThreadSnapshot, CancellationReason, MAIN_THREAD_ID, McpServerInitInfo, SessionEvent,
-    ThreadDoneEvent, ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnState, validate_turn_input,
+    ThreadDoneEvent, ThreadId, ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnId, TurnState,
+    validate_turn_input,
 };
 use trueforge_store::StoreError;
 use trueforge_store::session::model::{
@@ -18,7 +19,7 @@ use super::{PreviousTurn, Runtime, Start, StartedTurn, TurnRequest, standing_app
 use crate::admission::{Admission, admit, admit_with};
 use crate::approvals::{agent_scope_target, check_max_scope};
 use crate::cancel::TurnCancel;
-use crate::error::AgentError;
+use crate::error::{AgentError, InputError};
 use crate::ids::now_iso;
 
 /// What a request is, once checked: its session, the agent's spec, and the approvals it brings.
@@ -33,8 +34,8 @@ struct CheckedRequest {
 
 /// What the turn continues from: the predecessor's threads (frozen if it was running) and MCP sessions.
 struct Predecessor {
-    id: Option<String>,
-    threads: BTreeMap<String, AgentThreadSnapshot>,
+    id: Option<TurnId>,
+    threads: BTreeMap<ThreadId, AgentThreadSnapshot>,
     /// The predecessor paused for answers longer than the approval timeout: a new message may close them.
     unanswered_expired: bool,
     mcp_sessions: Option<BTreeMap<String, McpServerInitInfo>>,
@@ -66,13 +67,13 @@ impl Runtime {
             .await?;
         let closing_events = self.closing_events(&threads, &admission);
         // Committing the turn and the standing approvals need every thread but none of their contexts.
-        let shells: BTreeMap<String, AgentThreadSnapshot> = threads
+        let shells: BTreeMap<ThreadId, AgentThreadSnapshot> = threads
             .iter()
             .map(|(id, thread)| (id.clone(), without_context(thread)))
             .collect();
         // Stopped sub-agents carry into the new turn (the store wants every thread accounted for) and are
         // dropped right after it is committed.
-        let running: BTreeMap<String, AgentThreadSnapshot> = threads
+        let running: BTreeMap<ThreadId, AgentThreadSnapshot> = threads
             .into_iter()
             .filter(|(id, _)| !admission.stopped_threads.contains(id))
             .collect();
@@ -119,7 +120,7 @@ impl Runtime {
     /// The checks that need no write: the input's rules, the approval scopes it asks for, the session, the
     /// agent's spec.
     async fn check_request(&self, request: &TurnRequest) -> Result<CheckedRequest, AgentError> {
-        validate_turn_input(&request.input).map_err(|error| AgentError::InvalidInput(error.to_string()))?;
+        validate_turn_input(&request.input).map_err(InputError::from)?;
         check_max_scope(&request.input, self.options.approval_max_scope)?;
         let session = self
             .store
@@ -135,9 +136,7 @@ impl Runtime {
         }
         let approving_agent = agent_scope_target(&request.input, &session.agent)?.map(str::to_owned);
         if approving_agent.is_some() && self.agent_approvals.is_none() {
-            return Err(AgentError::InvalidInput(
-                "the approval scope 'agent' is not available here: nothing remembers approvals for agents".to_owned(),
-            ));
+            return Err(InputError::AgentScopeUnavailable.into());
         }
         let spec = self.spec(&request.tenant_id, &session.agent).await?;
         let agent_approvals = self.agent_approved_tools(&request.tenant_id, &session.agent).await?;
@@ -257,13 +256,13 @@ impl Runtime {
         request: &TurnRequest,
         session: &SessionRecord,
         predecessor: &Predecessor,
-        previous_threads: BTreeMap<String, AgentThreadSnapshot>,
-    ) -> Result<(BTreeMap<String, AgentThreadSnapshot>, Admission), AgentError> {
+        previous_threads: BTreeMap<ThreadId, AgentThreadSnapshot>,
+    ) -> Result<(BTreeMap<ThreadId, AgentThreadSnapshot>, Admission), AgentError> {
         let mut threads = with_root(previous_threads);
         let mut admission = admit_with(&threads, &request.input, predecessor.unanswered_expired)?;
         if session.last_turn_id.is_some() && session.last_turn_id != predecessor.id {
             // A new conversation or a fork still has the tools allowed for the session on its latest turn.
-            self.inherit_session_approvals(request, session.last_turn_id.as_deref(), &mut admission)
+            self.inherit_session_approvals(request, session.last_turn_id.as_ref(), &mut admission)
                 .await?;
         }
         for (thread_id, rows) in &admission.appends {
@@ -284,14 +283,14 @@ impl Runtime {
     /// stopped, so clients see each of them end.
     fn closing_events(
         &self,
-        threads: &BTreeMap<String, AgentThreadSnapshot>,
+        threads: &BTreeMap<ThreadId, AgentThreadSnapshot>,
         admission: &Admission,
     ) -> Vec<SessionEvent> {
         let closed_calls = admission.closed_calls.iter().map(|(thread_id, call_id, content)| {
             SessionEvent::ToolResponse(ToolResponseEvent {
                 id: self.ids.next(),
                 created_at: now_iso(),
-                thread_id: thread_id.clone(),
+                thread_id: thread_id.to_string(),
                 tool_call_id: call_id.clone(),
                 content: content.clone(),
             })
@@ -304,11 +303,11 @@ impl Runtime {
                 SessionEvent::ThreadDone(ThreadDoneEvent {
                     id: self.ids.next(),
                     created_at: now_iso(),
-                    thread_id: thread.thread_id.clone(),
+                    thread_id: thread.thread_id.to_string(),
                     title: thread
                         .agent_info
                         .as_ref()
-                        .map_or_else(|| thread.thread_id.clone(), |info| info.name.clone()),
+                        .map_or_else(|| thread.thread_id.to_string(), |info| info.name.clone()),
                     parent: thread.parent.clone(),
                     state: ThreadState::Error {
                         error: "stopped: the user sent a new message".to_owned(),
@@ -324,15 +323,15 @@ impl Runtime {
     fn first_events(
         &self,
         request: &TurnRequest,
-        previous_turn_id: Option<String>,
+        previous_turn_id: Option<TurnId>,
         closing_events: Vec<SessionEvent>,
     ) -> Vec<StoredEvent> {
         let created = TurnCreatedEvent {
             id: self.ids.next(),
             created_at: now_iso(),
             thread_id: None,
-            turn_id: request.turn_id.clone(),
-            previous_turn_id,
+            turn_id: request.turn_id.to_string(),
+            previous_turn_id: previous_turn_id.map(String::from),
             input: (!request.input.is_empty()).then(|| request.input.clone()),
             state: TurnState::Running,
         };
@@ -350,7 +349,7 @@ impl Runtime {
         request: &TurnRequest,
         predecessor: &Predecessor,
         first_turn: bool,
-        threads: &BTreeMap<String, AgentThreadSnapshot>,
+        threads: &BTreeMap<ThreadId, AgentThreadSnapshot>,
         admission: &Admission,
         events: Vec<StoredEvent>,
     ) -> Result<(), AgentError> {
@@ -363,7 +362,7 @@ impl Runtime {
             custom: request.custom.clone(),
             new_threads: if first_turn {
                 vec![NewThread {
-                    thread_id: MAIN_THREAD_ID.to_owned(),
+                    thread_id: ThreadId::main(),
                     parent: None,
                     agent_info: None,
                 }]

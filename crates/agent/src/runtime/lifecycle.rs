@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use tokio::task::JoinSet;
-use trueforge_protocol::CancellationReason;
+use trueforge_protocol::{CancellationReason, SessionId, TenantId};
 use trueforge_store::StoreError;
 use trueforge_store::session::model::TurnKey;
 
@@ -102,12 +102,12 @@ impl Runtime {
 
     /// Cancels every turn of a session running here and waits (up to `grace`) for their end; forgets the
     /// contexts kept for it (the session is being deleted).
-    pub async fn cancel_session(&self, tenant_id: &str, session_id: &str, grace: Duration) {
+    pub async fn cancel_session(&self, tenant_id: &TenantId, session_id: &SessionId, grace: Duration) {
         self.kept.forget(tenant_id, session_id);
         let keys: Vec<TurnKey> = self
             .running()
             .into_iter()
-            .filter(|key| key.tenant_id == tenant_id && key.session_id == session_id)
+            .filter(|key| key.tenant_id == *tenant_id && key.session_id == *session_id)
             .collect();
         for key in &keys {
             self.lifecycle.cancel(key, CancellationReason::ClientCancelled);
@@ -117,7 +117,10 @@ impl Runtime {
             .await
             .is_err()
         {
-            tracing::warn!(session = session_id, "turns of a deleted session did not end in time");
+            tracing::warn!(
+                session = session_id.as_str(),
+                "turns of a deleted session did not end in time"
+            );
         }
     }
 

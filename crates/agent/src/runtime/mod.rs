@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 use trueforge_bus::{BusEvent, Subscription};
 use trueforge_protocol::{
     AgentSpec, AgentThreadSnapshot, ApprovalScope, CancellationReason, MAIN_THREAD_ID, McpInitializeEvent,
-    McpServerInitInfo, SessionAgent, SessionEvent, TurnInputItem, TurnState,
+    McpServerInitInfo, SessionAgent, SessionEvent, SessionId, TenantId, ThreadId, TurnId, TurnInputItem, TurnState,
 };
 use trueforge_store::session::model::{LeaseRequest, OpenMessage, StoredEvent, TurnKey};
 use trueforge_store::{SessionStore, StoreError};
@@ -85,14 +85,14 @@ pub enum PreviousTurn {
     /// None: a new conversation in the same session.
     None,
     /// That turn (a fork when it is not the latest).
-    Id(String),
+    Id(TurnId),
 }
 
 #[derive(Debug, Clone)]
 pub struct TurnRequest {
-    pub tenant_id: String,
-    pub session_id: String,
-    pub turn_id: String,
+    pub tenant_id: TenantId,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
     pub input: Vec<TurnInputItem>,
     pub previous_turn_id: PreviousTurn,
     pub custom: Option<Value>,
@@ -308,23 +308,20 @@ impl Runtime {
     async fn inherit_session_approvals(
         &self,
         request: &TurnRequest,
-        tip: Option<&str>,
+        tip: Option<&TurnId>,
         admission: &mut Admission,
     ) -> Result<(), AgentError> {
         let Some(tip) = tip else { return Ok(()) };
         let key = TurnKey::new(&request.tenant_id, &request.session_id, tip);
         // Only the root's capability state is needed: the turn's contexts are not read.
-        let state = match self.store.thread_capability_state(&key, MAIN_THREAD_ID).await {
+        let state = match self.store.thread_capability_state(&key, &ThreadId::main()).await {
             Ok(state) => state,
             Err(StoreError::TurnNotFound { .. } | StoreError::ThreadNotFound { .. }) => return Ok(()),
             Err(other) => return Err(other.into()),
         };
         let approvals = session_approvals(state.as_ref());
         add_session_approvals(
-            admission
-                .capability_states
-                .entry(MAIN_THREAD_ID.to_owned())
-                .or_default(),
+            admission.capability_states.entry(ThreadId::main()).or_default(),
             &approvals,
         );
         Ok(())
@@ -334,7 +331,7 @@ impl Runtime {
     /// revocation reaches the next turn). None for an inline agent.
     async fn agent_approved_tools(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         agent: &SessionAgent,
     ) -> Result<HashSet<(String, String)>, AgentError> {
         match (agent, &self.agent_approvals) {
@@ -343,7 +340,7 @@ impl Runtime {
         }
     }
 
-    async fn spec(&self, tenant_id: &str, agent: &SessionAgent) -> Result<AgentSpec, AgentError> {
+    async fn spec(&self, tenant_id: &TenantId, agent: &SessionAgent) -> Result<AgentSpec, AgentError> {
         let spec = match agent {
             SessionAgent::Inline { spec } => spec.clone(),
             SessionAgent::Reference { id, .. } => self
@@ -352,8 +349,7 @@ impl Runtime {
                 .await?
                 .ok_or_else(|| AgentError::AgentNotFound(id.clone()))?,
         };
-        spec.validate()
-            .map_err(|error| AgentError::InvalidSpec(error.to_string()))?;
+        spec.validate().map_err(AgentError::InvalidSpec)?;
         Ok(spec)
     }
 
@@ -387,7 +383,7 @@ impl Runtime {
             sub_agent_models,
             tool_cx: ToolContext {
                 turn: key.clone(),
-                thread_id: MAIN_THREAD_ID.to_owned(),
+                thread_id: ThreadId::main(),
                 is_sub_agent: false,
                 cancel: cancel.token().clone(),
             },
@@ -401,7 +397,7 @@ impl Runtime {
     async fn build_threads(
         &self,
         resources: &TurnResources,
-        threads: BTreeMap<String, AgentThreadSnapshot>,
+        threads: BTreeMap<ThreadId, AgentThreadSnapshot>,
     ) -> Result<Vec<AgentThread>, AgentError> {
         let mut built = Vec::with_capacity(threads.len());
         for snapshot in threads.into_values() {
@@ -472,7 +468,7 @@ impl Runtime {
 /// The tools a turn may run without asking: those allowed for the session (recorded on the root thread) and
 /// those allowed for every session of its saved agent.
 fn standing_approvals(
-    threads: &BTreeMap<String, AgentThreadSnapshot>,
+    threads: &BTreeMap<ThreadId, AgentThreadSnapshot>,
     agent_approvals: HashSet<(String, String)>,
 ) -> HashSet<(String, String)> {
     let mut approvals = session_approvals(
@@ -485,9 +481,9 @@ fn standing_approvals(
 }
 
 /// The threads with an empty root added when there is none yet (a conversation's first turn).
-fn with_root(mut threads: BTreeMap<String, AgentThreadSnapshot>) -> BTreeMap<String, AgentThreadSnapshot> {
+fn with_root(mut threads: BTreeMap<ThreadId, AgentThreadSnapshot>) -> BTreeMap<ThreadId, AgentThreadSnapshot> {
     threads
-        .entry(MAIN_THREAD_ID.to_owned())
+        .entry(ThreadId::main())
         .or_insert_with(|| AgentThreadSnapshot::empty(MAIN_THREAD_ID));
     threads
 }

@@ -15,7 +15,7 @@ use trueforge_llm::{Message, SamplingParams};
 use trueforge_protocol::{
     ActionRequiredEvent, AgentInfo, AgentParent, AgentThreadSnapshot, ContextMessage, CurrentContextUsage,
     InputTokensBreakdown, McpAuthRequiredEvent, McpServerAuthInfo, ModelMessageEvent, ResponseFormat, SessionEvent,
-    SubAgentCompletion,
+    SubAgentCompletion, ThreadId,
 };
 
 use crate::cancel::TurnCancel;
@@ -107,7 +107,7 @@ pub enum ThreadExit {
 }
 
 pub struct AgentThread {
-    pub id: String,
+    pub id: ThreadId,
     pub title: String,
     pub context: Vec<ContextMessage>,
     pub usage: CurrentContextUsage,
@@ -126,7 +126,7 @@ impl AgentThread {
         let title = snapshot
             .agent_info
             .as_ref()
-            .map_or_else(|| snapshot.thread_id.clone(), |info| info.name.clone());
+            .map_or_else(|| snapshot.thread_id.to_string(), |info| info.name.clone());
         Self {
             id: snapshot.thread_id,
             title,

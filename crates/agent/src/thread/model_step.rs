@@ -139,7 +139,7 @@ impl AgentThread {
     fn delta(&self, event: &StreamEvent, message_id: &str, usage: &Usage) -> Option<ModelMessageDeltaEvent> {
         let mut delta = ModelMessageDeltaEvent {
             id: message_id.to_owned(),
-            thread_id: self.id.clone(),
+            thread_id: self.id.to_string(),
             created_at: None,
             content: None,
             refusal: None,
@@ -362,7 +362,7 @@ impl AgentThread {
                     SessionEvent::from(ToolResponseEvent {
                         id: env.journal.next_id(),
                         created_at: now_iso(),
-                        thread_id: self.id.clone(),
+                        thread_id: self.id.to_string(),
                         tool_call_id: call.id.clone(),
                         content: content.clone(),
                     }),

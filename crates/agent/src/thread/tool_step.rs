@@ -197,7 +197,7 @@ impl AgentThread {
                 let event = ToolResponseEvent {
                     id: env.journal.next_id(),
                     created_at: draft.finished_at.clone(),
-                    thread_id: self.id.clone(),
+                    thread_id: self.id.to_string(),
                     tool_call_id: draft.result.tool_call_id.clone(),
                     content: draft.result.content.clone(),
                 };

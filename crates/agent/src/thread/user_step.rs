@@ -34,7 +34,7 @@ impl AgentThread {
             events.push(ActionRequiredEvent::ToolResponseRequired(ToolResponseRequiredEvent {
                 id: env.journal.next_id(),
                 created_at: now_iso(),
-                thread_id: self.id.clone(),
+                thread_id: self.id.to_string(),
                 tool_calls: questions,
             }));
         }
@@ -42,7 +42,7 @@ impl AgentThread {
             events.push(ActionRequiredEvent::ToolApprovalRequired(ToolApprovalRequiredEvent {
                 id: env.journal.next_id(),
                 created_at: now_iso(),
-                thread_id: self.id.clone(),
+                thread_id: self.id.to_string(),
                 tool_calls: approvals,
             }));
         }

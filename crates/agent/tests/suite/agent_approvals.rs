@@ -10,7 +10,7 @@ use crate::support::fixtures::{answer_text, approvals_required, deleting_model};
 use crate::support::tools::executed;
 use crate::support::{Harness, TENANT, approve, spec, user};
 use trueforge_agent::{AgentApprovals, AgentError, PreviousTurn, StoredAgentApprovals, StoredAgents};
-use trueforge_protocol::{ApprovalDecision, ApprovalScope, SessionAgent, TurnState};
+use trueforge_protocol::{ApprovalDecision, ApprovalScope, SessionAgent, TenantId, TurnState};
 use trueforge_store::session::model::NewSession;
 use trueforge_store::settings::{AgentStore, AgentToolApprovalStore, MemorySettingsStore};
 
@@ -31,8 +31,12 @@ impl Agents {
     async fn new() -> Self {
         let mut harness = Harness::new(deleting_model(), spec()).await;
         let settings = Arc::new(MemorySettingsStore::new());
-        let first = settings.create_agent(TENANT, "first", spec()).await.unwrap().id;
-        let second = settings.create_agent(TENANT, "second", spec()).await.unwrap().id;
+        let first = settings.create_agent(&TENANT.into(), "first", spec()).await.unwrap().id;
+        let second = settings
+            .create_agent(&TENANT.into(), "second", spec())
+            .await
+            .unwrap()
+            .id;
         harness.runtime.agents = Arc::new(StoredAgents(settings.clone()));
         harness.runtime.agent_approvals = Some(Arc::new(StoredAgentApprovals(settings.clone())));
         Self {
@@ -49,8 +53,8 @@ impl Agents {
         self.harness
             .store
             .create_session(NewSession {
-                tenant_id: TENANT.to_owned(),
-                session_id: session_id.clone(),
+                tenant_id: TENANT.into(),
+                session_id: session_id.clone().into(),
                 agent: SessionAgent::Reference {
                     id: agent_id.to_owned(),
                     name: None,
@@ -60,7 +64,7 @@ impl Agents {
             })
             .await
             .unwrap();
-        self.harness.session_id = session_id;
+        self.harness.session_id = session_id.into();
     }
 
     /// Asks for a deletion, which pauses, and allows it for the agent.
@@ -76,7 +80,7 @@ impl Agents {
 
     async fn remembered(&self, agent_id: &str) -> Vec<(String, String)> {
         self.settings
-            .list_agent_tool_approvals(TENANT, agent_id)
+            .list_agent_tool_approvals(&TENANT.into(), agent_id)
             .await
             .unwrap()
             .into_iter()
@@ -126,7 +130,7 @@ async fn revoked_approval_for_the_agent_asks_again_even_in_the_session_that_gave
     assert!(
         agents
             .settings
-            .delete_agent_tool_approval(TENANT, &agents.first, "workbench-id", "delete_file")
+            .delete_agent_tool_approval(&TENANT.into(), &agents.first, "workbench-id", "delete_file")
             .await
             .unwrap()
     );
@@ -152,7 +156,7 @@ async fn approval_for_the_agent_is_refused_for_an_inline_agent_without_writing()
         .err()
         .expect("refused");
     assert!(
-        matches!(&error, AgentError::InvalidInput(message) if message.contains("inline")),
+        matches!(&error, AgentError::InvalidInput(input) if input.to_string().contains("inline")),
         "{error}"
     );
     assert_eq!(harness.turn_count().await, turns, "nothing was written");
@@ -176,7 +180,7 @@ async fn approval_scope_above_the_operators_maximum_is_refused() {
         .err()
         .expect("refused");
     assert!(
-        matches!(&error, AgentError::InvalidInput(message) if message.contains("'session'")),
+        matches!(&error, AgentError::InvalidInput(input) if input.to_string().contains("'session'")),
         "names the allowed maximum: {error}"
     );
     assert!(agents.remembered(&agents.first).await.is_empty());
@@ -197,13 +201,17 @@ struct BrokenApprovals;
 
 #[async_trait::async_trait]
 impl AgentApprovals for BrokenApprovals {
-    async fn approved_tools(&self, _tenant_id: &str, _agent_id: &str) -> Result<HashSet<(String, String)>, AgentError> {
+    async fn approved_tools(
+        &self,
+        _tenant_id: &TenantId,
+        _agent_id: &str,
+    ) -> Result<HashSet<(String, String)>, AgentError> {
         Ok(HashSet::new())
     }
 
     async fn approve_tools(
         &self,
-        _tenant_id: &str,
+        _tenant_id: &TenantId,
         _agent_id: &str,
         _tools: &[(String, String)],
     ) -> Result<(), AgentError> {

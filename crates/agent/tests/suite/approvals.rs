@@ -10,7 +10,7 @@ use crate::support::tools::executed;
 use crate::support::{Harness, TENANT, answer, approve, spec, user};
 use trueforge_agent::{AgentError, PreviousTurn};
 use trueforge_protocol::{
-    ActionRequiredEvent, ApprovalDecision, ContextMessage, SessionEvent, TurnInputItem, TurnState,
+    ActionRequiredEvent, ApprovalDecision, ContextMessage, SessionEvent, TurnId, TurnInputItem, TurnState,
 };
 
 fn pending_approval_ids(state: &TurnState) -> Vec<String> {
@@ -140,10 +140,10 @@ async fn paused_on_two_deletes() -> Harness {
 
 /// What the store shows of the conversation: turn count, the session's last turn, and that turn's state
 /// and root context.
-async fn conversation(harness: &Harness) -> (usize, Option<String>, Option<(TurnState, Vec<ContextMessage>)>) {
+async fn conversation(harness: &Harness) -> (usize, Option<TurnId>, Option<(TurnState, Vec<ContextMessage>)>) {
     let session = harness
         .store
-        .get_session(TENANT, &harness.session_id)
+        .get_session(&TENANT.into(), &harness.session_id)
         .await
         .unwrap()
         .unwrap();
@@ -166,7 +166,7 @@ async fn refused(harness: &Harness, input: Vec<TurnInputItem>) -> String {
         .create_turn(harness.request(input, PreviousTurn::Auto))
         .await;
     let message = match result {
-        Err(AgentError::InvalidInput(message)) => message,
+        Err(AgentError::InvalidInput(error)) => error.to_string(),
         Err(other) => panic!("expected invalid input, got {other:?}"),
         Ok(_) => panic!("the input was accepted"),
     };

@@ -10,7 +10,7 @@ use crate::support::fixtures::{AsyncModel, user_texts, within};
 use crate::support::model::text;
 use crate::support::{Harness, TENANT, spec, user};
 use trueforge_agent::{PreviousTurn, RuntimeOptions};
-use trueforge_protocol::{ContextMessage, SessionAgent, TurnState};
+use trueforge_protocol::{ContextMessage, SessionAgent, ThreadId, TurnState};
 use trueforge_store::db::{MigrateOnOpen, SqliteDb};
 use trueforge_store::session::model::{ContextAppend, NewSession, NewThread, NewTurn, TurnDone, TurnKey};
 use trueforge_store::{SessionStore, SqliteSessionStore};
@@ -36,7 +36,7 @@ async fn counting_harness(model: Arc<AsyncModel>, options: RuntimeOptions) -> (H
 
 async fn run(harness: &Harness, turn_id: &str, message: &str, previous: PreviousTurn) -> TurnKey {
     let mut request = harness.request(vec![user(message)], previous);
-    request.turn_id = turn_id.to_owned();
+    request.turn_id = turn_id.into();
     let started = harness.runtime.create_turn(request).await.unwrap();
     let key = started.key.clone();
     let (_, state) = within("the turn to end", started.collect()).await;
@@ -81,34 +81,16 @@ async fn forks_continue_the_conversation_of_the_turn_they_name() {
     let (harness, _) = counting_harness(model.clone(), RuntimeOptions::default()).await;
     run(&harness, "turn-1", "first question", PreviousTurn::Auto).await;
     run(&harness, "turn-2", "second question", PreviousTurn::Auto).await;
-    run(
-        &harness,
-        "turn-3",
-        "forked question",
-        PreviousTurn::Id("turn-1".to_owned()),
-    )
-    .await;
+    run(&harness, "turn-3", "forked question", PreviousTurn::Id("turn-1".into())).await;
     let request = model.requests().pop().unwrap();
     assert_eq!(user_texts(&request), ["first question", "forked question"]);
-    run(
-        &harness,
-        "turn-4",
-        "back on turn 2",
-        PreviousTurn::Id("turn-2".to_owned()),
-    )
-    .await;
+    run(&harness, "turn-4", "back on turn 2", PreviousTurn::Id("turn-2".into())).await;
     let request = model.requests().pop().unwrap();
     assert_eq!(
         user_texts(&request),
         ["first question", "second question", "back on turn 2"]
     );
-    run(
-        &harness,
-        "turn-5",
-        "after the fork",
-        PreviousTurn::Id("turn-3".to_owned()),
-    )
-    .await;
+    run(&harness, "turn-5", "after the fork", PreviousTurn::Id("turn-3".into())).await;
     let request = model.requests().pop().unwrap();
     assert_eq!(
         user_texts(&request),
@@ -127,10 +109,10 @@ async fn a_kept_copy_of_another_turn_with_the_same_ids_and_lengths_is_not_used()
     assert_eq!(length, 2);
 
     let session = harness.session_id.clone();
-    store.delete_session(TENANT, &session).await.unwrap();
+    store.delete_session(&TENANT.into(), &session).await.unwrap();
     store
         .create_session(NewSession {
-            tenant_id: TENANT.to_owned(),
+            tenant_id: TENANT.into(),
             session_id: session.clone(),
             agent: SessionAgent::Inline { spec: spec() },
             created_by: "tester".to_owned(),
@@ -140,26 +122,26 @@ async fn a_kept_copy_of_another_turn_with_the_same_ids_and_lengths_is_not_used()
         .unwrap();
     store
         .create_turn(NewTurn {
-            tenant_id: TENANT.to_owned(),
+            tenant_id: TENANT.into(),
             session_id: session.clone(),
-            turn_id: "turn-1".to_owned(),
+            turn_id: "turn-1".into(),
             previous_turn_id: None,
             input: Vec::new(),
             custom: None,
             new_threads: vec![NewThread {
-                thread_id: "main".to_owned(),
+                thread_id: ThreadId::main(),
                 parent: None,
                 agent_info: None,
             }],
             context_appends: vec![ContextAppend {
-                thread_id: "main".to_owned(),
+                thread_id: ThreadId::main(),
                 messages: vec![
                     ContextMessage::user_text("another question"),
                     ContextMessage::assistant_text("another answer"),
                 ],
                 current_context_usage: None,
             }],
-            capability_states: vec![("main".to_owned(), None)],
+            capability_states: vec![(ThreadId::main(), None)],
             title_if_unset: None,
             lease: None,
             events: Vec::new(),

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use trueforge_agent::capabilities::{SUB_AGENT_IDENTITY, SubAgentModel};
 use trueforge_agent::{ModelResolveError, ModelResolver, ResolvedModel, Runtime, RuntimeOptions, StaticToolSets};
 use trueforge_llm::TokenizerFamily;
-use trueforge_protocol::TurnState;
+use trueforge_protocol::{TenantId, TurnState};
 
 struct TwoModels {
     main: Arc<ScriptedModel>,
@@ -19,7 +19,7 @@ struct TwoModels {
 
 #[async_trait]
 impl ModelResolver for TwoModels {
-    async fn resolve(&self, _tenant_id: &str, name: &str) -> Result<ResolvedModel, ModelResolveError> {
+    async fn resolve(&self, _tenant_id: &TenantId, name: &str) -> Result<ResolvedModel, ModelResolveError> {
         let model: Arc<ScriptedModel> = match name {
             "fake/model" => self.main.clone(),
             "fake/small" => self.small.clone(),
@@ -34,7 +34,7 @@ impl ModelResolver for TwoModels {
         })
     }
 
-    async fn sub_agent_models(&self, _tenant_id: &str) -> Vec<SubAgentModel> {
+    async fn sub_agent_models(&self, _tenant_id: &TenantId) -> Vec<SubAgentModel> {
         vec![SubAgentModel {
             name: "fake/small".to_owned(),
             description: "Fast and cheap, for simple lookups.".to_owned(),
@@ -212,7 +212,7 @@ async fn cancel_is_not_caused_by_a_next_turn_that_cannot_start() {
     harness
         .store
         .update_session(
-            crate::support::TENANT,
+            &crate::support::TENANT.into(),
             &harness.session_id,
             trueforge_store::session::model::SessionUpdate {
                 agent_spec: Some(broken),

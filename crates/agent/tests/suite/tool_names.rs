@@ -27,7 +27,7 @@ fn server(name: &str, tools: &[&str]) -> Arc<dyn ToolSet> {
 fn context() -> ToolContext {
     ToolContext {
         turn: TurnKey::new("t", "s", "turn"),
-        thread_id: "main".to_owned(),
+        thread_id: "main".into(),
         is_sub_agent: false,
         cancel: CancellationToken::new(),
     }

@@ -46,7 +46,7 @@ async fn previous_turn_auto_continues_the_latest_turn() {
     assert_eq!(user_texts(&request), vec!["first question", "second question"]);
     assert!(crate::support::fixtures::all_text(&request).contains("reply to first question"));
     let record = harness.store.get_turn(&second).await.unwrap().unwrap();
-    assert_eq!(record.turn.previous_turn_id.as_deref(), Some(first.turn_id.as_str()));
+    assert_eq!(record.turn.previous_turn_id.as_ref(), Some(&first.turn_id));
 }
 
 #[tokio::test]
@@ -84,7 +84,7 @@ async fn previous_turn_id_forks_from_that_turn() {
     assert!(everything.contains("reply to first question"));
     assert!(!everything.contains("second"), "the fork does not see the later turn");
     let record = harness.store.get_turn(&fork).await.unwrap().unwrap();
-    assert_eq!(record.turn.previous_turn_id.as_deref(), Some(first.turn_id.as_str()));
+    assert_eq!(record.turn.previous_turn_id.as_ref(), Some(&first.turn_id));
 
     // Continuing the session now follows the fork, the latest turn.
     run(&harness, "fourth question", PreviousTurn::Auto).await;
@@ -102,7 +102,7 @@ async fn previous_turn_unknown_id_is_turn_not_found_and_writes_nothing() {
     run(&harness, "first question", PreviousTurn::Auto).await;
     let result = harness
         .runtime
-        .create_turn(harness.request(vec![user("hello")], PreviousTurn::Id("no-such-turn".to_owned())))
+        .create_turn(harness.request(vec![user("hello")], PreviousTurn::Id("no-such-turn".into())))
         .await;
     match result {
         Err(AgentError::TurnNotFound(turn_id)) => assert_eq!(turn_id, "no-such-turn"),
@@ -139,7 +139,7 @@ async fn session_title_is_the_first_message_cut_to_fifty_characters() {
     run(&harness, &first, PreviousTurn::Auto).await;
     let title = harness
         .store
-        .get_session(TENANT, &harness.session_id)
+        .get_session(&TENANT.into(), &harness.session_id)
         .await
         .unwrap()
         .unwrap()
@@ -152,7 +152,7 @@ async fn session_title_is_the_first_message_cut_to_fifty_characters() {
     run(&harness, "a later message", PreviousTurn::Auto).await;
     let session = harness
         .store
-        .get_session(TENANT, &harness.session_id)
+        .get_session(&TENANT.into(), &harness.session_id)
         .await
         .unwrap()
         .unwrap();

@@ -13,8 +13,8 @@ use trueforge_protocol::{
 };
 use trueforge_store::session::model::{
     ExpiredLease, FreezeTurn, HistoryEntry, Lease, LiveStreamMark, NewSession, NewTurn, Page, PageRequest,
-    ReusedTurnRecord, SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent,
-    ThreadStep, TurnDone, TurnKey, TurnRecord, TurnSummary,
+    ReusedTurnRecord, SessionEventItem, SessionFilter, SessionId, SessionRecord, SessionUpdate, SortOrder, StoredEvent,
+    TenantId, ThreadId, ThreadStep, TurnDone, TurnId, TurnKey, TurnRecord, TurnSummary,
 };
 use trueforge_store::{SessionStore, StoreError, StoreResult};
 
@@ -60,17 +60,17 @@ impl SessionStore for CrashingStore {
         self.check()?;
         self.inner.create_session(session).await
     }
-    async fn delete_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<()> {
+    async fn delete_session(&self, tenant_id: &TenantId, session_id: &SessionId) -> StoreResult<()> {
         self.check()?;
         self.inner.delete_session(tenant_id, session_id).await
     }
-    async fn get_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<Option<SessionRecord>> {
+    async fn get_session(&self, tenant_id: &TenantId, session_id: &SessionId) -> StoreResult<Option<SessionRecord>> {
         self.inner.get_session(tenant_id, session_id).await
     }
     async fn update_session(
         &self,
-        tenant_id: &str,
-        session_id: &str,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
         update: SessionUpdate,
     ) -> StoreResult<SessionRecord> {
         self.check()?;
@@ -78,7 +78,7 @@ impl SessionStore for CrashingStore {
     }
     async fn list_sessions(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         filter: &SessionFilter,
         page: &PageRequest,
     ) -> StoreResult<Page<SessionRecord>> {
@@ -94,7 +94,7 @@ impl SessionStore for CrashingStore {
     async fn get_turn_reusing(
         &self,
         key: &TurnKey,
-        held: &BTreeMap<String, usize>,
+        held: &BTreeMap<ThreadId, usize>,
     ) -> StoreResult<Option<ReusedTurnRecord>> {
         let reused = self.inner.get_turn_reusing(key, held).await?;
         if reused.as_ref().is_some_and(|reused| reused.contexts_left_out) {
@@ -107,8 +107,8 @@ impl SessionStore for CrashingStore {
     }
     async fn list_turns(
         &self,
-        tenant_id: &str,
-        session_id: &str,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
         page: &PageRequest,
     ) -> StoreResult<Page<TurnSummary>> {
         self.inner.list_turns(tenant_id, session_id, page).await
@@ -138,9 +138,9 @@ impl SessionStore for CrashingStore {
     }
     async fn list_session_events(
         &self,
-        tenant_id: &str,
-        session_id: &str,
-        last_turn_id: Option<&str>,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
+        last_turn_id: Option<&TurnId>,
         page: &PageRequest,
     ) -> StoreResult<Page<SessionEventItem>> {
         self.inner
@@ -151,14 +151,14 @@ impl SessionStore for CrashingStore {
         self.check()?;
         self.inner.add_threads(key, threads).await
     }
-    async fn remove_threads(&self, key: &TurnKey, thread_ids: &[String]) -> StoreResult<()> {
+    async fn remove_threads(&self, key: &TurnKey, thread_ids: &[ThreadId]) -> StoreResult<()> {
         self.check()?;
         self.inner.remove_threads(key, thread_ids).await
     }
     async fn append_to_thread_context(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         messages: Vec<ContextMessage>,
         usage: Option<CurrentContextUsage>,
         completion: Option<SubAgentCompletion>,
@@ -179,7 +179,7 @@ impl SessionStore for CrashingStore {
     async fn overwrite_thread_context(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         messages: Vec<ContextMessage>,
         usage: CurrentContextUsage,
     ) -> StoreResult<()> {
@@ -193,7 +193,7 @@ impl SessionStore for CrashingStore {
     async fn thread_capability_state(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
     ) -> StoreResult<Option<serde_json::Map<String, Value>>> {
         self.inner.thread_capability_state(key, thread_id).await
     }
@@ -208,7 +208,7 @@ impl SessionStore for CrashingStore {
     async fn patch_thread_capability_state(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         state_key: &str,
         state: Value,
     ) -> StoreResult<()> {
@@ -217,13 +217,13 @@ impl SessionStore for CrashingStore {
             .patch_thread_capability_state(key, thread_id, state_key, state)
             .await
     }
-    async fn thread_history(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Vec<HistoryEntry>> {
+    async fn thread_history(&self, key: &TurnKey, thread_id: &ThreadId) -> StoreResult<Vec<HistoryEntry>> {
         self.inner.thread_history(key, thread_id).await
     }
     async fn search_thread_history(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         query: &str,
         limit: u32,
     ) -> StoreResult<Vec<HistoryEntry>> {

@@ -22,8 +22,8 @@ use trueforge_llm::{
     EventStream, LlmError, Message, ModelRequest, Origin, StreamEvent, ToolResultPart, UserPart, WireApi,
 };
 use trueforge_protocol::{
-    AgentSpec, SessionAgent, SessionEvent, ThreadCreatedEvent, ThreadDoneEvent, ToolResponseEvent, TurnMetrics,
-    TurnState, TurnStreamingEvent,
+    AgentSpec, SessionAgent, SessionEvent, TenantId, ThreadCreatedEvent, ThreadDoneEvent, ToolResponseEvent,
+    TurnMetrics, TurnState, TurnStreamingEvent,
 };
 use trueforge_store::session::model::{NewSession, TurnKey};
 
@@ -499,7 +499,7 @@ impl Directory {
 
 #[async_trait]
 impl AgentDirectory for Directory {
-    async fn agent_spec(&self, tenant_id: &str, agent_id: &str) -> Result<Option<AgentSpec>, AgentError> {
+    async fn agent_spec(&self, tenant_id: &TenantId, agent_id: &str) -> Result<Option<AgentSpec>, AgentError> {
         assert_eq!(tenant_id, TENANT);
         Ok(self.specs.lock().unwrap().get(agent_id).cloned())
     }
@@ -512,8 +512,8 @@ pub async fn bind_named_agent(harness: &mut Harness, directory: Arc<Directory>, 
     harness
         .store
         .create_session(NewSession {
-            tenant_id: TENANT.to_owned(),
-            session_id: session_id.clone(),
+            tenant_id: TENANT.into(),
+            session_id: session_id.clone().into(),
             agent: SessionAgent::Reference {
                 id: agent_id.to_owned(),
                 name: Some(agent_id.to_owned()),
@@ -523,7 +523,7 @@ pub async fn bind_named_agent(harness: &mut Harness, directory: Arc<Directory>, 
         })
         .await
         .unwrap();
-    harness.session_id = session_id;
+    harness.session_id = session_id.into();
     harness.runtime.agents = directory;
 }
 

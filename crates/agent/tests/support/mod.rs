@@ -15,8 +15,8 @@ use trueforge_agent::{
     AgentDirectory, AgentError, Model, PreviousTurn, Runtime, RuntimeOptions, StaticToolSets, StreamItem, TurnRequest,
 };
 use trueforge_protocol::{
-    AgentSpec, AgentThreadSnapshot, ApprovalDecision, ContextMessage, McpServerRef, SessionAgent, TurnInputItem,
-    TurnState, UserMessage, UserMessageContent, UserToolApproval, UserToolResponse,
+    AgentSpec, AgentThreadSnapshot, ApprovalDecision, ContextMessage, McpServerRef, SessionAgent, SessionId, TenantId,
+    ThreadId, TurnInputItem, TurnState, UserMessage, UserMessageContent, UserToolApproval, UserToolResponse,
 };
 use trueforge_store::db::{MigrateOnOpen, SqliteDb};
 use trueforge_store::session::model::{NewSession, PageRequest, SortOrder, StoredEvent, TurnKey};
@@ -32,7 +32,7 @@ pub struct NoAgents;
 
 #[async_trait::async_trait]
 impl AgentDirectory for NoAgents {
-    async fn agent_spec(&self, _tenant_id: &str, _agent_id: &str) -> Result<Option<AgentSpec>, AgentError> {
+    async fn agent_spec(&self, _tenant_id: &TenantId, _agent_id: &str) -> Result<Option<AgentSpec>, AgentError> {
         Ok(None)
     }
 }
@@ -42,7 +42,7 @@ pub struct Harness {
     pub runtime: Runtime,
     pub store: Arc<dyn SessionStore>,
     pub executions: Executions,
-    pub session_id: String,
+    pub session_id: SessionId,
     _dir: tempfile::TempDir,
 }
 
@@ -116,10 +116,10 @@ impl Harness {
             Arc::new(tools),
             options,
         );
-        let session_id = ulid::Ulid::new().to_string().to_lowercase();
+        let session_id = SessionId::new(ulid::Ulid::new().to_string().to_lowercase());
         store
             .create_session(NewSession {
-                tenant_id: TENANT.to_owned(),
+                tenant_id: TENANT.into(),
                 session_id: session_id.clone(),
                 agent: SessionAgent::Inline { spec },
                 created_by: "tester".to_owned(),
@@ -138,9 +138,9 @@ impl Harness {
 
     pub fn request(&self, input: Vec<TurnInputItem>, previous: PreviousTurn) -> TurnRequest {
         TurnRequest {
-            tenant_id: TENANT.to_owned(),
+            tenant_id: TENANT.into(),
             session_id: self.session_id.clone(),
-            turn_id: format!("{}.test", ulid::Ulid::new().to_string().to_lowercase()),
+            turn_id: format!("{}.test", ulid::Ulid::new().to_string().to_lowercase()).into(),
             input,
             previous_turn_id: previous,
             custom: None,
@@ -160,7 +160,7 @@ impl Harness {
         (items, state.expect("the turn ended"), key)
     }
 
-    pub async fn snapshot(&self, key: &TurnKey) -> HashMap<String, AgentThreadSnapshot> {
+    pub async fn snapshot(&self, key: &TurnKey) -> HashMap<ThreadId, AgentThreadSnapshot> {
         let record = self.store.get_turn(key).await.unwrap().unwrap();
         record.snapshot.threads.into_iter().collect()
     }
@@ -179,7 +179,7 @@ impl Harness {
 
     pub async fn turn_count(&self) -> usize {
         self.store
-            .list_turns(TENANT, &self.session_id, &PageRequest::first(1000))
+            .list_turns(&TENANT.into(), &self.session_id, &PageRequest::first(1000))
             .await
             .unwrap()
             .data

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use trueforge_protocol::TenantId;
 
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -160,7 +161,7 @@ pub struct OneModel {
 
 #[async_trait]
 impl ModelResolver for OneModel {
-    async fn resolve(&self, _tenant_id: &str, name: &str) -> Result<ResolvedModel, ModelResolveError> {
+    async fn resolve(&self, _tenant_id: &TenantId, name: &str) -> Result<ResolvedModel, ModelResolveError> {
         if name.starts_with("missing/") {
             return Err(ModelResolveError::new(format!("model {name} is not configured")));
         }

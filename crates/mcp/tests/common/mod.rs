@@ -102,7 +102,7 @@ pub fn tool_set(connection: Arc<McpConnection>, server: McpServerRef) -> McpTool
 pub fn context() -> ToolContext {
     ToolContext {
         turn: TurnKey::new("t1", "s1", "turn-1"),
-        thread_id: "main".to_owned(),
+        thread_id: "main".into(),
         is_sub_agent: false,
         cancel: CancellationToken::new(),
     }

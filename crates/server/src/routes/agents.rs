@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use trueforge_protocol::AgentSpec;
 use trueforge_protocol::openapi::reference;
+use trueforge_protocol::{AgentSpec, TenantId};
 use trueforge_store::StoreError;
 use trueforge_store::settings::AgentRecord;
 
@@ -216,7 +216,7 @@ pub(crate) struct AgentToolApproval {
     created_at: String,
 }
 
-async fn require_agent(state: &AppState, tenant: &str, agent_id: &str) -> ApiResult<()> {
+async fn require_agent(state: &AppState, tenant: &TenantId, agent_id: &str) -> ApiResult<()> {
     check_agent_id(agent_id)?;
     match state.settings.get_agent(tenant, agent_id).await? {
         Some(_) => Ok(()),

@@ -9,7 +9,7 @@ pub(crate) mod turns;
 
 use axum::Router;
 use axum::routing::get;
-use trueforge_protocol::AgentSpec;
+use trueforge_protocol::{AgentSpec, TenantId};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -18,7 +18,7 @@ use crate::spec_check::{self, SpecError, SpecStores};
 use crate::state::AppState;
 
 /// The reference's agent spec checks (422 with its message), against this tenant's settings.
-pub async fn check_spec(state: &AppState, tenant: &str, spec: &AgentSpec) -> ApiResult<()> {
+pub async fn check_spec(state: &AppState, tenant: &TenantId, spec: &AgentSpec) -> ApiResult<()> {
     let stores = SpecStores::from_settings(state.settings.as_ref());
     match spec_check::validate_agent_spec(spec, tenant, &stores, false).await {
         Ok(()) => Ok(()),

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use trueforge_protocol::api::{
     CreateSessionAgent, CreateSessionRequest, SessionAgentNameRef, SessionAgentSpecBody, SessionEventItem,
 };
-use trueforge_protocol::{CancellationReason, SessionAgent};
+use trueforge_protocol::{CancellationReason, SessionAgent, SessionId, TurnId};
 use trueforge_store::Timestamp;
 use trueforge_store::session::model::{
     NewSession, PageRequest, SessionFilter, SessionRecord, SessionUpdate, SortOrder, TurnKey,
@@ -35,15 +35,15 @@ pub fn page_limit(limit: Option<u32>, max: u32) -> ApiResult<u32> {
 }
 
 /// The spec's rule for a `session_id` path parameter: 1 to 64 characters (400 otherwise).
-pub fn check_session_id(session_id: &str) -> ApiResult<()> {
-    if session_id.is_empty() || session_id.len() > 64 {
+pub fn check_session_id(session_id: &SessionId) -> ApiResult<()> {
+    if session_id.as_str().is_empty() || session_id.as_str().len() > 64 {
         return Err(ApiError::bad_request("session_id must be 1 to 64 characters"));
     }
     Ok(())
 }
 
 /// The session, when it exists and belongs to the caller (404, 403 otherwise).
-pub async fn owned_session(state: &AppState, caller: &Caller, session_id: &str) -> ApiResult<SessionRecord> {
+pub async fn owned_session(state: &AppState, caller: &Caller, session_id: &SessionId) -> ApiResult<SessionRecord> {
     check_session_id(session_id)?;
     let session = state
         .sessions
@@ -101,7 +101,7 @@ pub async fn create(
         .sessions
         .create_session(NewSession {
             tenant_id: caller.tenant.clone(),
-            session_id: ulid::Ulid::new().to_string().to_lowercase(),
+            session_id: ulid::Ulid::new().to_string().to_lowercase().into(),
             agent,
             created_by: caller.user.clone(),
             custom: None,
@@ -214,7 +214,7 @@ pub async fn list(
         (status = 404, description = "No such session.", body = RequestErrorResponse),
     )
 )]
-pub async fn get(State(state): State<AppState>, Path(session_id): Path<String>) -> ApiResult<Response> {
+pub async fn get(State(state): State<AppState>, Path(session_id): Path<SessionId>) -> ApiResult<Response> {
     let session = owned_session(&state, &state.caller(), &session_id).await?;
     Ok(Data::ok(Session::from(session)).into_response())
 }
@@ -246,7 +246,7 @@ pub struct PatchSessionRequest {
 )]
 pub async fn patch(
     State(state): State<AppState>,
-    Path(session_id): Path<String>,
+    Path(session_id): Path<SessionId>,
     JsonBody(body): JsonBody<PatchSessionRequest>,
 ) -> ApiResult<Response> {
     let caller = state.caller();
@@ -290,7 +290,7 @@ pub async fn patch(
         (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
     )
 )]
-pub async fn delete(State(state): State<AppState>, Path(session_id): Path<String>) -> ApiResult<Response> {
+pub async fn delete(State(state): State<AppState>, Path(session_id): Path<SessionId>) -> ApiResult<Response> {
     let caller = state.caller();
     let exists = match owned_session(&state, &caller, &session_id).await {
         Ok(_) => true,
@@ -325,13 +325,13 @@ pub async fn delete(State(state): State<AppState>, Path(session_id): Path<String
         (status = 412, description = "The running turn cannot be cancelled from here.", body = RequestErrorResponse),
     )
 )]
-pub async fn cancel(State(state): State<AppState>, Path(session_id): Path<String>) -> ApiResult<Response> {
+pub async fn cancel(State(state): State<AppState>, Path(session_id): Path<SessionId>) -> ApiResult<Response> {
     let caller = state.caller();
     let session = owned_session(&state, &caller, &session_id).await?;
     let Some(turn_id) = session.last_turn_id else {
         return Ok(empty_object());
     };
-    if !turn_id.contains('.') {
+    if !turn_id.as_str().contains('.') {
         return Err(ApiError::bad_request(format!("ID {turn_id} is not a valid turn id")));
     }
     let key = TurnKey::new(&caller.tenant, &session_id, &turn_id);
@@ -373,18 +373,19 @@ pub struct SessionEventsQuery {
 )]
 pub async fn events(
     State(state): State<AppState>,
-    Path(session_id): Path<String>,
+    Path(session_id): Path<SessionId>,
     QueryParams(query): QueryParams<SessionEventsQuery>,
 ) -> ApiResult<Response> {
     let caller = state.caller();
     owned_session(&state, &caller, &session_id).await?;
     let limit = page_limit(query.limit, EVENT_PAGE_MAX)?;
+    let last_turn_id = query.last_turn_id.map(TurnId::from);
     let page = state
         .sessions
         .list_session_events(
             &caller.tenant,
             &session_id,
-            query.last_turn_id.as_deref(),
+            last_turn_id.as_ref(),
             &PageRequest {
                 limit,
                 page_token: query.page_token,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use trueforge_protocol::openapi::reference;
 use trueforge_protocol::{
     McpServerAuth, McpServerManifest, McpServerType, ModelProviderManifest, SandboxProviderManifest, SkillManifest,
+    TenantId,
 };
 use trueforge_store::StoreError;
 use trueforge_store::redaction::{MissingSecret, redacted, restore_redacted_secrets};
@@ -245,7 +246,7 @@ fn check_mcp_server(state: &AppState, manifest: &McpServerManifest) -> ApiResult
 /// user's token and the authorizations in flight belong to the old authorization server.
 async fn forget_stale_oauth(
     state: &AppState,
-    tenant: &str,
+    tenant: &TenantId,
     before: &McpServerRecord,
     after: &McpServerRecord,
 ) -> ApiResult<()> {

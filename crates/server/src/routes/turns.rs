@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trueforge_agent::{AgentError, PreviousTurn, TurnRequest};
 use trueforge_protocol::api::{CreateTurnRequest, PreviousTurn as WirePreviousTurn};
-use trueforge_protocol::{SessionEvent, TurnInputItem, TurnStreamingEvent};
+use trueforge_protocol::{SessionEvent, SessionId, TurnId, TurnInputItem, TurnStreamingEvent};
 use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey, TurnSummary};
 
 use super::sessions::{EVENT_PAGE_MAX, SESSION_PAGE_MAX, owned_session, page_limit};
@@ -41,7 +41,7 @@ fn previous_turn(value: Option<WirePreviousTurn>) -> ApiResult<PreviousTurn> {
         None | Some("auto") => Ok(PreviousTurn::Auto),
         Some("none") => Ok(PreviousTurn::None),
         Some("") => Err(ApiError::bad_request("previous_turn_id must not be empty")),
-        Some(id) => Ok(PreviousTurn::Id(id.to_owned())),
+        Some(id) => Ok(PreviousTurn::Id(id.into())),
     }
 }
 
@@ -65,7 +65,7 @@ fn previous_turn(value: Option<WirePreviousTurn>) -> ApiResult<PreviousTurn> {
 )]
 pub async fn create(
     State(state): State<AppState>,
-    Path(session_id): Path<String>,
+    Path(session_id): Path<SessionId>,
     JsonBody(body): JsonBody<CreateTurnRequest>,
 ) -> ApiResult<Response> {
     let caller = state.caller();
@@ -75,7 +75,11 @@ pub async fn create(
     // (422).
     trueforge_protocol::validate_turn_input(&body.input).map_err(|error| ApiError::bad_request(error.to_string()))?;
     let previous_turn_id = previous_turn(body.previous_turn_id)?;
-    let turn_id = format!("{}.{}", ulid::Ulid::new().to_string().to_lowercase(), state.executor_id);
+    let turn_id = TurnId::new(format!(
+        "{}.{}",
+        ulid::Ulid::new().to_string().to_lowercase(),
+        state.executor_id
+    ));
     // One call: the runtime checks, commits and starts the turn, and answers once `turn.created` is on the
     // bus, so an immediate subscribe finds the stream. From then on the turn runs whatever the client does.
     let key = state
@@ -115,7 +119,12 @@ async fn turn_summary(state: &AppState, key: &TurnKey) -> ApiResult<TurnSummary>
 }
 
 /// The turn of an owned session (404 for either).
-async fn owned_turn(state: &AppState, caller: &Caller, session_id: &str, turn_id: &str) -> ApiResult<TurnSummary> {
+async fn owned_turn(
+    state: &AppState,
+    caller: &Caller,
+    session_id: &SessionId,
+    turn_id: &TurnId,
+) -> ApiResult<TurnSummary> {
     owned_session(state, caller, session_id).await?;
     turn_summary(state, &TurnKey::new(&caller.tenant, session_id, turn_id)).await
 }
@@ -147,7 +156,7 @@ pub struct ListTurnsQuery {
 )]
 pub async fn list(
     State(state): State<AppState>,
-    Path(session_id): Path<String>,
+    Path(session_id): Path<SessionId>,
     QueryParams(query): QueryParams<ListTurnsQuery>,
 ) -> ApiResult<Response> {
     let caller = state.caller();
@@ -188,7 +197,7 @@ pub async fn list(
 )]
 pub async fn get(
     State(state): State<AppState>,
-    Path((session_id, turn_id)): Path<(String, String)>,
+    Path((session_id, turn_id)): Path<(SessionId, TurnId)>,
 ) -> ApiResult<Response> {
     let turn = owned_turn(&state, &state.caller(), &session_id, &turn_id).await?;
     Ok(Data::ok(Turn::from(turn)).into_response())
@@ -224,7 +233,7 @@ pub struct TurnEventsQuery {
 )]
 pub async fn events(
     State(state): State<AppState>,
-    Path((session_id, turn_id)): Path<(String, String)>,
+    Path((session_id, turn_id)): Path<(SessionId, TurnId)>,
     QueryParams(query): QueryParams<TurnEventsQuery>,
 ) -> ApiResult<Response> {
     let caller = state.caller();
@@ -280,7 +289,7 @@ pub struct SubscribeQuery {
 )]
 pub async fn subscribe(
     State(state): State<AppState>,
-    Path((session_id, turn_id)): Path<(String, String)>,
+    Path((session_id, turn_id)): Path<(SessionId, TurnId)>,
     headers: HeaderMap,
     QueryParams(query): QueryParams<SubscribeQuery>,
 ) -> ApiResult<Response> {
@@ -373,7 +382,7 @@ fn check_sandbox_path(path: &str) -> Result<(), &'static str> {
 )]
 pub async fn download_sandbox_file(
     State(state): State<AppState>,
-    Path((session_id, turn_id)): Path<(String, String)>,
+    Path((session_id, turn_id)): Path<(SessionId, TurnId)>,
     QueryParams(query): QueryParams<DownloadQuery>,
 ) -> ApiResult<Response> {
     check_sandbox_path(&query.path)

@@ -221,14 +221,14 @@ async fn oauth_callback_is_bound_to_the_user_who_started_the_authorization() {
     let other = &server.state;
     let record = other
         .settings
-        .get_mcp_server(trueforge_server::state::LOCAL_TENANT, "secure")
+        .get_mcp_server(&trueforge_server::state::LOCAL_TENANT.into(), "secure")
         .await
         .unwrap()
         .unwrap();
     other
         .settings
         .save_pending_authorization(
-            trueforge_server::state::LOCAL_TENANT,
+            &trueforge_server::state::LOCAL_TENANT.into(),
             PendingAuthorization {
                 state: "state-of-another-user".to_owned(),
                 server_id: record.id,

@@ -62,7 +62,7 @@ fn local_provider(base_url: &str, api_key: &str) -> ModelProviderManifest {
 }
 
 async fn configure(store: &MemorySettingsStore, manifest: ModelProviderManifest) {
-    store.upsert_model_provider(TENANT, manifest).await.unwrap();
+    store.upsert_model_provider(&TENANT.into(), manifest).await.unwrap();
 }
 
 fn hello() -> ModelRequest {
@@ -82,7 +82,7 @@ async fn ask(resolved: &ResolvedModel) -> trueforge_llm::ModelResponse {
 }
 
 async fn resolve_error(models: &SettingsModels, name: &str) -> String {
-    match models.resolve(TENANT, name).await {
+    match models.resolve(&TENANT.into(), name).await {
         Ok(_) => panic!("{name} should not resolve"),
         Err(error) => error.message,
     }
@@ -98,7 +98,7 @@ async fn custom_provider_model_resolves_and_streams_an_answer() {
     configure(&store, local_provider(&fake.base_url(Api::Chat), "key-1")).await;
     let models = resolver(&store, empty_catalog());
 
-    let resolved = models.resolve(TENANT, "local/small").await.unwrap();
+    let resolved = models.resolve(&TENANT.into(), "local/small").await.unwrap();
     assert_eq!(resolved.name, "local/small");
     assert_eq!(resolved.tokenizer, TokenizerFamily::Other);
     assert_eq!(resolved.context_window, None);
@@ -125,7 +125,7 @@ async fn model_without_output_limit_has_no_default_params() {
     let store = Arc::new(MemorySettingsStore::new());
     configure(&store, local_provider("http://127.0.0.1:9/v1", "key")).await;
     let resolved = resolver(&store, empty_catalog())
-        .resolve(TENANT, "local/thinker")
+        .resolve(&TENANT.into(), "local/thinker")
         .await
         .unwrap();
     assert_eq!(resolved.default_params, None);
@@ -157,7 +157,7 @@ async fn resolve_errors_carry_the_reference_messages() {
 async fn models_of_another_tenant_do_not_resolve() {
     let store = Arc::new(MemorySettingsStore::new());
     store
-        .upsert_model_provider("tenant-b", local_provider("http://127.0.0.1:9/v1", "key"))
+        .upsert_model_provider(&"tenant-b".into(), local_provider("http://127.0.0.1:9/v1", "key"))
         .await
         .unwrap();
     assert_eq!(
@@ -176,11 +176,11 @@ async fn changed_api_key_and_base_url_take_effect_on_the_next_resolve() {
     configure(&store, local_provider(&first.base_url(Api::Chat), "old-key")).await;
     let models = resolver(&store, empty_catalog());
 
-    let before = models.resolve(TENANT, "local/small").await.unwrap();
+    let before = models.resolve(&TENANT.into(), "local/small").await.unwrap();
     assert_eq!(ask(&before).await.message.text, "from the first server");
 
     configure(&store, local_provider(&second.base_url(Api::Chat), "new-key")).await;
-    let after = models.resolve(TENANT, "local/small").await.unwrap();
+    let after = models.resolve(&TENANT.into(), "local/small").await.unwrap();
     assert_eq!(ask(&after).await.message.text, "from the second server");
 
     assert_eq!(first.requests().len(), 1, "the old endpoint is not called again");
@@ -194,7 +194,7 @@ async fn a_removed_model_stops_resolving() {
     let store = Arc::new(MemorySettingsStore::new());
     configure(&store, local_provider("http://127.0.0.1:9/v1", "key")).await;
     let models = resolver(&store, empty_catalog());
-    models.resolve(TENANT, "local/thinker").await.unwrap();
+    models.resolve(&TENANT.into(), "local/thinker").await.unwrap();
 
     configure(
         &store,
@@ -250,18 +250,24 @@ async fn context_window_comes_from_the_settings_before_the_catalog() {
     )
     .await;
     let resolved = resolver(&store, catalog.clone())
-        .resolve(TENANT, "openai/gpt")
+        .resolve(&TENANT.into(), "openai/gpt")
         .await
         .unwrap();
     assert_eq!(resolved.context_window, Some(32_000));
     assert_eq!(resolved.tokenizer, TokenizerFamily::OpenAi);
 
     configure(&store, openai_provider("http://127.0.0.1:9/v1", json!({}))).await;
-    let resolved = resolver(&store, catalog).resolve(TENANT, "openai/gpt").await.unwrap();
+    let resolved = resolver(&store, catalog)
+        .resolve(&TENANT.into(), "openai/gpt")
+        .await
+        .unwrap();
     assert_eq!(resolved.context_window, Some(400_000), "the catalog fills the gap");
 
     let unknown = catalog_with("openai", "another-model", Some(1_000_000), None);
-    let resolved = resolver(&store, unknown).resolve(TENANT, "openai/gpt").await.unwrap();
+    let resolved = resolver(&store, unknown)
+        .resolve(&TENANT.into(), "openai/gpt")
+        .await
+        .unwrap();
     assert_eq!(resolved.context_window, None, "neither knows it");
 }
 
@@ -280,7 +286,7 @@ async fn catalog_prices_give_usage_a_cost() {
     };
 
     let priced = resolver(&store, catalog_with("openai", "gpt-test", None, Some(prices)))
-        .resolve(TENANT, "openai/gpt")
+        .resolve(&TENANT.into(), "openai/gpt")
         .await
         .unwrap();
     let answer = ask(&priced).await;
@@ -292,7 +298,7 @@ async fn catalog_prices_give_usage_a_cost() {
     );
 
     let unpriced = resolver(&store, empty_catalog())
-        .resolve(TENANT, "openai/gpt")
+        .resolve(&TENANT.into(), "openai/gpt")
         .await
         .unwrap();
     assert_eq!(ask(&unpriced).await.usage.cost_usd, None);
@@ -319,7 +325,7 @@ async fn available_models_flatten_every_provider_in_the_wire_shape() {
     configure(&store, anthropic_provider()).await;
     let models = resolver(&store, empty_catalog());
 
-    let listed = serde_json::to_value(models.available_models(TENANT).await.unwrap()).unwrap();
+    let listed = serde_json::to_value(models.available_models(&TENANT.into()).await.unwrap()).unwrap();
     assert_eq!(
         listed,
         json!([
@@ -343,7 +349,7 @@ async fn available_models_flatten_every_provider_in_the_wire_shape() {
             }
         ])
     );
-    assert!(models.available_models("tenant-b").await.unwrap().is_empty());
+    assert!(models.available_models(&"tenant-b".into()).await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -353,7 +359,7 @@ async fn sub_agent_models_describe_every_configured_model() {
     configure(&store, anthropic_provider()).await;
     let models = resolver(&store, empty_catalog());
 
-    let offered = models.sub_agent_models(TENANT).await;
+    let offered = models.sub_agent_models(&TENANT.into()).await;
     assert_eq!(
         offered,
         vec![
@@ -373,14 +379,14 @@ async fn sub_agent_models_describe_every_configured_model() {
             },
         ]
     );
-    assert!(models.sub_agent_models("tenant-b").await.is_empty());
+    assert!(models.sub_agent_models(&"tenant-b".into()).await.is_empty());
 }
 
 #[tokio::test]
 async fn find_model_returns_the_provider_and_model() {
     let store = MemorySettingsStore::new();
     configure(&store, anthropic_provider()).await;
-    let found = find_model(&store, TENANT, "anthropic/claude").await.unwrap();
+    let found = find_model(&store, &TENANT.into(), "anthropic/claude").await.unwrap();
     assert_eq!(found.provider.name(), "anthropic");
     assert_eq!(found.model.model_id, "claude-test-1");
 }
@@ -393,7 +399,7 @@ async fn settings() -> MemorySettingsStore {
     configure(&store, local_provider("http://127.0.0.1:9/v1", "key")).await;
     store
         .upsert_mcp_server(
-            TENANT,
+            &TENANT.into(),
             serde_json::from_value(json!({
                 "type": "remote", "name": "docs", "url": "https://mcp.example.com/mcp", "description": "Docs"
             }))
@@ -403,7 +409,7 @@ async fn settings() -> MemorySettingsStore {
         .unwrap();
     store
         .upsert_skill(
-            TENANT,
+            &TENANT.into(),
             serde_json::from_value(json!({
                 "type": "git", "name": "pdf", "url": "https://github.com/example/skills", "ref": "main",
                 "description": "PDF tools"
@@ -426,7 +432,7 @@ async fn add_sandbox_provider(store: &MemorySettingsStore) {
     }))
     .unwrap();
     store
-        .upsert_sandbox_provider(TENANT, manifest, SandboxProviderStatus::pending())
+        .upsert_sandbox_provider(&TENANT.into(), manifest, SandboxProviderStatus::pending())
         .await
         .unwrap();
 }
@@ -436,7 +442,13 @@ fn spec(value: Value) -> AgentSpec {
 }
 
 async fn check(store: &MemorySettingsStore, spec: &AgentSpec, sandbox_available: bool) -> Result<(), SpecError> {
-    validate_agent_spec(spec, TENANT, &SpecStores::from_settings(store), sandbox_available).await
+    validate_agent_spec(
+        spec,
+        &TENANT.into(),
+        &SpecStores::from_settings(store),
+        sandbox_available,
+    )
+    .await
 }
 
 async fn refusal(store: &MemorySettingsStore, spec: &AgentSpec) -> String {
@@ -575,7 +587,7 @@ async fn spec_stores_can_come_from_separate_stores() {
         sandbox_providers: &empty,
     };
     let with_server = spec(json!({"model": {"name": "local/small"}, "mcp_servers": [{"name": "docs"}]}));
-    match validate_agent_spec(&with_server, TENANT, &stores, false).await {
+    match validate_agent_spec(&with_server, &TENANT.into(), &stores, false).await {
         Err(SpecError::Invalid(message)) => assert_eq!(message, "Unknown MCP server \"docs\" — not configured"),
         other => panic!("unexpected {other:?}"),
     }

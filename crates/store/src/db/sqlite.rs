@@ -22,7 +22,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::MigrateOnOpen;
 use super::migrations;
-use crate::error::{StoreError, StoreResult};
+use crate::error::{InputError, StoreError, StoreResult};
 use crate::sql::sqlite::complete;
 use crate::sql::{Access, Database, Op, Sql};
 
@@ -286,7 +286,7 @@ impl Database for SqliteDb {
 /// Why the writer rolled a read-modify-write back: its caller failed or went away. Never the answer a
 /// caller sees (it has the step's own error, or is gone).
 fn abandoned() -> StoreError {
-    StoreError::InvalidInput("the read-modify-write was abandoned by its caller".into())
+    StoreError::InvalidInput(InputError::Abandoned)
 }
 
 struct Busy<'a>(&'a AtomicUsize);

@@ -23,7 +23,7 @@ impl From<TurnSummary> for Turn {
         Turn::new(
             turn.turn_id,
             turn.session_id,
-            turn.previous_turn_id,
+            turn.previous_turn_id.map(String::from),
             turn.input,
             turn.state,
             turn.created_at.to_iso(),

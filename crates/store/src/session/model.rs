@@ -19,13 +19,13 @@ pub const MAX_PAGE_LIMIT: u32 = 1000;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionRecord {
-    pub tenant_id: String,
-    pub session_id: String,
+    pub tenant_id: TenantId,
+    pub session_id: SessionId,
     pub created_by: String,
     pub agent: SessionAgent,
     pub title: Option<String>,
     /// The most recently created turn on any branch (the session's tip).
-    pub last_turn_id: Option<String>,
+    pub last_turn_id: Option<TurnId>,
     pub created_at: Timestamp,
     /// Also the session's last-activity time: bumped, strictly, by every session write and turn creation.
     pub updated_at: Timestamp,
@@ -34,8 +34,8 @@ pub struct SessionRecord {
 
 #[derive(Debug, Clone)]
 pub struct NewSession {
-    pub tenant_id: String,
-    pub session_id: String,
+    pub tenant_id: TenantId,
+    pub session_id: SessionId,
     pub agent: SessionAgent,
     pub created_by: String,
     pub custom: Option<Value>,
@@ -115,9 +115,9 @@ pub struct LeaseRequest {
 /// A running turn whose lease has run out: its executor is presumed gone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExpiredLease {
-    pub tenant_id: String,
-    pub session_id: String,
-    pub turn_id: String,
+    pub tenant_id: TenantId,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
     pub owner: String,
     pub expired_at: Timestamp,
 }
@@ -125,14 +125,14 @@ pub struct ExpiredLease {
 /// A turn without its thread snapshot (what listings return).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnSummary {
-    pub tenant_id: String,
-    pub session_id: String,
-    pub turn_id: String,
+    pub tenant_id: TenantId,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
     /// The root of this turn's chain (a fork inherits it).
-    pub first_turn_id: String,
+    pub first_turn_id: TurnId,
     /// Up to [`ANCESTOR_WINDOW`] ancestors, newest last.
-    pub ancestor_ids: Vec<String>,
-    pub previous_turn_id: Option<String>,
+    pub ancestor_ids: Vec<TurnId>,
+    pub previous_turn_id: Option<TurnId>,
     pub state: TurnState,
     pub input: Vec<TurnInputItem>,
     pub custom: Option<Value>,
@@ -153,7 +153,7 @@ pub struct SandboxInfo {
 /// live stream went.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TurnSnapshot {
-    pub threads: BTreeMap<String, AgentThreadSnapshot>,
+    pub threads: BTreeMap<ThreadId, AgentThreadSnapshot>,
     pub mcp_servers: Option<BTreeMap<String, McpServerInitInfo>>,
     pub sandbox_info: Option<SandboxInfo>,
     pub live_stream: LiveStreamMark,
@@ -178,7 +178,7 @@ pub struct LiveStreamMark {
 pub struct OpenMessage {
     pub id: String,
     pub seq: u64,
-    pub thread_id: String,
+    pub thread_id: ThreadId,
     pub created_at: String,
 }
 
@@ -199,14 +199,14 @@ pub struct ReusedTurnRecord {
 /// A thread that did not exist on the previous turn (turn 1: the root thread).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewThread {
-    pub thread_id: String,
+    pub thread_id: ThreadId,
     pub parent: Option<AgentParent>,
     pub agent_info: Option<AgentInfo>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextAppend {
-    pub thread_id: String,
+    pub thread_id: ThreadId,
     pub messages: Vec<ContextMessage>,
     /// Replaces the stored usage when present.
     pub current_context_usage: Option<CurrentContextUsage>,
@@ -216,17 +216,17 @@ pub struct ContextAppend {
 /// so the topology cannot disagree with `previous_turn_id`.
 #[derive(Debug, Clone)]
 pub struct NewTurn {
-    pub tenant_id: String,
-    pub session_id: String,
-    pub turn_id: String,
+    pub tenant_id: TenantId,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
     /// `None`: a new root turn. Otherwise a terminal turn of the same session to continue or fork from.
-    pub previous_turn_id: Option<String>,
+    pub previous_turn_id: Option<TurnId>,
     pub input: Vec<TurnInputItem>,
     pub custom: Option<Value>,
     pub new_threads: Vec<NewThread>,
     pub context_appends: Vec<ContextAppend>,
     /// Exactly one entry per resulting thread: the complete capability map (nothing is carried forward).
-    pub capability_states: Vec<(String, Option<Map<String, Value>>)>,
+    pub capability_states: Vec<(ThreadId, Option<Map<String, Value>>)>,
     /// Sets the session title when it has none.
     pub title_if_unset: Option<String>,
     pub lease: Option<LeaseRequest>,
@@ -236,7 +236,7 @@ pub struct NewTurn {
 }
 
 // Defined with the wire types, so crates below the store (the tool-set interface) can address a turn too.
-pub use trueforge_protocol::TurnKey;
+pub use trueforge_protocol::{SessionId, TenantId, ThreadId, TurnId, TurnKey};
 
 /// The `turn.done` event a terminal write persists. The store builds the event itself from the state it
 /// writes, so the stored state and the event can never disagree.
@@ -261,7 +261,7 @@ pub struct FreezeTurn {
 /// its `model.message`; tool results and their `tool.response`s). Either everything is stored or nothing.
 #[derive(Debug, Clone)]
 pub struct ThreadStep {
-    pub thread_id: String,
+    pub thread_id: ThreadId,
     /// Events with their sequence numbers, under the same rules as [`append_events`](crate::SessionStore::append_events).
     pub events: Vec<StoredEvent>,
     pub messages: Vec<ContextMessage>,
@@ -281,7 +281,7 @@ pub struct StoredEvent {
 /// An event of the session feed, with the turn it belongs to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionEventItem {
-    pub turn_id: String,
+    pub turn_id: TurnId,
     pub seq: u64,
     pub event: SessionEvent,
 }
@@ -292,7 +292,7 @@ pub struct HistoryEntry {
     /// Stable id of the body (write order).
     pub message_id: i64,
     /// The turn that wrote it.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// Its position in the context it was written into.
     pub position: i64,
     /// Whether the body is part of the turn's current context (false: superseded by a compaction).

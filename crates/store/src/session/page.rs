@@ -5,8 +5,8 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
-use super::model::{MAX_PAGE_LIMIT, PageRequest, SortOrder};
-use crate::error::{StoreError, StoreResult};
+use super::model::{MAX_PAGE_LIMIT, PageRequest, SessionId, SortOrder, TurnId};
+use crate::error::{InputError, StoreError, StoreResult};
 
 /// Where the next page of a list starts (exclusive).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,7 +17,7 @@ pub(crate) enum Cursor {
     Sessions {
         desc: bool,
         updated_at: i64,
-        session_id: String,
+        session_id: SessionId,
     },
     /// After this turn insertion ordinal.
     #[serde(rename = "t")]
@@ -27,7 +27,7 @@ pub(crate) enum Cursor {
     TurnEvents { desc: bool, seq: u64 },
     /// After event `seq` of the turn `depth` steps above `anchor` on the branch ending at `anchor`.
     #[serde(rename = "f")]
-    SessionFeed { anchor: String, depth: i64, seq: u64 },
+    SessionFeed { anchor: TurnId, depth: i64, seq: u64 },
 }
 
 impl Cursor {
@@ -48,10 +48,11 @@ impl Cursor {
 /// Validates a page request and decodes its token. `None`: the first page.
 pub(crate) fn open_page(page: &PageRequest) -> StoreResult<Option<Cursor>> {
     if page.limit == 0 || page.limit > MAX_PAGE_LIMIT {
-        return Err(StoreError::InvalidInput(format!(
-            "limit must be between 1 and {MAX_PAGE_LIMIT}, got {}",
-            page.limit
-        )));
+        return Err(InputError::PageLimit {
+            limit: page.limit,
+            max: MAX_PAGE_LIMIT,
+        }
+        .into());
     }
     match page.page_token.as_deref() {
         None | Some("") => Ok(None),
@@ -59,7 +60,7 @@ pub(crate) fn open_page(page: &PageRequest) -> StoreResult<Option<Cursor>> {
     }
 }
 
-pub(crate) fn sessions_cursor(cursor: Option<Cursor>, order: SortOrder) -> StoreResult<Option<(i64, String)>> {
+pub(crate) fn sessions_cursor(cursor: Option<Cursor>, order: SortOrder) -> StoreResult<Option<(i64, SessionId)>> {
     match cursor {
         None => Ok(None),
         Some(Cursor::Sessions {
@@ -89,7 +90,7 @@ pub(crate) fn turn_events_cursor(cursor: Option<Cursor>, order: SortOrder) -> St
 
 /// The anchor and position of a session-feed cursor.
 pub(crate) struct FeedCursor {
-    pub anchor: String,
+    pub anchor: TurnId,
     pub after: Option<(i64, u64)>,
 }
 

@@ -5,25 +5,26 @@ use std::collections::BTreeSet;
 
 use trueforge_protocol::{SessionEvent, TurnDoneEvent, TurnState};
 
-use super::model::{ANCESTOR_WINDOW, NewTurn, StoredEvent, TurnSummary};
-use crate::error::{StoreError, StoreResult};
+use super::model::{ANCESTOR_WINDOW, NewTurn, StoredEvent, ThreadId, TurnId, TurnSummary};
+use crate::error::{InputError, StoreError, StoreResult};
 use crate::time::Timestamp;
 
-fn invalid(message: impl Into<String>) -> StoreError {
-    StoreError::InvalidInput(message.into())
-}
-
 /// Ids are opaque, compared byte-wise, and never empty.
-pub(crate) fn require_id(kind: &str, id: &str) -> StoreResult<()> {
+pub(crate) fn require_id(kind: &'static str, id: impl AsRef<str>) -> StoreResult<()> {
+    let id = id.as_ref();
     if id.is_empty() {
-        return Err(invalid(format!("{kind} id must not be empty")));
+        return Err(InputError::EmptyId { kind }.into());
     }
     // Postgres text cannot hold NUL, and an index entry has a size limit: refuse both on every backend.
     if id.contains('\0') {
-        return Err(invalid(format!("{kind} id must not contain a NUL character")));
+        return Err(InputError::IdWithNul { kind }.into());
     }
     if id.len() > MAX_ID_BYTES {
-        return Err(invalid(format!("{kind} id must be at most {MAX_ID_BYTES} bytes")));
+        return Err(InputError::IdTooLong {
+            kind,
+            max: MAX_ID_BYTES,
+        }
+        .into());
     }
     Ok(())
 }
@@ -34,46 +35,38 @@ pub(crate) const MAX_ID_BYTES: usize = 512;
 /// Checks a new turn's thread delta against the threads the previous turn carries: new threads are really
 /// new and unique, appends and capability entries name known threads, and every resulting thread has
 /// exactly one capability entry.
-pub(crate) fn check_thread_delta(turn: &NewTurn, inherited: &BTreeSet<String>) -> StoreResult<BTreeSet<String>> {
+pub(crate) fn check_thread_delta(turn: &NewTurn, inherited: &BTreeSet<ThreadId>) -> StoreResult<BTreeSet<ThreadId>> {
     let mut threads = inherited.clone();
     for thread in &turn.new_threads {
         require_id("thread", &thread.thread_id)?;
         if !threads.insert(thread.thread_id.clone()) {
-            return Err(invalid(format!(
-                "new thread '{}' already exists on the previous turn or is listed twice",
-                thread.thread_id
-            )));
+            return Err(InputError::NewThreadExists(thread.thread_id.clone()).into());
         }
     }
     for append in &turn.context_appends {
         if !threads.contains(&append.thread_id) {
-            return Err(invalid(format!(
-                "context append names unknown thread '{}'",
-                append.thread_id
-            )));
+            return Err(InputError::AppendToUnknownThread(append.thread_id.clone()).into());
         }
     }
     let mut with_state = BTreeSet::new();
     for (thread_id, _) in &turn.capability_states {
         if !threads.contains(thread_id) {
-            return Err(invalid(format!("capability state names unknown thread '{thread_id}'")));
+            return Err(InputError::CapabilityStateOfUnknownThread(thread_id.clone()).into());
         }
         if !with_state.insert(thread_id.clone()) {
-            return Err(invalid(format!(
-                "capability state for thread '{thread_id}' is listed twice"
-            )));
+            return Err(InputError::CapabilityStateListedTwice(thread_id.clone()).into());
         }
     }
     if let Some(missing) = threads.difference(&with_state).next() {
-        return Err(invalid(format!("capability state for thread '{missing}' is missing")));
+        return Err(InputError::CapabilityStateMissing(missing.clone()).into());
     }
     Ok(threads)
 }
 
 /// `first_turn_id` and the ancestor window of a turn created after `previous`.
-pub(crate) fn ancestry(turn_id: &str, previous: Option<&TurnSummary>) -> (String, Vec<String>) {
+pub(crate) fn ancestry(turn_id: &TurnId, previous: Option<&TurnSummary>) -> (TurnId, Vec<TurnId>) {
     match previous {
-        None => (turn_id.to_string(), Vec::new()),
+        None => (turn_id.clone(), Vec::new()),
         Some(previous) => {
             let mut ancestors = previous.ancestor_ids.clone();
             ancestors.push(previous.turn_id.clone());
@@ -88,7 +81,7 @@ pub(crate) fn ancestry(turn_id: &str, previous: Option<&TurnSummary>) -> (String
 pub(crate) fn stamp_terminal(state: TurnState, now: Timestamp) -> StoreResult<TurnState> {
     let completed_at = now.to_iso();
     match state {
-        TurnState::Running => Err(invalid("a terminal write needs a terminal state, not running")),
+        TurnState::Running => Err(InputError::RunningIsNotTerminal.into()),
         TurnState::Done {
             output,
             required_actions,
@@ -131,7 +124,7 @@ pub(crate) fn done_seq(last_seq: u64, streamed_seq: u64, min_seq: u64) -> u64 {
 
 /// Sorts a batch by seq and checks it against the turn's last seq and itself.
 pub(crate) fn order_event_batch(
-    turn_id: &str,
+    turn_id: &TurnId,
     mut events: Vec<StoredEvent>,
     last_seq: u64,
 ) -> StoreResult<Vec<StoredEvent>> {
@@ -141,7 +134,7 @@ pub(crate) fn order_event_batch(
     for stored in &events {
         if stored.seq <= previous {
             return Err(StoreError::EventSequenceConflict {
-                turn_id: turn_id.to_string(),
+                turn_id: turn_id.clone(),
                 seq: stored.seq,
                 last_seq: previous,
             });
@@ -150,7 +143,7 @@ pub(crate) fn order_event_batch(
         require_id("event", stored.event.id())?;
         if !ids.insert(stored.event.id().to_string()) {
             return Err(StoreError::EventAlreadyExists {
-                turn_id: turn_id.to_string(),
+                turn_id: turn_id.clone(),
                 event_id: stored.event.id().to_string(),
             });
         }
@@ -160,12 +153,12 @@ pub(crate) fn order_event_batch(
 
 /// Seq values are stored as signed 64-bit integers.
 pub(crate) fn seq_to_db(seq: u64) -> StoreResult<i64> {
-    i64::try_from(seq).map_err(|_| invalid(format!("sequence number {seq} is out of range")))
+    i64::try_from(seq).map_err(|_| InputError::SeqOutOfRange(seq).into())
 }
 
 pub(crate) fn check_ttl(ttl_ms: i64) -> StoreResult<()> {
     if ttl_ms <= 0 {
-        return Err(invalid("a lease needs a positive time to live"));
+        return Err(InputError::LeaseWithoutTime.into());
     }
     Ok(())
 }

@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use crate::error::{StoreError, StoreResult};
+use crate::error::{InputError, StoreResult};
 
 /// Longer runs (base64 blobs, hashes) are not words anyone searches for.
 const MAX_TOKEN_CHARS: usize = 100;
@@ -43,7 +43,7 @@ pub(crate) fn query_terms(query: &str) -> StoreResult<Vec<String>> {
     let mut seen = HashSet::new();
     let terms: Vec<String> = tokens(query).filter(|token| seen.insert(token.clone())).collect();
     if terms.is_empty() {
-        return Err(StoreError::InvalidInput("search query has no words".into()));
+        return Err(InputError::EmptySearchQuery.into());
     }
     Ok(terms)
 }

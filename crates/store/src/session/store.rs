@@ -10,8 +10,8 @@ use trueforge_protocol::{
 
 use super::model::{
     ExpiredLease, FreezeTurn, HistoryEntry, Lease, LiveStreamMark, NewSession, NewTurn, Page, PageRequest,
-    ReusedTurnRecord, SessionEventItem, SessionFilter, SessionRecord, SessionUpdate, SortOrder, StoredEvent,
-    ThreadStep, TurnDone, TurnKey, TurnRecord, TurnSummary,
+    ReusedTurnRecord, SessionEventItem, SessionFilter, SessionId, SessionRecord, SessionUpdate, SortOrder, StoredEvent,
+    TenantId, ThreadId, ThreadStep, TurnDone, TurnId, TurnKey, TurnRecord, TurnSummary,
 };
 use crate::error::StoreResult;
 
@@ -30,23 +30,23 @@ pub trait SessionStore: Send + Sync {
 
     /// Deletes a session with all its turns, contexts and events. Idempotent; a session of another tenant
     /// is left alone.
-    async fn delete_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<()>;
+    async fn delete_session(&self, tenant_id: &TenantId, session_id: &SessionId) -> StoreResult<()>;
 
     /// Reads a session. Never bumps its activity time.
-    async fn get_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<Option<SessionRecord>>;
+    async fn get_session(&self, tenant_id: &TenantId, session_id: &SessionId) -> StoreResult<Option<SessionRecord>>;
 
     /// Applies a partial update and bumps the activity time.
     async fn update_session(
         &self,
-        tenant_id: &str,
-        session_id: &str,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
         update: SessionUpdate,
     ) -> StoreResult<SessionRecord>;
 
     /// Lists a tenant's sessions by `(updated_at, session_id)`, newest first by default.
     async fn list_sessions(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         filter: &SessionFilter,
         page: &PageRequest,
     ) -> StoreResult<Page<SessionRecord>>;
@@ -70,7 +70,7 @@ pub trait SessionStore: Send + Sync {
     async fn get_turn_reusing(
         &self,
         key: &TurnKey,
-        held: &BTreeMap<String, usize>,
+        held: &BTreeMap<ThreadId, usize>,
     ) -> StoreResult<Option<ReusedTurnRecord>> {
         let Some(mut record) = self.get_turn(key).await? else {
             return Ok(None);
@@ -97,8 +97,12 @@ pub trait SessionStore: Send + Sync {
     async fn get_turn_summary(&self, key: &TurnKey) -> StoreResult<Option<TurnSummary>>;
 
     /// Lists every turn of a session (all branches) in creation order.
-    async fn list_turns(&self, tenant_id: &str, session_id: &str, page: &PageRequest)
-    -> StoreResult<Page<TurnSummary>>;
+    async fn list_turns(
+        &self,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
+        page: &PageRequest,
+    ) -> StoreResult<Page<TurnSummary>>;
 
     /// Cancels a running turn with the store's `completed_at` and persists its `turn.done`, in one
     /// transaction. On a terminal turn it only reads. Returns the turn as it now is.
@@ -130,9 +134,9 @@ pub trait SessionStore: Send + Sync {
     /// at `last_turn_id`, or at the session's tip; a page token keeps the branch it started on.
     async fn list_session_events(
         &self,
-        tenant_id: &str,
-        session_id: &str,
-        last_turn_id: Option<&str>,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
+        last_turn_id: Option<&TurnId>,
         page: &PageRequest,
     ) -> StoreResult<Page<SessionEventItem>>;
 
@@ -142,13 +146,13 @@ pub trait SessionStore: Send + Sync {
     async fn add_threads(&self, key: &TurnKey, threads: Vec<AgentThreadSnapshot>) -> StoreResult<()>;
 
     /// Removes threads from this turn only; they do not carry into later turns.
-    async fn remove_threads(&self, key: &TurnKey, thread_ids: &[String]) -> StoreResult<()>;
+    async fn remove_threads(&self, key: &TurnKey, thread_ids: &[ThreadId]) -> StoreResult<()>;
 
     /// Appends messages to a thread's context. A usage replaces the stored one; a completion is set once.
     async fn append_to_thread_context(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         messages: Vec<ContextMessage>,
         usage: Option<CurrentContextUsage>,
         completion: Option<SubAgentCompletion>,
@@ -163,14 +167,18 @@ pub trait SessionStore: Send + Sync {
     async fn overwrite_thread_context(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         messages: Vec<ContextMessage>,
         usage: CurrentContextUsage,
     ) -> StoreResult<()>;
 
     /// One thread's capability state, without reading its context: `Ok(None)` when the thread has none,
     /// `TurnNotFound` / `ThreadNotFound` when either is missing.
-    async fn thread_capability_state(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Option<Map<String, Value>>>;
+    async fn thread_capability_state(
+        &self,
+        key: &TurnKey,
+        thread_id: &ThreadId,
+    ) -> StoreResult<Option<Map<String, Value>>>;
 
     /// Records how far the running turn's live stream went (see [`LiveStreamMark`]): its seq only grows,
     /// its open messages are replaced. `TurnNotRunning` once the turn has ended.
@@ -183,7 +191,7 @@ pub trait SessionStore: Send + Sync {
     async fn patch_thread_capability_state(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         state_key: &str,
         state: Value,
     ) -> StoreResult<()>;
@@ -192,14 +200,14 @@ pub trait SessionStore: Send + Sync {
 
     /// Every body the thread ever had along this turn's branch, in write order, flagged active when it is
     /// part of the current context.
-    async fn thread_history(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Vec<HistoryEntry>>;
+    async fn thread_history(&self, key: &TurnKey, thread_id: &ThreadId) -> StoreResult<Vec<HistoryEntry>>;
 
     /// The history entries whose text contains every word of `query` (case-insensitive, whole words), in
     /// write order, at most `limit`.
     async fn search_thread_history(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         query: &str,
         limit: u32,
     ) -> StoreResult<Vec<HistoryEntry>>;

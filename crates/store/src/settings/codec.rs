@@ -179,7 +179,7 @@ pub(crate) fn written_record<M: SettingsManifest>(
 ) -> StoreResult<NamedRecord<M>> {
     Ok(NamedRecord {
         id,
-        tenant_id: tenant.to_owned(),
+        tenant_id: tenant.into(),
         name: name.to_owned(),
         manifest: normalised(manifest)?,
         created_at: Timestamp(created_at),
@@ -206,7 +206,7 @@ pub(crate) fn open_named_row<M: SettingsManifest>(
     .open_manifest(&manifest)?;
     Ok(NamedRecord {
         id,
-        tenant_id: tenant.to_owned(),
+        tenant_id: tenant.into(),
         name,
         manifest,
         created_at: Timestamp(created_at),
@@ -283,7 +283,7 @@ pub(crate) fn open_token_row(
 ) -> StoreResult<OAuthTokenRecord> {
     let token = open_token(&token_sealer(cipher, tenant, &[&server_id, user_id]), &token)?;
     Ok(OAuthTokenRecord {
-        tenant_id: tenant.to_owned(),
+        tenant_id: tenant.into(),
         server_id,
         user_id: user_id.to_owned(),
         token,
@@ -324,7 +324,7 @@ pub(crate) fn open_pending_row(
             code_verifier,
             return_to,
         },
-        tenant_id: tenant,
+        tenant_id: tenant.into(),
         created_at: Timestamp(created_at),
     }))
 }
@@ -348,7 +348,7 @@ pub(crate) fn open_sandbox_row(
     (manifest, status, status_reason, build_metadata, created_at, updated_at): SandboxRow,
 ) -> StoreResult<SandboxProviderRecord> {
     Ok(SandboxProviderRecord {
-        tenant_id: tenant.to_owned(),
+        tenant_id: tenant.into(),
         manifest: sandbox_sealer(cipher, tenant).open_manifest(&manifest)?,
         status: SandboxProviderStatus {
             status: SandboxBuildStatus::parse(&status)

@@ -2,7 +2,7 @@
 //! per backend: generic `*_named` methods over a [`Table`](super::codec::Table). This macro maps the
 //! typed traits onto them so each backend writes that logic once, not four times.
 
-use crate::error::{StoreError, StoreResult};
+use crate::error::{InputError, StoreResult};
 use crate::settings::{ManifestUpdate, NamedManifest};
 
 /// Wraps an update so that it cannot rename the row it updates.
@@ -15,9 +15,12 @@ pub(crate) fn same_name_update<'a, M: NamedManifest>(
         let manifest = update(stored)?;
         let new_name = manifest.settings_name();
         if new_name != name {
-            return Err(StoreError::InvalidInput(format!(
-                "{kind} '{name}' cannot be renamed to '{new_name}' by an update"
-            )));
+            return Err(InputError::Renamed {
+                kind,
+                name: name.to_owned(),
+                new_name,
+            }
+            .into());
         }
         Ok(manifest)
     })
@@ -34,13 +37,13 @@ macro_rules! impl_named_stores {
     (impl<$($generic:ident),*> $backend:ty where $($bound:tt)*) => {
         #[async_trait::async_trait]
         impl<$($generic),*> $crate::settings::AgentStore for $backend where $($bound)* {
-            async fn list_agents(&self, tenant: &str) -> $crate::StoreResult<Vec<$crate::settings::AgentRecord>> {
+            async fn list_agents(&self, tenant: &trueforge_protocol::TenantId) -> $crate::StoreResult<Vec<$crate::settings::AgentRecord>> {
                 self.list_named(&$crate::settings::codec::AGENTS, tenant, None)
                     .await
             }
             async fn get_agent(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 id: &str,
             ) -> $crate::StoreResult<Option<$crate::settings::AgentRecord>> {
                 self.get_named(
@@ -52,7 +55,7 @@ macro_rules! impl_named_stores {
             }
             async fn get_agent_by_name(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 name: &str,
             ) -> $crate::StoreResult<Option<$crate::settings::AgentRecord>> {
                 self.get_named(
@@ -64,7 +67,7 @@ macro_rules! impl_named_stores {
             }
             async fn create_agent(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 name: &str,
                 manifest: trueforge_protocol::AgentSpec,
             ) -> $crate::StoreResult<$crate::settings::AgentRecord> {
@@ -73,14 +76,14 @@ macro_rules! impl_named_stores {
             }
             async fn update_agent(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 id: &str,
                 manifest: trueforge_protocol::AgentSpec,
             ) -> $crate::StoreResult<$crate::settings::AgentRecord> {
                 self.update_named(&$crate::settings::codec::AGENTS, tenant, id, manifest)
                     .await
             }
-            async fn delete_agent(&self, tenant: &str, id: &str) -> $crate::StoreResult<bool> {
+            async fn delete_agent(&self, tenant: &trueforge_protocol::TenantId, id: &str) -> $crate::StoreResult<bool> {
                 self.delete_named(
                     &$crate::settings::codec::AGENTS,
                     tenant,
@@ -94,14 +97,14 @@ macro_rules! impl_named_stores {
         impl<$($generic),*> $crate::settings::ModelProviderStore for $backend where $($bound)* {
             async fn list_model_providers(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
             ) -> $crate::StoreResult<Vec<$crate::settings::ModelProviderRecord>> {
                 self.list_named(&$crate::settings::codec::MODEL_PROVIDERS, tenant, None)
                     .await
             }
             async fn get_model_provider(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 name: &str,
             ) -> $crate::StoreResult<Option<$crate::settings::ModelProviderRecord>> {
                 self.get_named(
@@ -113,7 +116,7 @@ macro_rules! impl_named_stores {
             }
             async fn create_model_provider(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 manifest: trueforge_protocol::ModelProviderManifest,
             ) -> $crate::StoreResult<$crate::settings::ModelProviderRecord> {
                 let name = $crate::settings::NamedManifest::settings_name(&manifest);
@@ -122,7 +125,7 @@ macro_rules! impl_named_stores {
             }
             async fn upsert_model_provider(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 manifest: trueforge_protocol::ModelProviderManifest,
             ) -> $crate::StoreResult<$crate::settings::ModelProviderRecord> {
                 let name = $crate::settings::NamedManifest::settings_name(&manifest);
@@ -132,7 +135,7 @@ macro_rules! impl_named_stores {
             }
             async fn upsert_model_provider_with(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 name: &str,
                 update: $crate::settings::ManifestUpdate<'_, trueforge_protocol::ModelProviderManifest>,
             ) -> $crate::StoreResult<$crate::settings::ModelProviderRecord> {
@@ -140,7 +143,7 @@ macro_rules! impl_named_stores {
                 let update = $crate::settings::delegate::same_name_update(table.kind, name, update);
                 self.upsert_named_with(table, tenant, name, update).await
             }
-            async fn delete_model_provider(&self, tenant: &str, name: &str) -> $crate::StoreResult<bool> {
+            async fn delete_model_provider(&self, tenant: &trueforge_protocol::TenantId, name: &str) -> $crate::StoreResult<bool> {
                 self.delete_named(
                     &$crate::settings::codec::MODEL_PROVIDERS,
                     tenant,
@@ -154,7 +157,7 @@ macro_rules! impl_named_stores {
         impl<$($generic),*> $crate::settings::McpServerStore for $backend where $($bound)* {
             async fn list_mcp_servers(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 names: Option<&[String]>,
             ) -> $crate::StoreResult<Vec<$crate::settings::McpServerRecord>> {
                 self.list_named(&$crate::settings::codec::MCP_SERVERS, tenant, names)
@@ -162,7 +165,7 @@ macro_rules! impl_named_stores {
             }
             async fn get_mcp_server(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 name: &str,
             ) -> $crate::StoreResult<Option<$crate::settings::McpServerRecord>> {
                 self.get_named(
@@ -174,7 +177,7 @@ macro_rules! impl_named_stores {
             }
             async fn get_mcp_server_by_id(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 id: &str,
             ) -> $crate::StoreResult<Option<$crate::settings::McpServerRecord>> {
                 self.get_named(
@@ -186,7 +189,7 @@ macro_rules! impl_named_stores {
             }
             async fn create_mcp_server(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 manifest: trueforge_protocol::McpServerManifest,
             ) -> $crate::StoreResult<$crate::settings::McpServerRecord> {
                 let name = $crate::settings::NamedManifest::settings_name(&manifest);
@@ -195,7 +198,7 @@ macro_rules! impl_named_stores {
             }
             async fn upsert_mcp_server(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 manifest: trueforge_protocol::McpServerManifest,
             ) -> $crate::StoreResult<$crate::settings::McpServerRecord> {
                 let name = $crate::settings::NamedManifest::settings_name(&manifest);
@@ -205,7 +208,7 @@ macro_rules! impl_named_stores {
             }
             async fn upsert_mcp_server_with(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 name: &str,
                 update: $crate::settings::ManifestUpdate<'_, trueforge_protocol::McpServerManifest>,
             ) -> $crate::StoreResult<$crate::settings::McpServerRecord> {
@@ -213,7 +216,7 @@ macro_rules! impl_named_stores {
                 let update = $crate::settings::delegate::same_name_update(table.kind, name, update);
                 self.upsert_named_with(table, tenant, name, update).await
             }
-            async fn delete_mcp_server(&self, tenant: &str, name: &str) -> $crate::StoreResult<bool> {
+            async fn delete_mcp_server(&self, tenant: &trueforge_protocol::TenantId, name: &str) -> $crate::StoreResult<bool> {
                 self.delete_named(
                     &$crate::settings::codec::MCP_SERVERS,
                     tenant,
@@ -223,20 +226,20 @@ macro_rules! impl_named_stores {
             }
             async fn get_oauth_client(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 server_id: &str,
             ) -> $crate::StoreResult<Option<$crate::settings::OAuthClientRegistration>> {
                 self.get_client(tenant, server_id).await
             }
             async fn save_oauth_client(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 server_id: &str,
                 client: $crate::settings::OAuthClientRegistration,
             ) -> $crate::StoreResult<()> {
                 self.save_client(tenant, server_id, client).await
             }
-            async fn delete_oauth_client(&self, tenant: &str, server_id: &str) -> $crate::StoreResult<bool> {
+            async fn delete_oauth_client(&self, tenant: &trueforge_protocol::TenantId, server_id: &str) -> $crate::StoreResult<bool> {
                 self.delete_client(tenant, server_id).await
             }
         }
@@ -245,7 +248,7 @@ macro_rules! impl_named_stores {
         impl<$($generic),*> $crate::settings::SkillStore for $backend where $($bound)* {
             async fn list_skills(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 names: Option<&[String]>,
             ) -> $crate::StoreResult<Vec<$crate::settings::SkillRecord>> {
                 self.list_named(&$crate::settings::codec::SKILLS, tenant, names)
@@ -253,7 +256,7 @@ macro_rules! impl_named_stores {
             }
             async fn get_skill(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 name: &str,
             ) -> $crate::StoreResult<Option<$crate::settings::SkillRecord>> {
                 self.get_named(
@@ -265,7 +268,7 @@ macro_rules! impl_named_stores {
             }
             async fn create_skill(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 manifest: trueforge_protocol::SkillManifest,
             ) -> $crate::StoreResult<$crate::settings::SkillRecord> {
                 let name = $crate::settings::NamedManifest::settings_name(&manifest);
@@ -274,7 +277,7 @@ macro_rules! impl_named_stores {
             }
             async fn upsert_skill(
                 &self,
-                tenant: &str,
+                tenant: &trueforge_protocol::TenantId,
                 manifest: trueforge_protocol::SkillManifest,
             ) -> $crate::StoreResult<$crate::settings::SkillRecord> {
                 let name = $crate::settings::NamedManifest::settings_name(&manifest);
@@ -282,7 +285,7 @@ macro_rules! impl_named_stores {
                 self.upsert_named_with(&$crate::settings::codec::SKILLS, tenant, &name, update)
                     .await
             }
-            async fn delete_skill(&self, tenant: &str, name: &str) -> $crate::StoreResult<bool> {
+            async fn delete_skill(&self, tenant: &trueforge_protocol::TenantId, name: &str) -> $crate::StoreResult<bool> {
                 self.delete_named(
                     &$crate::settings::codec::SKILLS,
                     tenant,

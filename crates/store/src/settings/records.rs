@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use trueforge_protocol::{
     AgentSpec, McpServerManifest, ModelProviderManifest, SandboxBuildStatus, SandboxProviderManifest, SkillManifest,
+    TenantId,
 };
 
 use crate::time::Timestamp;
@@ -22,7 +23,7 @@ pub const PENDING_AUTHORIZATION_TTL: Duration = Duration::from_secs(10 * 60);
 #[derive(Debug, Clone, PartialEq)]
 pub struct NamedRecord<M> {
     pub id: String,
-    pub tenant_id: String,
+    pub tenant_id: TenantId,
     pub name: String,
     pub manifest: M,
     pub created_at: Timestamp,
@@ -69,7 +70,7 @@ impl SandboxProviderStatus {
 /// The per-tenant sandbox provider singleton.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SandboxProviderRecord {
-    pub tenant_id: String,
+    pub tenant_id: TenantId,
     pub manifest: SandboxProviderManifest,
     pub status: SandboxProviderStatus,
     pub created_at: Timestamp,
@@ -141,7 +142,7 @@ impl fmt::Debug for OAuthToken {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OAuthTokenRecord {
-    pub tenant_id: String,
+    pub tenant_id: TenantId,
     pub server_id: String,
     pub user_id: String,
     pub token: OAuthToken,
@@ -177,7 +178,7 @@ impl fmt::Debug for PendingAuthorization {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingAuthorizationRecord {
-    pub tenant_id: String,
+    pub tenant_id: TenantId,
     pub authorization: PendingAuthorization,
     pub created_at: Timestamp,
 }

@@ -12,7 +12,9 @@
 //! - Lists are ordered by name, byte-wise.
 
 use async_trait::async_trait;
-use trueforge_protocol::{AgentSpec, McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest};
+use trueforge_protocol::{
+    AgentSpec, McpServerManifest, ModelProviderManifest, SandboxProviderManifest, SkillManifest, TenantId,
+};
 
 use crate::error::StoreResult;
 use crate::settings::records::{
@@ -34,13 +36,13 @@ pub type SandboxProviderUpdate<'a> = Box<
 /// Saved agents. The name is immutable; updates go by id.
 #[async_trait]
 pub trait AgentStore: Send + Sync {
-    async fn list_agents(&self, tenant: &str) -> StoreResult<Vec<AgentRecord>>;
-    async fn get_agent(&self, tenant: &str, id: &str) -> StoreResult<Option<AgentRecord>>;
-    async fn get_agent_by_name(&self, tenant: &str, name: &str) -> StoreResult<Option<AgentRecord>>;
-    async fn create_agent(&self, tenant: &str, name: &str, manifest: AgentSpec) -> StoreResult<AgentRecord>;
+    async fn list_agents(&self, tenant: &TenantId) -> StoreResult<Vec<AgentRecord>>;
+    async fn get_agent(&self, tenant: &TenantId, id: &str) -> StoreResult<Option<AgentRecord>>;
+    async fn get_agent_by_name(&self, tenant: &TenantId, name: &str) -> StoreResult<Option<AgentRecord>>;
+    async fn create_agent(&self, tenant: &TenantId, name: &str, manifest: AgentSpec) -> StoreResult<AgentRecord>;
     /// Replaces the manifest; `NotFound` when the agent does not exist.
-    async fn update_agent(&self, tenant: &str, id: &str, manifest: AgentSpec) -> StoreResult<AgentRecord>;
-    async fn delete_agent(&self, tenant: &str, id: &str) -> StoreResult<bool>;
+    async fn update_agent(&self, tenant: &TenantId, id: &str, manifest: AgentSpec) -> StoreResult<AgentRecord>;
+    async fn delete_agent(&self, tenant: &TenantId, id: &str) -> StoreResult<bool>;
 }
 
 /// Tools allowed for every session of a saved agent. Keyed by (agent, MCP server id, tool name); rows go
@@ -49,80 +51,84 @@ pub trait AgentStore: Send + Sync {
 pub trait AgentToolApprovalStore: Send + Sync {
     async fn list_agent_tool_approvals(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         agent_id: &str,
     ) -> StoreResult<Vec<AgentToolApprovalRecord>>;
     /// Idempotent: approving an approved tool again keeps the first `created_at`. `NotFound` when the agent
     /// does not exist.
     async fn add_agent_tool_approval(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         agent_id: &str,
         mcp_server_id: &str,
         tool_name: &str,
     ) -> StoreResult<AgentToolApprovalRecord>;
     async fn delete_agent_tool_approval(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         agent_id: &str,
         mcp_server_id: &str,
         tool_name: &str,
     ) -> StoreResult<bool>;
     /// Revokes every approval of the agent; returns how many there were.
-    async fn delete_agent_tool_approvals(&self, tenant: &str, agent_id: &str) -> StoreResult<u64>;
+    async fn delete_agent_tool_approvals(&self, tenant: &TenantId, agent_id: &str) -> StoreResult<u64>;
 }
 
 /// Model providers, keyed by the manifest's name (its type for well-known providers).
 #[async_trait]
 pub trait ModelProviderStore: Send + Sync {
-    async fn list_model_providers(&self, tenant: &str) -> StoreResult<Vec<ModelProviderRecord>>;
-    async fn get_model_provider(&self, tenant: &str, name: &str) -> StoreResult<Option<ModelProviderRecord>>;
+    async fn list_model_providers(&self, tenant: &TenantId) -> StoreResult<Vec<ModelProviderRecord>>;
+    async fn get_model_provider(&self, tenant: &TenantId, name: &str) -> StoreResult<Option<ModelProviderRecord>>;
     async fn create_model_provider(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         manifest: ModelProviderManifest,
     ) -> StoreResult<ModelProviderRecord>;
     async fn upsert_model_provider(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         manifest: ModelProviderManifest,
     ) -> StoreResult<ModelProviderRecord>;
     async fn upsert_model_provider_with(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         name: &str,
         update: ManifestUpdate<'_, ModelProviderManifest>,
     ) -> StoreResult<ModelProviderRecord>;
-    async fn delete_model_provider(&self, tenant: &str, name: &str) -> StoreResult<bool>;
+    async fn delete_model_provider(&self, tenant: &TenantId, name: &str) -> StoreResult<bool>;
 }
 
 /// Remote MCP servers and their OAuth client (one per server, tenant-scoped, kept across upserts).
 #[async_trait]
 pub trait McpServerStore: Send + Sync {
     /// All servers, or only those named in `names` (`Some(&[])` gives none).
-    async fn list_mcp_servers(&self, tenant: &str, names: Option<&[String]>) -> StoreResult<Vec<McpServerRecord>>;
-    async fn get_mcp_server(&self, tenant: &str, name: &str) -> StoreResult<Option<McpServerRecord>>;
-    async fn get_mcp_server_by_id(&self, tenant: &str, id: &str) -> StoreResult<Option<McpServerRecord>>;
-    async fn create_mcp_server(&self, tenant: &str, manifest: McpServerManifest) -> StoreResult<McpServerRecord>;
-    async fn upsert_mcp_server(&self, tenant: &str, manifest: McpServerManifest) -> StoreResult<McpServerRecord>;
+    async fn list_mcp_servers(&self, tenant: &TenantId, names: Option<&[String]>) -> StoreResult<Vec<McpServerRecord>>;
+    async fn get_mcp_server(&self, tenant: &TenantId, name: &str) -> StoreResult<Option<McpServerRecord>>;
+    async fn get_mcp_server_by_id(&self, tenant: &TenantId, id: &str) -> StoreResult<Option<McpServerRecord>>;
+    async fn create_mcp_server(&self, tenant: &TenantId, manifest: McpServerManifest) -> StoreResult<McpServerRecord>;
+    async fn upsert_mcp_server(&self, tenant: &TenantId, manifest: McpServerManifest) -> StoreResult<McpServerRecord>;
     async fn upsert_mcp_server_with(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         name: &str,
         update: ManifestUpdate<'_, McpServerManifest>,
     ) -> StoreResult<McpServerRecord>;
     /// Deletes the server with its OAuth client, all users' tokens, pending authorizations and MCP sessions.
-    async fn delete_mcp_server(&self, tenant: &str, name: &str) -> StoreResult<bool>;
+    async fn delete_mcp_server(&self, tenant: &TenantId, name: &str) -> StoreResult<bool>;
 
-    async fn get_oauth_client(&self, tenant: &str, server_id: &str) -> StoreResult<Option<OAuthClientRegistration>>;
+    async fn get_oauth_client(
+        &self,
+        tenant: &TenantId,
+        server_id: &str,
+    ) -> StoreResult<Option<OAuthClientRegistration>>;
     /// Stores (replacing) the server's client; `NotFound` when the server does not exist.
     async fn save_oauth_client(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         server_id: &str,
         client: OAuthClientRegistration,
     ) -> StoreResult<()>;
-    async fn delete_oauth_client(&self, tenant: &str, server_id: &str) -> StoreResult<bool>;
+    async fn delete_oauth_client(&self, tenant: &TenantId, server_id: &str) -> StoreResult<bool>;
 }
 
 /// Per-user OAuth tokens of MCP servers, and authorizations in flight.
@@ -130,34 +136,34 @@ pub trait McpServerStore: Send + Sync {
 pub trait OAuthTokenStore: Send + Sync {
     async fn get_oauth_token(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         server_id: &str,
         user_id: &str,
     ) -> StoreResult<Option<OAuthTokenRecord>>;
     /// The user's tokens for any of `server_ids`, ordered by server id.
     async fn get_oauth_tokens(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         server_ids: &[String],
         user_id: &str,
     ) -> StoreResult<Vec<OAuthTokenRecord>>;
     /// Inserts or replaces the user's token; `NotFound` when the server does not exist.
     async fn save_oauth_token(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         server_id: &str,
         user_id: &str,
         token: OAuthToken,
     ) -> StoreResult<OAuthTokenRecord>;
-    async fn delete_oauth_token(&self, tenant: &str, server_id: &str, user_id: &str) -> StoreResult<bool>;
+    async fn delete_oauth_token(&self, tenant: &TenantId, server_id: &str, user_id: &str) -> StoreResult<bool>;
     /// Deletes every user's token for the server (e.g. after its URL changed); returns how many.
-    async fn delete_oauth_tokens_for_server(&self, tenant: &str, server_id: &str) -> StoreResult<u64>;
+    async fn delete_oauth_tokens_for_server(&self, tenant: &TenantId, server_id: &str) -> StoreResult<u64>;
 
     /// Saves an authorization in flight, sweeping expired ones first. `NotFound` when the server does
     /// not exist; `NameConflict` when the state is already pending.
     async fn save_pending_authorization(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         authorization: PendingAuthorization,
     ) -> StoreResult<PendingAuthorizationRecord>;
     /// Removes and returns the authorization for `state` if it is younger than
@@ -165,7 +171,7 @@ pub trait OAuthTokenStore: Send + Sync {
     /// call gets `None`. Takes no tenant because the OAuth callback carries nothing but the state (a
     /// 256-bit random value); the tenant comes back in the record.
     async fn consume_pending_authorization(&self, state: &str) -> StoreResult<Option<PendingAuthorizationRecord>>;
-    async fn delete_pending_authorizations_for_server(&self, tenant: &str, server_id: &str) -> StoreResult<u64>;
+    async fn delete_pending_authorizations_for_server(&self, tenant: &TenantId, server_id: &str) -> StoreResult<u64>;
     /// Deletes expired pending authorizations of all tenants (a maintenance task); returns how many.
     async fn sweep_expired_pending_authorizations(&self) -> StoreResult<u64>;
 }
@@ -174,47 +180,52 @@ pub trait OAuthTokenStore: Send + Sync {
 /// so a restarted process can resume it instead of starting over. Rows go when their server is deleted.
 #[async_trait]
 pub trait McpSessionStore: Send + Sync {
-    async fn get_mcp_session(&self, tenant: &str, server_id: &str, user_id: &str) -> StoreResult<Option<String>>;
+    async fn get_mcp_session(&self, tenant: &TenantId, server_id: &str, user_id: &str) -> StoreResult<Option<String>>;
     /// Inserts or replaces; `NotFound` when the server does not exist.
-    async fn save_mcp_session(&self, tenant: &str, server_id: &str, user_id: &str, session_id: &str)
-    -> StoreResult<()>;
+    async fn save_mcp_session(
+        &self,
+        tenant: &TenantId,
+        server_id: &str,
+        user_id: &str,
+        session_id: &str,
+    ) -> StoreResult<()>;
     /// Idempotent; returns whether a row was deleted.
-    async fn delete_mcp_session(&self, tenant: &str, server_id: &str, user_id: &str) -> StoreResult<bool>;
+    async fn delete_mcp_session(&self, tenant: &TenantId, server_id: &str, user_id: &str) -> StoreResult<bool>;
 }
 
 /// The sandbox provider: at most one per tenant, with its image build status.
 #[async_trait]
 pub trait SandboxProviderStore: Send + Sync {
-    async fn get_sandbox_provider(&self, tenant: &str) -> StoreResult<Option<SandboxProviderRecord>>;
+    async fn get_sandbox_provider(&self, tenant: &TenantId) -> StoreResult<Option<SandboxProviderRecord>>;
     async fn upsert_sandbox_provider(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         manifest: SandboxProviderManifest,
         status: SandboxProviderStatus,
     ) -> StoreResult<SandboxProviderRecord>;
     async fn upsert_sandbox_provider_with(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         update: SandboxProviderUpdate<'_>,
     ) -> StoreResult<SandboxProviderRecord>;
     /// Replaces the status fields only; `NotFound` when no provider is configured.
     async fn update_sandbox_status(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         status: SandboxProviderStatus,
     ) -> StoreResult<SandboxProviderRecord>;
-    async fn delete_sandbox_provider(&self, tenant: &str) -> StoreResult<bool>;
+    async fn delete_sandbox_provider(&self, tenant: &TenantId) -> StoreResult<bool>;
 }
 
 /// Skills (git repositories of agent skills), keyed by name.
 #[async_trait]
 pub trait SkillStore: Send + Sync {
     /// All skills, or only those named in `names` (`Some(&[])` gives none).
-    async fn list_skills(&self, tenant: &str, names: Option<&[String]>) -> StoreResult<Vec<SkillRecord>>;
-    async fn get_skill(&self, tenant: &str, name: &str) -> StoreResult<Option<SkillRecord>>;
-    async fn create_skill(&self, tenant: &str, manifest: SkillManifest) -> StoreResult<SkillRecord>;
-    async fn upsert_skill(&self, tenant: &str, manifest: SkillManifest) -> StoreResult<SkillRecord>;
-    async fn delete_skill(&self, tenant: &str, name: &str) -> StoreResult<bool>;
+    async fn list_skills(&self, tenant: &TenantId, names: Option<&[String]>) -> StoreResult<Vec<SkillRecord>>;
+    async fn get_skill(&self, tenant: &TenantId, name: &str) -> StoreResult<Option<SkillRecord>>;
+    async fn create_skill(&self, tenant: &TenantId, manifest: SkillManifest) -> StoreResult<SkillRecord>;
+    async fn upsert_skill(&self, tenant: &TenantId, manifest: SkillManifest) -> StoreResult<SkillRecord>;
+    async fn delete_skill(&self, tenant: &TenantId, name: &str) -> StoreResult<bool>;
 }
 
 /// All settings stores of one backend, as one object.

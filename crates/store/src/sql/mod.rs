@@ -23,6 +23,8 @@ use std::pin::Pin;
 
 pub(crate) use row::{Column, FromRow, Json, SqlRow};
 
+use trueforge_protocol::{SessionId, TenantId, ThreadId, TurnId};
+
 use crate::error::{StoreError, StoreResult};
 use crate::time::Timestamp;
 
@@ -183,6 +185,37 @@ impl From<Option<String>> for Param<'_> {
         Self::Text(value.map(Cow::Owned))
     }
 }
+
+/// The session store's ids bind as the text they wrap, so its statements name them as they are.
+macro_rules! id_param {
+    ($($id:ty),+) => {$(
+        impl<'a> From<&'a $id> for Param<'a> {
+            fn from(value: &'a $id) -> Self {
+                Self::Text(Some(Cow::Borrowed(value.as_str())))
+            }
+        }
+
+        impl From<$id> for Param<'_> {
+            fn from(value: $id) -> Self {
+                Self::Text(Some(Cow::Owned(value.into_string())))
+            }
+        }
+
+        impl<'a> From<Option<&'a $id>> for Param<'a> {
+            fn from(value: Option<&'a $id>) -> Self {
+                Self::Text(value.map(|id| Cow::Borrowed(id.as_str())))
+            }
+        }
+
+        impl<'a> From<&'a Option<$id>> for Param<'a> {
+            fn from(value: &'a Option<$id>) -> Self {
+                Self::from(value.as_ref())
+            }
+        }
+    )+};
+}
+
+id_param!(TenantId, SessionId, TurnId, ThreadId);
 
 /// The parameters of a statement, each converted with `Param::from`.
 macro_rules! params {

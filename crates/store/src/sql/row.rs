@@ -3,6 +3,7 @@
 //! column types below build themselves in column order.
 
 use serde::de::DeserializeOwned;
+use trueforge_protocol::{SessionId, TenantId, ThreadId, TurnId};
 
 use crate::error::{StoreError, StoreResult};
 
@@ -53,6 +54,25 @@ macro_rules! column {
 column!(i64, int);
 column!(bool, boolean);
 column!(String, text);
+
+/// `Column` for the session store's ids, read as the text they wrap.
+macro_rules! id_column {
+    ($($id:ty),+) => {$(
+        impl Column for $id {
+            fn column(row: &impl SqlRow, index: usize) -> StoreResult<Self> {
+                String::column(row, index).map(<$id>::from)
+            }
+        }
+
+        impl Column for Option<$id> {
+            fn column(row: &impl SqlRow, index: usize) -> StoreResult<Self> {
+                Ok(Option::<String>::column(row, index)?.map(<$id>::from))
+            }
+        }
+    )+};
+}
+
+id_column!(TenantId, SessionId, TurnId, ThreadId);
 
 impl<T: DeserializeOwned> Column for Json<T> {
     fn column(row: &impl SqlRow, index: usize) -> StoreResult<Self> {

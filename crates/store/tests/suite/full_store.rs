@@ -139,7 +139,7 @@ async fn a_full_store_fails_writes_then_recovers_without_a_restart() {
     assert_storage_full(
         settings
             .create_agent(
-                TENANT,
+                &TENANT.into(),
                 "writer",
                 serde_json::from_value::<AgentSpec>(spec(&filler(64 * 1024, 2))).unwrap(),
             )
@@ -166,7 +166,7 @@ async fn a_full_store_fails_writes_then_recovers_without_a_restart() {
         .expect("a thread step after space came back");
     settings
         .create_agent(
-            TENANT,
+            &TENANT.into(),
             "writer",
             serde_json::from_value::<AgentSpec>(spec(&filler(64 * 1024, 2))).unwrap(),
         )
@@ -174,7 +174,13 @@ async fn a_full_store_fails_writes_then_recovers_without_a_restart() {
         .expect("a settings write after space came back");
     let record = sessions.get_turn(&turn).await.unwrap().expect("turn");
     assert_eq!(record.snapshot.threads["main"].context.len(), 4);
-    assert!(sessions.get_session(TENANT, "big").await.unwrap().is_some());
+    assert!(
+        sessions
+            .get_session(&TENANT.into(), &"big".into())
+            .await
+            .unwrap()
+            .is_some()
+    );
     let integrity: String = common::raw_sqlite(&temp.path)
         .query_row("PRAGMA integrity_check", [], |row| row.get(0))
         .unwrap();

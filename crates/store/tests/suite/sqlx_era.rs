@@ -16,7 +16,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use trueforge_protocol::{ContextMessage, SessionEvent, TurnState};
+use trueforge_protocol::{ContextMessage, SessionEvent, TurnId, TurnState};
 use trueforge_store::StoreError;
 use trueforge_store::crypto::SecretCipher;
 use trueforge_store::db::{MigrateOnOpen, SqliteDb};
@@ -104,28 +104,39 @@ async fn a_file_migrated_by_sqlx_is_taken_over_and_keeps_working() {
     let settings = SqliteSettingsStore::open(db.clone(), SecretCipher::from_key_bytes(&[7; 32]).unwrap())
         .await
         .unwrap();
-    let agent = settings.get_agent_by_name(TENANT, "helper").await.unwrap().unwrap();
-    let provider = settings.get_model_provider(TENANT, "openai").await.unwrap().unwrap();
+    let agent = settings
+        .get_agent_by_name(&TENANT.into(), "helper")
+        .await
+        .unwrap()
+        .unwrap();
+    let provider = settings
+        .get_model_provider(&TENANT.into(), "openai")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(provider.manifest.api_key(), Some("sk-fixture-secret-key-0001"));
-    let server = settings.get_mcp_server(TENANT, "docs").await.unwrap().unwrap();
+    let server = settings.get_mcp_server(&TENANT.into(), "docs").await.unwrap().unwrap();
     let manifest = serde_json::to_value(&server.manifest).unwrap();
     assert_eq!(
         manifest["auth"]["headers"]["Authorization"],
         "Bearer fixture-header-secret"
     );
     let token = settings
-        .get_oauth_token(TENANT, &server.id, "user-1")
+        .get_oauth_token(&TENANT.into(), &server.id, "user-1")
         .await
         .unwrap()
         .unwrap();
     assert_eq!(token.token.access_token, "fixture-access");
     assert_eq!(token.token.refresh_token.as_deref(), Some("fixture-refresh"));
-    let approvals = settings.list_agent_tool_approvals(TENANT, &agent.id).await.unwrap();
+    let approvals = settings
+        .list_agent_tool_approvals(&TENANT.into(), &agent.id)
+        .await
+        .unwrap();
     assert_eq!(approvals.len(), 1);
     assert_eq!(approvals[0].tool_name, "search");
     assert_eq!(
         settings
-            .get_mcp_session(TENANT, &server.id, "user-1")
+            .get_mcp_session(&TENANT.into(), &server.id, "user-1")
             .await
             .unwrap()
             .as_deref(),
@@ -136,12 +147,16 @@ async fn a_file_migrated_by_sqlx_is_taken_over_and_keeps_working() {
 
     // Sessions written by the trigger path read back whole.
     let sessions = SqliteSessionStore::new(db.clone());
-    let s1 = sessions.get_session(TENANT, "s1").await.unwrap().unwrap();
+    let s1 = sessions
+        .get_session(&TENANT.into(), &"s1".into())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(s1.title.as_deref(), Some("zebras"));
     assert_eq!(s1.custom, Some(json!({"k": "v"})));
-    assert_eq!(s1.last_turn_id.as_deref(), Some("turn-2"));
+    assert_eq!(s1.last_turn_id.as_ref().map(TurnId::as_str), Some("turn-2"));
     let listed = sessions
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10))
+        .list_sessions(&TENANT.into(), &SessionFilter::default(), &PageRequest::first(10))
         .await
         .unwrap();
     assert_eq!(listed.data.len(), 2);
@@ -174,11 +189,11 @@ async fn a_file_migrated_by_sqlx_is_taken_over_and_keeps_working() {
         texts(&record.snapshot.threads["main"].context),
         ["summary: zebra and pelican crossings"]
     );
-    let history = sessions.thread_history(&turn_2, "main").await.unwrap();
+    let history = sessions.thread_history(&turn_2, &"main".into()).await.unwrap();
     assert_eq!(history.len(), 5);
     assert_eq!(history.iter().filter(|entry| entry.active).count(), 1);
     let found = sessions
-        .search_thread_history(&turn_2, "main", "zebra", 10)
+        .search_thread_history(&turn_2, &"main".into(), "zebra", 10)
         .await
         .unwrap();
     assert_eq!(
@@ -211,7 +226,7 @@ async fn a_file_migrated_by_sqlx_is_taken_over_and_keeps_working() {
         .await
         .unwrap();
     sessions
-        .patch_thread_capability_state(&turn_2, "main", "tf.started_tool_calls", json!(["call-9"]))
+        .patch_thread_capability_state(&turn_2, &"main".into(), "tf.started_tool_calls", json!(["call-9"]))
         .await
         .unwrap();
     sessions
@@ -264,7 +279,7 @@ async fn a_file_migrated_by_sqlx_is_taken_over_and_keeps_working() {
         ]
     );
     let feed = sessions
-        .list_session_events(TENANT, "s1", None, &PageRequest::first(100))
+        .list_session_events(&TENANT.into(), &"s1".into(), None, &PageRequest::first(100))
         .await
         .unwrap();
     assert_eq!(feed.data.len(), 3 + 4);

@@ -42,7 +42,7 @@ impl State {
         Ok(())
     }
 
-    pub(super) fn remove_threads(&mut self, key: &TurnKey, thread_ids: &[String]) -> StoreResult<()> {
+    pub(super) fn remove_threads(&mut self, key: &TurnKey, thread_ids: &[ThreadId]) -> StoreResult<()> {
         self.fence(key)?;
         if let Some(missing) = thread_ids
             .iter()
@@ -62,7 +62,7 @@ impl State {
     pub(super) fn append_to_thread_context(
         &mut self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         messages: Vec<ContextMessage>,
         usage: Option<CurrentContextUsage>,
         completion: Option<SubAgentCompletion>,
@@ -91,7 +91,7 @@ impl State {
     pub(super) fn overwrite_thread_context(
         &mut self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         messages: Vec<ContextMessage>,
         usage: CurrentContextUsage,
     ) -> StoreResult<()> {
@@ -124,7 +124,7 @@ impl State {
     pub(super) fn patch_thread_capability_state(
         &mut self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         state_key: &str,
         value: Value,
     ) -> StoreResult<()> {

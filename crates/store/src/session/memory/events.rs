@@ -10,11 +10,11 @@ use crate::session::rules;
 
 impl State {
     /// The turn ids of the branch ending at `anchor`, anchor first.
-    fn branch(&self, session_id: &str, anchor: &str) -> Vec<String> {
+    fn branch(&self, session_id: &SessionId, anchor: &TurnId) -> Vec<TurnId> {
         let mut chain = Vec::new();
-        let mut current = Some(anchor.to_string());
+        let mut current = Some(anchor.clone());
         while let Some(turn_id) = current {
-            let Some(row) = self.turns.get(&(session_id.to_string(), turn_id.clone())) else {
+            let Some(row) = self.turns.get(&(session_id.clone(), turn_id.clone())) else {
                 break;
             };
             current = row.summary.previous_turn_id.clone();
@@ -107,25 +107,20 @@ impl State {
 
     pub(super) fn list_session_events(
         &self,
-        tenant_id: &str,
-        session_id: &str,
-        last_turn_id: Option<&str>,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
+        last_turn_id: Option<&TurnId>,
         page: &PageRequest,
         cursor: Option<FeedCursor>,
     ) -> StoreResult<Page<SessionEventItem>> {
         let session = self
             .session(tenant_id, session_id)
             .ok_or_else(|| StoreError::SessionNotFound {
-                session_id: session_id.to_string(),
+                session_id: session_id.clone(),
             })?;
         let (anchor, after) = match cursor {
             Some(cursor) => (Some(cursor.anchor), cursor.after),
-            None => (
-                last_turn_id
-                    .map(str::to_string)
-                    .or_else(|| session.last_turn_id.clone()),
-                None,
-            ),
+            None => (last_turn_id.cloned().or_else(|| session.last_turn_id.clone()), None),
         };
         let Some(anchor) = anchor else {
             return Ok(Page {
@@ -134,14 +129,13 @@ impl State {
                 next_page_token: None,
             });
         };
-        if !self.turns.contains_key(&(session_id.to_string(), anchor.clone())) {
+        if !self.turns.contains_key(&(session_id.clone(), anchor.clone())) {
             return Err(StoreError::TurnNotFound { turn_id: anchor });
         }
         let mut rows: Vec<(i64, SessionEventItem)> = Vec::new();
         for (depth, turn_id) in self.branch(session_id, &anchor).into_iter().enumerate() {
             let depth = depth as i64;
-            let range =
-                (session_id.to_string(), turn_id.clone(), 0)..=(session_id.to_string(), turn_id.clone(), u64::MAX);
+            let range = (session_id.clone(), turn_id.clone(), 0)..=(session_id.clone(), turn_id.clone(), u64::MAX);
             for stored in self.events.range(range).rev().map(|(_, stored)| stored) {
                 if after.is_some_and(|(after_depth, after_seq)| {
                     (depth, u64::MAX - stored.seq) <= (after_depth, u64::MAX - after_seq)

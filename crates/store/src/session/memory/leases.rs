@@ -61,11 +61,16 @@ impl State {
             })
             .collect();
         expired.sort_by(|a, b| {
-            (a.expired_at, a.session_id.as_bytes(), a.turn_id.as_bytes()).cmp(&(
-                b.expired_at,
-                b.session_id.as_bytes(),
-                b.turn_id.as_bytes(),
-            ))
+            (
+                a.expired_at,
+                a.session_id.as_str().as_bytes(),
+                a.turn_id.as_str().as_bytes(),
+            )
+                .cmp(&(
+                    b.expired_at,
+                    b.session_id.as_str().as_bytes(),
+                    b.turn_id.as_str().as_bytes(),
+                ))
         });
         expired.truncate(limit as usize);
         Ok(expired)

@@ -65,18 +65,18 @@ impl SessionStore for MemorySessionStore {
         self.lock().create_session(session)
     }
 
-    async fn delete_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<()> {
+    async fn delete_session(&self, tenant_id: &TenantId, session_id: &SessionId) -> StoreResult<()> {
         self.lock().delete_session(tenant_id, session_id)
     }
 
-    async fn get_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<Option<SessionRecord>> {
+    async fn get_session(&self, tenant_id: &TenantId, session_id: &SessionId) -> StoreResult<Option<SessionRecord>> {
         Ok(self.lock().session(tenant_id, session_id).cloned())
     }
 
     async fn update_session(
         &self,
-        tenant_id: &str,
-        session_id: &str,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
         update: SessionUpdate,
     ) -> StoreResult<SessionRecord> {
         self.lock().update_session(tenant_id, session_id, update)
@@ -84,7 +84,7 @@ impl SessionStore for MemorySessionStore {
 
     async fn list_sessions(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         filter: &SessionFilter,
         page: &PageRequest,
     ) -> StoreResult<Page<SessionRecord>> {
@@ -109,8 +109,8 @@ impl SessionStore for MemorySessionStore {
 
     async fn list_turns(
         &self,
-        tenant_id: &str,
-        session_id: &str,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
         page: &PageRequest,
     ) -> StoreResult<Page<TurnSummary>> {
         let after = page::turns_cursor(page::open_page(page)?)?.unwrap_or(0);
@@ -148,9 +148,9 @@ impl SessionStore for MemorySessionStore {
 
     async fn list_session_events(
         &self,
-        tenant_id: &str,
-        session_id: &str,
-        last_turn_id: Option<&str>,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
+        last_turn_id: Option<&TurnId>,
         page: &PageRequest,
     ) -> StoreResult<Page<SessionEventItem>> {
         let cursor = page::feed_cursor(page::open_page(page)?)?;
@@ -162,14 +162,14 @@ impl SessionStore for MemorySessionStore {
         self.write_turn(key, |state| state.add_threads(key, threads))
     }
 
-    async fn remove_threads(&self, key: &TurnKey, thread_ids: &[String]) -> StoreResult<()> {
+    async fn remove_threads(&self, key: &TurnKey, thread_ids: &[ThreadId]) -> StoreResult<()> {
         self.write_turn(key, |state| state.remove_threads(key, thread_ids))
     }
 
     async fn append_to_thread_context(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         messages: Vec<ContextMessage>,
         usage: Option<CurrentContextUsage>,
         completion: Option<SubAgentCompletion>,
@@ -186,7 +186,7 @@ impl SessionStore for MemorySessionStore {
     async fn overwrite_thread_context(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         messages: Vec<ContextMessage>,
         usage: CurrentContextUsage,
     ) -> StoreResult<()> {
@@ -198,7 +198,7 @@ impl SessionStore for MemorySessionStore {
     async fn thread_capability_state(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
     ) -> StoreResult<Option<serde_json::Map<String, Value>>> {
         let state = self.lock();
         state.turn(key).ok_or_else(|| crate::StoreError::TurnNotFound {
@@ -210,7 +210,7 @@ impl SessionStore for MemorySessionStore {
             .map(|thread| thread.capability_state.clone())
             .ok_or_else(|| crate::StoreError::ThreadNotFound {
                 turn_id: key.turn_id.clone(),
-                thread_id: thread_id.to_string(),
+                thread_id: thread_id.clone(),
             })
     }
 
@@ -225,7 +225,7 @@ impl SessionStore for MemorySessionStore {
     async fn patch_thread_capability_state(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         state_key: &str,
         value: Value,
     ) -> StoreResult<()> {
@@ -234,14 +234,14 @@ impl SessionStore for MemorySessionStore {
         })
     }
 
-    async fn thread_history(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Vec<HistoryEntry>> {
+    async fn thread_history(&self, key: &TurnKey, thread_id: &ThreadId) -> StoreResult<Vec<HistoryEntry>> {
         self.lock().thread_history(key, thread_id)
     }
 
     async fn search_thread_history(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         query: &str,
         limit: u32,
     ) -> StoreResult<Vec<HistoryEntry>> {
@@ -282,7 +282,7 @@ mod tests {
             tenant_id: "t".into(),
             session_id: "s".into(),
             turn_id: turn_id.into(),
-            previous_turn_id: previous.map(str::to_string),
+            previous_turn_id: previous.map(TurnId::from),
             input: Vec::new(),
             custom: None,
             new_threads: if previous.is_none() {
@@ -346,7 +346,7 @@ mod tests {
             previous = Some(turn_id);
         }
         let state = store.lock();
-        let last = &state.threads[&("s".to_string(), "t49".to_string(), "main".to_string())];
+        let last = &state.threads[&("s".into(), "t49".into(), "main".into())];
         let mut chain = 0;
         let mut current = Some(last.segment_id);
         while let Some(id) = current {

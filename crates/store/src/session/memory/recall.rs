@@ -8,7 +8,7 @@ use crate::session::model::*;
 use crate::session::search;
 
 impl State {
-    fn history(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Vec<(i64, bool)>> {
+    fn history(&self, key: &TurnKey, thread_id: &ThreadId) -> StoreResult<Vec<(i64, bool)>> {
         if self.turn(key).is_none() {
             return Err(StoreError::TurnNotFound {
                 turn_id: key.turn_id.clone(),
@@ -19,7 +19,7 @@ impl State {
             .get(&thread_key(key, thread_id))
             .ok_or_else(|| StoreError::ThreadNotFound {
                 turn_id: key.turn_id.clone(),
-                thread_id: thread_id.to_string(),
+                thread_id: thread_id.clone(),
             })?;
         let active: BTreeSet<i64> = self.chain_ids(thread.segment_id).into_iter().collect();
         let mut seen = BTreeSet::new();
@@ -48,7 +48,7 @@ impl State {
         })
     }
 
-    pub(super) fn thread_history(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Vec<HistoryEntry>> {
+    pub(super) fn thread_history(&self, key: &TurnKey, thread_id: &ThreadId) -> StoreResult<Vec<HistoryEntry>> {
         let ids = self.history(key, thread_id)?;
         Ok(ids
             .into_iter()
@@ -59,7 +59,7 @@ impl State {
     pub(super) fn search_thread_history(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         terms: Vec<String>,
         limit: u32,
     ) -> StoreResult<Vec<HistoryEntry>> {

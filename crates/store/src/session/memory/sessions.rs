@@ -3,7 +3,7 @@
 use trueforge_protocol::SessionAgent;
 
 use super::state::State;
-use crate::error::{StoreError, StoreResult};
+use crate::error::{InputError, StoreError, StoreResult};
 use crate::session::model::*;
 use crate::session::page::{self, Cursor};
 use crate::time::Timestamp;
@@ -31,7 +31,7 @@ impl State {
         Ok(record)
     }
 
-    pub(super) fn delete_session(&mut self, tenant_id: &str, session_id: &str) -> StoreResult<()> {
+    pub(super) fn delete_session(&mut self, tenant_id: &TenantId, session_id: &SessionId) -> StoreResult<()> {
         if self.session(tenant_id, session_id).is_none() {
             return Ok(());
         }
@@ -42,7 +42,7 @@ impl State {
         let segments: Vec<i64> = self
             .segments
             .iter()
-            .filter(|(_, s)| s.session_id == session_id)
+            .filter(|(_, s)| s.session_id == *session_id)
             .map(|(id, _)| *id)
             .collect();
         for id in segments {
@@ -57,22 +57,20 @@ impl State {
 
     pub(super) fn update_session(
         &mut self,
-        tenant_id: &str,
-        session_id: &str,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
         update: SessionUpdate,
     ) -> StoreResult<SessionRecord> {
         let record = self
             .sessions
             .get_mut(session_id)
-            .filter(|session| session.tenant_id == tenant_id)
+            .filter(|session| session.tenant_id == *tenant_id)
             .ok_or_else(|| StoreError::SessionNotFound {
-                session_id: session_id.to_string(),
+                session_id: session_id.clone(),
             })?;
         if let Some(spec) = update.agent_spec {
             if !matches!(record.agent, SessionAgent::Inline { .. }) {
-                return Err(StoreError::InvalidInput(
-                    "the agent of a session bound to a named agent cannot be replaced".into(),
-                ));
+                return Err(InputError::NamedAgentReplaced.into());
             }
             record.agent = SessionAgent::Inline { spec };
         }
@@ -85,15 +83,15 @@ impl State {
 
     pub(super) fn list_sessions(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         filter: &SessionFilter,
         page: &PageRequest,
-        after: Option<(i64, String)>,
+        after: Option<(i64, SessionId)>,
     ) -> StoreResult<Page<SessionRecord>> {
         let mut rows: Vec<&SessionRecord> = self
             .sessions
             .values()
-            .filter(|s| s.tenant_id == tenant_id)
+            .filter(|s| s.tenant_id == *tenant_id)
             .filter(|s| filter.created_from.is_none_or(|from| s.created_at >= from))
             .filter(|s| filter.created_to.is_none_or(|to| s.created_at <= to))
             .filter(|s| filter.created_by.as_ref().is_none_or(|by| &s.created_by == by))
@@ -106,7 +104,8 @@ impl State {
             .collect();
         let desc = filter.order == SortOrder::Desc;
         rows.sort_by(|a, b| {
-            let ordering = (a.updated_at, a.session_id.as_bytes()).cmp(&(b.updated_at, b.session_id.as_bytes()));
+            let ordering =
+                (a.updated_at, a.session_id.as_str().as_bytes()).cmp(&(b.updated_at, b.session_id.as_str().as_bytes()));
             if desc { ordering.reverse() } else { ordering }
         });
         let rows: Vec<SessionRecord> = rows
@@ -114,8 +113,8 @@ impl State {
             .filter(|s| match &after {
                 None => true,
                 Some((updated_at, id)) => {
-                    let key = (s.updated_at.millis(), s.session_id.as_bytes());
-                    let cursor = (*updated_at, id.as_bytes());
+                    let key = (s.updated_at.millis(), s.session_id.as_str().as_bytes());
+                    let cursor = (*updated_at, id.as_str().as_bytes());
                     if desc { key < cursor } else { key > cursor }
                 }
             })

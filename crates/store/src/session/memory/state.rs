@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
-use trueforge_protocol::{ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion};
+use trueforge_protocol::{
+    ContextMessage, CurrentContextUsage, McpServerInitInfo, SessionId, SubAgentCompletion, TenantId, ThreadId, TurnId,
+};
 
 use crate::error::{StoreError, StoreResult};
 use crate::session::model::*;
@@ -33,7 +35,7 @@ pub(super) struct ThreadRow {
 /// A run of context: the first `parent_len` items of the parent's chain, then its own items.
 #[derive(Debug, Clone)]
 pub(super) struct Segment {
-    pub(super) session_id: String,
+    pub(super) session_id: SessionId,
     pub(super) parent: Option<i64>,
     pub(super) parent_len: i64,
     /// The segment an overwrite replaced (recall walks it).
@@ -43,7 +45,7 @@ pub(super) struct Segment {
 
 #[derive(Debug, Clone)]
 pub(super) struct MessageRow {
-    pub(super) turn_id: String,
+    pub(super) turn_id: TurnId,
     pub(super) position: i64,
     pub(super) message: ContextMessage,
     pub(super) index_text: String,
@@ -51,30 +53,30 @@ pub(super) struct MessageRow {
 
 #[derive(Debug, Default)]
 pub(super) struct State {
-    pub(super) sessions: BTreeMap<String, SessionRecord>,
-    pub(super) turns: BTreeMap<(String, String), TurnRow>,
+    pub(super) sessions: BTreeMap<SessionId, SessionRecord>,
+    pub(super) turns: BTreeMap<(SessionId, TurnId), TurnRow>,
     pub(super) next_ord: i64,
-    pub(super) threads: BTreeMap<(String, String, String), ThreadRow>,
+    pub(super) threads: BTreeMap<(SessionId, TurnId, ThreadId), ThreadRow>,
     pub(super) segments: BTreeMap<i64, Segment>,
     pub(super) next_segment: i64,
     pub(super) messages: BTreeMap<i64, MessageRow>,
     pub(super) next_message: i64,
-    pub(super) events: BTreeMap<(String, String, u64), StoredEvent>,
+    pub(super) events: BTreeMap<(SessionId, TurnId, u64), StoredEvent>,
 }
 
-pub(super) fn turn_map_key(key: &TurnKey) -> (String, String) {
+pub(super) fn turn_map_key(key: &TurnKey) -> (SessionId, TurnId) {
     (key.session_id.clone(), key.turn_id.clone())
 }
 
-pub(super) fn thread_key(key: &TurnKey, thread_id: &str) -> (String, String, String) {
-    (key.session_id.clone(), key.turn_id.clone(), thread_id.to_string())
+pub(super) fn thread_key(key: &TurnKey, thread_id: &ThreadId) -> (SessionId, TurnId, ThreadId) {
+    (key.session_id.clone(), key.turn_id.clone(), thread_id.clone())
 }
 
 impl State {
-    pub(super) fn session(&self, tenant_id: &str, session_id: &str) -> Option<&SessionRecord> {
+    pub(super) fn session(&self, tenant_id: &TenantId, session_id: &SessionId) -> Option<&SessionRecord> {
         self.sessions
             .get(session_id)
-            .filter(|session| session.tenant_id == tenant_id)
+            .filter(|session| session.tenant_id == *tenant_id)
     }
 
     pub(super) fn turn(&self, key: &TurnKey) -> Option<&TurnRow> {
@@ -109,16 +111,16 @@ impl State {
         }
     }
 
-    pub(super) fn thread_mut(&mut self, key: &TurnKey, thread_id: &str) -> StoreResult<&mut ThreadRow> {
+    pub(super) fn thread_mut(&mut self, key: &TurnKey, thread_id: &ThreadId) -> StoreResult<&mut ThreadRow> {
         self.threads
             .get_mut(&thread_key(key, thread_id))
             .ok_or_else(|| StoreError::ThreadNotFound {
                 turn_id: key.turn_id.clone(),
-                thread_id: thread_id.to_string(),
+                thread_id: thread_id.clone(),
             })
     }
 
-    pub(super) fn new_segment(&mut self, session_id: &str, parent: Option<i64>, supersedes: Option<i64>) -> i64 {
+    pub(super) fn new_segment(&mut self, session_id: &SessionId, parent: Option<i64>, supersedes: Option<i64>) -> i64 {
         // A parent that added nothing is skipped (as the SQL backends do), so idle turns do not lengthen
         // the chain.
         let parent = match parent.and_then(|id| self.segments.get(&id).map(|segment| (id, segment))) {
@@ -131,7 +133,7 @@ impl State {
         self.segments.insert(
             id,
             Segment {
-                session_id: session_id.to_string(),
+                session_id: session_id.clone(),
                 parent,
                 parent_len,
                 supersedes,
@@ -148,7 +150,7 @@ impl State {
             .unwrap_or(0)
     }
 
-    pub(super) fn append_messages(&mut self, segment_id: i64, turn_id: &str, messages: Vec<ContextMessage>) {
+    pub(super) fn append_messages(&mut self, segment_id: i64, turn_id: &TurnId, messages: Vec<ContextMessage>) {
         let start = self.segment_len(segment_id);
         for (position, message) in (start..).zip(messages) {
             self.next_message += 1;
@@ -157,7 +159,7 @@ impl State {
             self.messages.insert(
                 id,
                 MessageRow {
-                    turn_id: turn_id.to_string(),
+                    turn_id: turn_id.clone(),
                     position,
                     message,
                     index_text,

@@ -17,8 +17,12 @@ impl State {
         let threads = self
             .threads
             .range(
-                (key.session_id.clone(), key.turn_id.clone(), String::new())
-                    ..=(key.session_id.clone(), key.turn_id.clone(), char::MAX.to_string()),
+                (key.session_id.clone(), key.turn_id.clone(), ThreadId::from(""))
+                    ..=(
+                        key.session_id.clone(),
+                        key.turn_id.clone(),
+                        ThreadId::new(char::MAX.to_string()),
+                    ),
             )
             .map(|((_, _, thread_id), thread)| {
                 let snapshot = AgentThreadSnapshot {
@@ -120,7 +124,7 @@ impl State {
         let previous_key = previous
             .as_ref()
             .map(|row| TurnKey::new(&turn.tenant_id, &turn.session_id, &row.summary.turn_id));
-        let inherited: Vec<(String, ThreadRow)> = match &previous_key {
+        let inherited: Vec<(ThreadId, ThreadRow)> = match &previous_key {
             None => Vec::new(),
             Some(previous_key) => self
                 .threads
@@ -131,7 +135,7 @@ impl State {
                 .map(|((_, _, thread_id), row)| (thread_id.clone(), row.clone()))
                 .collect(),
         };
-        let inherited_ids: BTreeSet<String> = inherited.iter().map(|(id, _)| id.clone()).collect();
+        let inherited_ids: BTreeSet<ThreadId> = inherited.iter().map(|(id, _)| id.clone()).collect();
         rules::check_thread_delta(&turn, &inherited_ids)?;
         let events = rules::order_event_batch(&turn.turn_id, turn.events.clone(), 0)?;
         for stored in &events {
@@ -139,7 +143,7 @@ impl State {
         }
 
         let key = TurnKey::new(&turn.tenant_id, &turn.session_id, &turn.turn_id);
-        let capability: BTreeMap<String, Option<Map<String, Value>>> = turn.capability_states.into_iter().collect();
+        let capability: BTreeMap<ThreadId, Option<Map<String, Value>>> = turn.capability_states.into_iter().collect();
         for (thread_id, row) in inherited {
             let segment_id = self.new_segment(&turn.session_id, Some(row.segment_id), None);
             let thread = ThreadRow {
@@ -213,20 +217,20 @@ impl State {
 
     pub(super) fn list_turns(
         &self,
-        tenant_id: &str,
-        session_id: &str,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
         page: &PageRequest,
         after: i64,
     ) -> StoreResult<Page<TurnSummary>> {
         if self.session(tenant_id, session_id).is_none() {
             return Err(StoreError::SessionNotFound {
-                session_id: session_id.to_string(),
+                session_id: session_id.clone(),
             });
         }
         let mut rows: Vec<&TurnRow> = self
             .turns
             .values()
-            .filter(|row| row.summary.session_id == session_id && row.ord > after)
+            .filter(|row| row.summary.session_id == *session_id && row.ord > after)
             .collect();
         rows.sort_by_key(|row| row.ord);
         let rows: Vec<(i64, TurnSummary)> = rows

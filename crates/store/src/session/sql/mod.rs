@@ -80,7 +80,7 @@ where
             .await
     }
 
-    async fn delete_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<()> {
+    async fn delete_session(&self, tenant_id: &TenantId, session_id: &SessionId) -> StoreResult<()> {
         let (tenant_id, session_id) = (tenant_id.to_owned(), session_id.to_owned());
         self.db
             .run(Access::Write, move |conn| {
@@ -89,7 +89,7 @@ where
             .await
     }
 
-    async fn get_session(&self, tenant_id: &str, session_id: &str) -> StoreResult<Option<SessionRecord>> {
+    async fn get_session(&self, tenant_id: &TenantId, session_id: &SessionId) -> StoreResult<Option<SessionRecord>> {
         let (tenant_id, session_id) = (tenant_id.to_owned(), session_id.to_owned());
         self.db
             .run(Access::ReadOne, move |conn| {
@@ -100,8 +100,8 @@ where
 
     async fn update_session(
         &self,
-        tenant_id: &str,
-        session_id: &str,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
         update: SessionUpdate,
     ) -> StoreResult<SessionRecord> {
         let (tenant_id, session_id) = (tenant_id.to_owned(), session_id.to_owned());
@@ -114,7 +114,7 @@ where
 
     async fn list_sessions(
         &self,
-        tenant_id: &str,
+        tenant_id: &TenantId,
         filter: &SessionFilter,
         page: &PageRequest,
     ) -> StoreResult<Page<SessionRecord>> {
@@ -153,7 +153,7 @@ where
     async fn get_turn_reusing(
         &self,
         key: &TurnKey,
-        held: &BTreeMap<String, usize>,
+        held: &BTreeMap<ThreadId, usize>,
     ) -> StoreResult<Option<ReusedTurnRecord>> {
         let (key, held) = (key.clone(), held.clone());
         self.db
@@ -172,8 +172,8 @@ where
 
     async fn list_turns(
         &self,
-        tenant_id: &str,
-        session_id: &str,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
         page: &PageRequest,
     ) -> StoreResult<Page<TurnSummary>> {
         let (tenant_id, session_id, page) = (tenant_id.to_owned(), session_id.to_owned(), page.clone());
@@ -240,13 +240,13 @@ where
 
     async fn list_session_events(
         &self,
-        tenant_id: &str,
-        session_id: &str,
-        last_turn_id: Option<&str>,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
+        last_turn_id: Option<&TurnId>,
         page: &PageRequest,
     ) -> StoreResult<Page<SessionEventItem>> {
         let (tenant_id, session_id) = (tenant_id.to_owned(), session_id.to_owned());
-        let (last_turn_id, page) = (last_turn_id.map(str::to_owned), page.clone());
+        let (last_turn_id, page) = (last_turn_id.cloned(), page.clone());
         self.db
             .run(Access::Read, move |conn| {
                 Box::pin(events::list_session_events(
@@ -269,7 +269,7 @@ where
             .await
     }
 
-    async fn remove_threads(&self, key: &TurnKey, thread_ids: &[String]) -> StoreResult<()> {
+    async fn remove_threads(&self, key: &TurnKey, thread_ids: &[ThreadId]) -> StoreResult<()> {
         let key = key.clone();
         let thread_ids = thread_ids.to_vec();
         self.db
@@ -282,7 +282,7 @@ where
     async fn append_to_thread_context(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         messages: Vec<ContextMessage>,
         usage: Option<CurrentContextUsage>,
         completion: Option<SubAgentCompletion>,
@@ -319,7 +319,7 @@ where
     async fn overwrite_thread_context(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         messages: Vec<ContextMessage>,
         usage: CurrentContextUsage,
     ) -> StoreResult<()> {
@@ -331,7 +331,11 @@ where
             .await
     }
 
-    async fn thread_capability_state(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Option<Map<String, Value>>> {
+    async fn thread_capability_state(
+        &self,
+        key: &TurnKey,
+        thread_id: &ThreadId,
+    ) -> StoreResult<Option<Map<String, Value>>> {
         let (key, thread_id) = (key.clone(), thread_id.to_owned());
         self.db
             .run(Access::Read, move |conn| {
@@ -361,7 +365,7 @@ where
     async fn patch_thread_capability_state(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         state_key: &str,
         state: Value,
     ) -> StoreResult<()> {
@@ -375,7 +379,7 @@ where
             .await
     }
 
-    async fn thread_history(&self, key: &TurnKey, thread_id: &str) -> StoreResult<Vec<HistoryEntry>> {
+    async fn thread_history(&self, key: &TurnKey, thread_id: &ThreadId) -> StoreResult<Vec<HistoryEntry>> {
         let (key, thread_id) = (key.clone(), thread_id.to_owned());
         self.db
             .run(Access::Read, move |conn| {
@@ -387,7 +391,7 @@ where
     async fn search_thread_history(
         &self,
         key: &TurnKey,
-        thread_id: &str,
+        thread_id: &ThreadId,
         query: &str,
         limit: u32,
     ) -> StoreResult<Vec<HistoryEntry>> {

@@ -2,6 +2,7 @@
 //! (`named::delete_named`), as the SQL backends' foreign key does.
 
 use async_trait::async_trait;
+use trueforge_protocol::TenantId;
 
 use super::{MemorySettingsStore, named};
 use crate::error::StoreResult;
@@ -34,7 +35,7 @@ fn record((_, agent_id, mcp_server_id, tool_name): &ApprovalKey, created_at_ms: 
 impl AgentToolApprovalStore for MemorySettingsStore {
     async fn list_agent_tool_approvals(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         agent_id: &str,
     ) -> StoreResult<Vec<AgentToolApprovalRecord>> {
         Ok(self
@@ -48,24 +49,24 @@ impl AgentToolApprovalStore for MemorySettingsStore {
 
     async fn add_agent_tool_approval(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         agent_id: &str,
         mcp_server_id: &str,
         tool_name: &str,
     ) -> StoreResult<AgentToolApprovalRecord> {
         let now = self.now_ms();
         let mut state = self.lock();
-        if named::find_by_id(&state, &AGENTS, tenant, agent_id).is_none() {
+        if named::find_by_id(&state, &AGENTS, tenant.as_str(), agent_id).is_none() {
             return Err(not_found(AGENTS.kind, agent_id));
         }
-        let key = key(tenant, agent_id, mcp_server_id, tool_name);
+        let key = key(tenant.as_str(), agent_id, mcp_server_id, tool_name);
         let created_at_ms = *state.agent_tool_approvals.entry(key.clone()).or_insert(now);
         Ok(record(&key, created_at_ms))
     }
 
     async fn delete_agent_tool_approval(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         agent_id: &str,
         mcp_server_id: &str,
         tool_name: &str,
@@ -73,14 +74,14 @@ impl AgentToolApprovalStore for MemorySettingsStore {
         Ok(self
             .lock()
             .agent_tool_approvals
-            .remove(&key(tenant, agent_id, mcp_server_id, tool_name))
+            .remove(&key(tenant.as_str(), agent_id, mcp_server_id, tool_name))
             .is_some())
     }
 
-    async fn delete_agent_tool_approvals(&self, tenant: &str, agent_id: &str) -> StoreResult<u64> {
+    async fn delete_agent_tool_approvals(&self, tenant: &TenantId, agent_id: &str) -> StoreResult<u64> {
         let mut state = self.lock();
         let before = state.agent_tool_approvals.len();
-        remove_for_agent(&mut state.agent_tool_approvals, tenant, agent_id);
+        remove_for_agent(&mut state.agent_tool_approvals, tenant.as_str(), agent_id);
         Ok((before - state.agent_tool_approvals.len()) as u64)
     }
 }

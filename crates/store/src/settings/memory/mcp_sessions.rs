@@ -2,6 +2,7 @@
 //! removes its sessions (`named::delete_named`), as the SQL backends' foreign key does.
 
 use async_trait::async_trait;
+use trueforge_protocol::TenantId;
 
 use super::MemorySettingsStore;
 use crate::error::StoreResult;
@@ -17,32 +18,36 @@ fn key(tenant: &str, server_id: &str, user_id: &str) -> SessionKey {
 
 #[async_trait]
 impl McpSessionStore for MemorySettingsStore {
-    async fn get_mcp_session(&self, tenant: &str, server_id: &str, user_id: &str) -> StoreResult<Option<String>> {
-        Ok(self.lock().mcp_sessions.get(&key(tenant, server_id, user_id)).cloned())
+    async fn get_mcp_session(&self, tenant: &TenantId, server_id: &str, user_id: &str) -> StoreResult<Option<String>> {
+        Ok(self
+            .lock()
+            .mcp_sessions
+            .get(&key(tenant.as_str(), server_id, user_id))
+            .cloned())
     }
 
     async fn save_mcp_session(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         server_id: &str,
         user_id: &str,
         session_id: &str,
     ) -> StoreResult<()> {
         let mut state = self.lock();
-        if !state.mcp_server_exists(tenant, server_id) {
+        if !state.mcp_server_exists(tenant.as_str(), server_id) {
             return Err(not_found(MCP_SERVERS.kind, server_id));
         }
         state
             .mcp_sessions
-            .insert(key(tenant, server_id, user_id), session_id.to_owned());
+            .insert(key(tenant.as_str(), server_id, user_id), session_id.to_owned());
         Ok(())
     }
 
-    async fn delete_mcp_session(&self, tenant: &str, server_id: &str, user_id: &str) -> StoreResult<bool> {
+    async fn delete_mcp_session(&self, tenant: &TenantId, server_id: &str, user_id: &str) -> StoreResult<bool> {
         Ok(self
             .lock()
             .mcp_sessions
-            .remove(&key(tenant, server_id, user_id))
+            .remove(&key(tenant.as_str(), server_id, user_id))
             .is_some())
     }
 }

@@ -1,6 +1,7 @@
 //! OAuth tokens and pending authorizations in memory.
 
 use async_trait::async_trait;
+use trueforge_protocol::TenantId;
 
 use super::{MemorySettingsStore, State};
 use crate::error::{StoreError, StoreResult};
@@ -31,16 +32,20 @@ fn token_key(tenant: &str, server_id: &str, user_id: &str) -> (String, String, S
 impl OAuthTokenStore for MemorySettingsStore {
     async fn get_oauth_token(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         server_id: &str,
         user_id: &str,
     ) -> StoreResult<Option<OAuthTokenRecord>> {
-        Ok(self.lock().tokens.get(&token_key(tenant, server_id, user_id)).cloned())
+        Ok(self
+            .lock()
+            .tokens
+            .get(&token_key(tenant.as_str(), server_id, user_id))
+            .cloned())
     }
 
     async fn get_oauth_tokens(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         server_ids: &[String],
         user_id: &str,
     ) -> StoreResult<Vec<OAuthTokenRecord>> {
@@ -57,20 +62,20 @@ impl OAuthTokenStore for MemorySettingsStore {
 
     async fn save_oauth_token(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         server_id: &str,
         user_id: &str,
         token: OAuthToken,
     ) -> StoreResult<OAuthTokenRecord> {
         let now = Timestamp(self.now_ms());
         let mut state = self.lock();
-        if !state.mcp_server_exists(tenant, server_id) {
+        if !state.mcp_server_exists(tenant.as_str(), server_id) {
             return Err(not_found(MCP_SERVERS.kind, server_id));
         }
-        let key = token_key(tenant, server_id, user_id);
+        let key = token_key(tenant.as_str(), server_id, user_id);
         let created_at = state.tokens.get(&key).map_or(now, |existing| existing.created_at);
         let record = OAuthTokenRecord {
-            tenant_id: tenant.to_owned(),
+            tenant_id: tenant.into(),
             server_id: server_id.to_owned(),
             user_id: user_id.to_owned(),
             token,
@@ -81,15 +86,15 @@ impl OAuthTokenStore for MemorySettingsStore {
         Ok(record)
     }
 
-    async fn delete_oauth_token(&self, tenant: &str, server_id: &str, user_id: &str) -> StoreResult<bool> {
+    async fn delete_oauth_token(&self, tenant: &TenantId, server_id: &str, user_id: &str) -> StoreResult<bool> {
         Ok(self
             .lock()
             .tokens
-            .remove(&token_key(tenant, server_id, user_id))
+            .remove(&token_key(tenant.as_str(), server_id, user_id))
             .is_some())
     }
 
-    async fn delete_oauth_tokens_for_server(&self, tenant: &str, server_id: &str) -> StoreResult<u64> {
+    async fn delete_oauth_tokens_for_server(&self, tenant: &TenantId, server_id: &str) -> StoreResult<u64> {
         let mut state = self.lock();
         let before = state.tokens.len();
         state
@@ -100,13 +105,13 @@ impl OAuthTokenStore for MemorySettingsStore {
 
     async fn save_pending_authorization(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         authorization: PendingAuthorization,
     ) -> StoreResult<PendingAuthorizationRecord> {
         let now_ms = self.now_ms();
         let mut state = self.lock();
         sweep(&mut state, now_ms);
-        if !state.mcp_server_exists(tenant, &authorization.server_id) {
+        if !state.mcp_server_exists(tenant.as_str(), &authorization.server_id) {
             return Err(not_found(MCP_SERVERS.kind, &authorization.server_id));
         }
         if state.pending.contains_key(&authorization.state) {
@@ -116,7 +121,7 @@ impl OAuthTokenStore for MemorySettingsStore {
             });
         }
         let record = PendingAuthorizationRecord {
-            tenant_id: tenant.to_owned(),
+            tenant_id: tenant.into(),
             authorization,
             created_at: Timestamp(now_ms),
         };
@@ -130,12 +135,12 @@ impl OAuthTokenStore for MemorySettingsStore {
         Ok(removed.filter(|record| is_fresh(record.created_at.millis(), now_ms)))
     }
 
-    async fn delete_pending_authorizations_for_server(&self, tenant: &str, server_id: &str) -> StoreResult<u64> {
+    async fn delete_pending_authorizations_for_server(&self, tenant: &TenantId, server_id: &str) -> StoreResult<u64> {
         let mut state = self.lock();
         let before = state.pending.len();
         state
             .pending
-            .retain(|_, pending| !(pending.tenant_id == tenant && pending.authorization.server_id == server_id));
+            .retain(|_, pending| !(pending.tenant_id == *tenant && pending.authorization.server_id == server_id));
         Ok((before - state.pending.len()) as u64)
     }
 

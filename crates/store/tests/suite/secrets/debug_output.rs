@@ -18,9 +18,12 @@ fn debug_of_manifests_masks_api_keys_and_header_values() {
 #[tokio::test]
 async fn debug_of_records_and_the_memory_store_masks_secrets() {
     let store = MemorySettingsStore::new();
-    let record = store.create_model_provider(A, provider("openai", KEY)).await.unwrap();
+    let record = store
+        .create_model_provider(&A.into(), provider("openai", KEY))
+        .await
+        .unwrap();
     let server = store
-        .create_mcp_server(A, mcp_header("tools", &[("Authorization", KEY)]))
+        .create_mcp_server(&A.into(), mcp_header("tools", &[("Authorization", KEY)]))
         .await
         .unwrap();
     for text in [format!("{record:?}"), format!("{server:?}"), format!("{store:?}")] {

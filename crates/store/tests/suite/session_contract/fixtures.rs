@@ -9,6 +9,8 @@ use trueforge_store::session::{
     ContextAppend, NewSession, NewThread, NewTurn, PageRequest, SessionStore, StoredEvent, TurnDone, TurnKey,
 };
 
+pub use trueforge_protocol::{SessionId, TenantId, ThreadId, TurnId};
+
 pub type Store = Arc<dyn SessionStore>;
 
 pub const TENANT: &str = "t1";
@@ -62,7 +64,7 @@ pub fn turn_in(tenant: &str, session: &str, turn_id: &str, previous: Option<&str
         tenant_id: tenant.into(),
         session_id: session.into(),
         turn_id: turn_id.into(),
-        previous_turn_id: previous.map(str::to_string),
+        previous_turn_id: previous.map(TurnId::from),
         input: Vec::new(),
         custom: None,
         new_threads: if previous.is_none() {

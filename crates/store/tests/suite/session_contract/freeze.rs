@@ -239,7 +239,7 @@ pub async fn terminal_turn_can_be_continued(store: Store) {
         .await
         .unwrap();
     let next = store.create_turn(turn("turn-2", Some("turn-1"))).await.unwrap();
-    assert_eq!(next.previous_turn_id.as_deref(), Some("turn-1"));
+    assert_eq!(next.previous_turn_id.as_ref().map(TurnId::as_str), Some("turn-1"));
 }
 
 contract_group!(

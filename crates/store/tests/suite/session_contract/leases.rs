@@ -65,7 +65,11 @@ pub async fn leases_create_turn_records_the_lease(store: Store) {
         "get_turn shows the same lease"
     );
     let listed = store
-        .list_turns(TENANT, SESSION, &trueforge_store::session::PageRequest::first(10))
+        .list_turns(
+            &TENANT.into(),
+            &SESSION.into(),
+            &trueforge_store::session::PageRequest::first(10),
+        )
         .await
         .unwrap();
     assert_eq!(listed.data[0].lease, Some(lease));
@@ -406,7 +410,7 @@ pub async fn leases_of_other_owners_expire_at_once(store: Store) {
         .await
         .unwrap()
         .into_iter()
-        .map(|lease| lease.turn_id)
+        .map(|lease| lease.turn_id.into_string())
         .collect();
     expired.sort();
     assert_eq!(expired, vec!["turn-also".to_owned(), "turn-theirs".to_owned()]);

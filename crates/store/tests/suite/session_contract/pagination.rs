@@ -30,7 +30,7 @@ async fn turn_with_events(store: &Store, turn_id: &str, previous: Option<&str>, 
 fn feed(items: &[trueforge_store::session::SessionEventItem]) -> Vec<(String, String)> {
     items
         .iter()
-        .map(|item| (item.turn_id.clone(), item.event.event_type().to_string()))
+        .map(|item| (item.turn_id.to_string(), item.event.event_type().to_string()))
         .collect()
 }
 
@@ -39,13 +39,16 @@ pub async fn list_turns_paginates_with_opaque_tokens(store: Store) {
     finished_turn(&store, turn("t1", None)).await;
     finished_turn(&store, turn("t2", Some("t1"))).await;
     store.create_turn(turn("t3", Some("t2"))).await.unwrap();
-    let first = store.list_turns(TENANT, SESSION, &PageRequest::first(2)).await.unwrap();
+    let first = store
+        .list_turns(&TENANT.into(), &SESSION.into(), &PageRequest::first(2))
+        .await
+        .unwrap();
     let ids: Vec<_> = first.data.iter().map(|t| t.turn_id.as_str()).collect();
     assert_eq!(ids, ["t1", "t2"]);
     let token = first.next_page_token.unwrap();
     assert!(!token.contains("t2"), "tokens are opaque");
     let second = store
-        .list_turns(TENANT, SESSION, &PageRequest::after(2, token))
+        .list_turns(&TENANT.into(), &SESSION.into(), &PageRequest::after(2, token))
         .await
         .unwrap();
     let ids: Vec<_> = second.data.iter().map(|t| t.turn_id.as_str()).collect();
@@ -58,10 +61,17 @@ pub async fn list_turns_pages_are_stable_under_concurrent_inserts(store: Store) 
     for i in 0..3 {
         store.create_turn(turn(&format!("r{i}"), None)).await.unwrap();
     }
-    let first = store.list_turns(TENANT, SESSION, &PageRequest::first(2)).await.unwrap();
+    let first = store
+        .list_turns(&TENANT.into(), &SESSION.into(), &PageRequest::first(2))
+        .await
+        .unwrap();
     store.create_turn(turn("late", None)).await.unwrap();
     let second = store
-        .list_turns(TENANT, SESSION, &PageRequest::after(2, first.next_page_token.unwrap()))
+        .list_turns(
+            &TENANT.into(),
+            &SESSION.into(),
+            &PageRequest::after(2, first.next_page_token.unwrap()),
+        )
         .await
         .unwrap();
     let ids: Vec<_> = first
@@ -151,7 +161,7 @@ pub async fn session_events_include_running_turns_newest_first(store: Store) {
         .await
         .unwrap();
     let page = store
-        .list_session_events(TENANT, SESSION, None, &PageRequest::first(10))
+        .list_session_events(&TENANT.into(), &SESSION.into(), None, &PageRequest::first(10))
         .await
         .unwrap();
     let expected = [("t2", "turn.created"), ("t1", "turn.done"), ("t1", "turn.created")];
@@ -170,7 +180,7 @@ pub async fn session_events_include_passthrough_events(store: Store) {
         .await
         .unwrap();
     let page = store
-        .list_session_events(TENANT, SESSION, None, &PageRequest::first(10))
+        .list_session_events(&TENANT.into(), &SESSION.into(), None, &PageRequest::first(10))
         .await
         .unwrap();
     assert_eq!(page.data.len(), 1);
@@ -188,24 +198,34 @@ pub async fn session_events_follow_the_active_branch_only(store: Store) {
     turn_with_events(&store, "sibling", Some("t1"), true).await;
     turn_with_events(&store, "t2-anchor", Some("t1"), true).await;
     let page = store
-        .list_session_events(TENANT, SESSION, None, &PageRequest::first(100))
+        .list_session_events(&TENANT.into(), &SESSION.into(), None, &PageRequest::first(100))
         .await
         .unwrap();
     let created: Vec<String> = page
         .data
         .iter()
         .filter(|item| item.event.event_type() == "turn.created")
-        .map(|item| item.turn_id.clone())
+        .map(|item| item.turn_id.to_string())
         .collect();
     assert_eq!(created, ["t2-anchor", "t1"]);
     let explicit = store
-        .list_session_events(TENANT, SESSION, Some("sibling"), &PageRequest::first(100))
+        .list_session_events(
+            &TENANT.into(),
+            &SESSION.into(),
+            Some(&"sibling".into()),
+            &PageRequest::first(100),
+        )
         .await
         .unwrap();
     assert!(explicit.data.iter().all(|item| item.turn_id != "t2-anchor"));
     assert_eq!(explicit.data[0].turn_id, "sibling");
     let error = store
-        .list_session_events(TENANT, SESSION, Some("ghost"), &PageRequest::first(10))
+        .list_session_events(
+            &TENANT.into(),
+            &SESSION.into(),
+            Some(&"ghost".into()),
+            &PageRequest::first(10),
+        )
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::TurnNotFound { .. }), "{error:?}");
@@ -216,7 +236,7 @@ pub async fn session_event_tokens_keep_their_anchor(store: Store) {
     turn_with_events(&store, "t1", None, true).await;
     turn_with_events(&store, "t2", Some("t1"), true).await;
     let first = store
-        .list_session_events(TENANT, SESSION, None, &PageRequest::first(1))
+        .list_session_events(&TENANT.into(), &SESSION.into(), None, &PageRequest::first(1))
         .await
         .unwrap();
     assert_eq!(first.data[0].turn_id, "t2");
@@ -226,7 +246,7 @@ pub async fn session_event_tokens_keep_their_anchor(store: Store) {
     let mut token = first.next_page_token;
     while let Some(current) = token {
         let page = store
-            .list_session_events(TENANT, SESSION, None, &PageRequest::after(2, current))
+            .list_session_events(&TENANT.into(), &SESSION.into(), None, &PageRequest::after(2, current))
             .await
             .unwrap();
         rest.extend(page.data);
@@ -244,14 +264,14 @@ pub async fn session_events_walk_the_whole_chain_past_the_ancestor_window(store:
         turn_with_events(&store, &format!("c{i}"), Some(&format!("c{}", i - 1)), true).await;
     }
     let page = store
-        .list_session_events(TENANT, SESSION, None, &PageRequest::first(1000))
+        .list_session_events(&TENANT.into(), &SESSION.into(), None, &PageRequest::first(1000))
         .await
         .unwrap();
     let created: Vec<String> = page
         .data
         .iter()
         .filter(|item| item.event.event_type() == "turn.created")
-        .map(|item| item.turn_id.clone())
+        .map(|item| item.turn_id.to_string())
         .collect();
     let expected: Vec<String> = (0..26).rev().map(|i| format!("c{i}")).collect();
     assert_eq!(created, expected);
@@ -260,7 +280,7 @@ pub async fn session_events_walk_the_whole_chain_past_the_ancestor_window(store:
 pub async fn session_events_of_session_without_turns_is_empty(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     let page = store
-        .list_session_events(TENANT, SESSION, None, &PageRequest::first(10))
+        .list_session_events(&TENANT.into(), &SESSION.into(), None, &PageRequest::first(10))
         .await
         .unwrap();
     assert!(page.data.is_empty());
@@ -273,7 +293,7 @@ pub async fn session_event_pages_partition_the_feed(store: Store) {
     turn_with_events(&store, "t2", Some("t1"), true).await;
     turn_with_events(&store, "t3", Some("t2"), false).await;
     let all = store
-        .list_session_events(TENANT, SESSION, None, &PageRequest::first(100))
+        .list_session_events(&TENANT.into(), &SESSION.into(), None, &PageRequest::first(100))
         .await
         .unwrap()
         .data;
@@ -282,8 +302,8 @@ pub async fn session_event_pages_partition_the_feed(store: Store) {
     loop {
         let page = store
             .list_session_events(
-                TENANT,
-                SESSION,
+                &TENANT.into(),
+                &SESSION.into(),
                 None,
                 &PageRequest {
                     limit: 2,
@@ -308,11 +328,14 @@ pub async fn invalid_page_tokens_are_rejected(store: Store) {
     for token in ["garbage!!", "eyJrIjoieiJ9", "bm90IGpzb24"] {
         let page = PageRequest::after(10, token);
         let error = store
-            .list_sessions(TENANT, &SessionFilter::default(), &page)
+            .list_sessions(&TENANT.into(), &SessionFilter::default(), &page)
             .await
             .unwrap_err();
         assert!(matches!(error, StoreError::InvalidPageToken), "{token}: {error:?}");
-        let error = store.list_turns(TENANT, SESSION, &page).await.unwrap_err();
+        let error = store
+            .list_turns(&TENANT.into(), &SESSION.into(), &page)
+            .await
+            .unwrap_err();
         assert!(matches!(error, StoreError::InvalidPageToken), "{token}: {error:?}");
         let error = store
             .list_turn_events(&key("t1"), SortOrder::Asc, &page)
@@ -320,7 +343,7 @@ pub async fn invalid_page_tokens_are_rejected(store: Store) {
             .unwrap_err();
         assert!(matches!(error, StoreError::InvalidPageToken), "{token}: {error:?}");
         let error = store
-            .list_session_events(TENANT, SESSION, None, &page)
+            .list_session_events(&TENANT.into(), &SESSION.into(), None, &page)
             .await
             .unwrap_err();
         assert!(matches!(error, StoreError::InvalidPageToken), "{token}: {error:?}");
@@ -333,24 +356,32 @@ pub async fn page_tokens_only_fit_their_own_list(store: Store) {
     turn_with_events(&store, "t1", None, true).await;
     turn_with_events(&store, "t2", Some("t1"), true).await;
     let sessions_token = store
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(1))
+        .list_sessions(&TENANT.into(), &SessionFilter::default(), &PageRequest::first(1))
         .await
         .unwrap()
         .next_page_token
         .unwrap();
     let turns_token = store
-        .list_turns(TENANT, SESSION, &PageRequest::first(1))
+        .list_turns(&TENANT.into(), &SESSION.into(), &PageRequest::first(1))
         .await
         .unwrap()
         .next_page_token
         .unwrap();
     let error = store
-        .list_turns(TENANT, SESSION, &PageRequest::after(1, sessions_token.clone()))
+        .list_turns(
+            &TENANT.into(),
+            &SESSION.into(),
+            &PageRequest::after(1, sessions_token.clone()),
+        )
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::InvalidPageToken), "{error:?}");
     let error = store
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::after(1, turns_token))
+        .list_sessions(
+            &TENANT.into(),
+            &SessionFilter::default(),
+            &PageRequest::after(1, turns_token),
+        )
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::InvalidPageToken), "{error:?}");
@@ -360,7 +391,7 @@ pub async fn page_tokens_only_fit_their_own_list(store: Store) {
         ..SessionFilter::default()
     };
     let error = store
-        .list_sessions(TENANT, &asc, &PageRequest::after(1, sessions_token))
+        .list_sessions(&TENANT.into(), &asc, &PageRequest::after(1, sessions_token))
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::InvalidPageToken), "{error:?}");
@@ -370,12 +401,12 @@ pub async fn empty_page_token_means_first_page(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     finished_turn(&store, turn("t1", None)).await;
     let page = store
-        .list_turns(TENANT, SESSION, &PageRequest::after(10, ""))
+        .list_turns(&TENANT.into(), &SESSION.into(), &PageRequest::after(10, ""))
         .await
         .unwrap();
     assert_eq!(page.data.len(), 1);
     let page = store
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::after(10, ""))
+        .list_sessions(&TENANT.into(), &SessionFilter::default(), &PageRequest::after(10, ""))
         .await
         .unwrap();
     assert_eq!(page.data.len(), 1);
@@ -387,11 +418,14 @@ pub async fn page_limits_out_of_range_are_rejected(store: Store) {
     for limit in [0, 1001] {
         let page = PageRequest::first(limit);
         let error = store
-            .list_sessions(TENANT, &SessionFilter::default(), &page)
+            .list_sessions(&TENANT.into(), &SessionFilter::default(), &page)
             .await
             .unwrap_err();
         assert!(matches!(error, StoreError::InvalidInput(_)), "{limit}: {error:?}");
-        let error = store.list_turns(TENANT, SESSION, &page).await.unwrap_err();
+        let error = store
+            .list_turns(&TENANT.into(), &SESSION.into(), &page)
+            .await
+            .unwrap_err();
         assert!(matches!(error, StoreError::InvalidInput(_)), "{limit}: {error:?}");
         let error = store
             .list_turn_events(&key("t1"), SortOrder::Asc, &page)
@@ -399,14 +433,14 @@ pub async fn page_limits_out_of_range_are_rejected(store: Store) {
             .unwrap_err();
         assert!(matches!(error, StoreError::InvalidInput(_)), "{limit}: {error:?}");
         let error = store
-            .list_session_events(TENANT, SESSION, None, &page)
+            .list_session_events(&TENANT.into(), &SESSION.into(), None, &page)
             .await
             .unwrap_err();
         assert!(matches!(error, StoreError::InvalidInput(_)), "{limit}: {error:?}");
     }
     assert_eq!(
         store
-            .list_turns(TENANT, SESSION, &PageRequest::first(1000))
+            .list_turns(&TENANT.into(), &SESSION.into(), &PageRequest::first(1000))
             .await
             .unwrap()
             .data

@@ -64,7 +64,7 @@ pub async fn parallel_appends_to_one_thread_all_land_once_in_order(store: Store)
                         .map(|n| user(&format!("task-{task}-{}", batch * BATCH + n)))
                         .collect();
                     store
-                        .append_to_thread_context(&turn_key, MAIN, messages, None, None)
+                        .append_to_thread_context(&turn_key, &MAIN.into(), messages, None, None)
                         .await
                         .expect("append");
                 }
@@ -83,7 +83,7 @@ pub async fn parallel_appends_to_one_thread_all_land_once_in_order(store: Store)
             assert_eq!(parse(text), (task, first + offset), "batch interleaved: {chunk:?}");
         }
     }
-    let history = store.thread_history(&turn_key, MAIN).await.unwrap();
+    let history = store.thread_history(&turn_key, &MAIN.into()).await.unwrap();
     let texts_in_write_order: Vec<String> = history.iter().map(|entry| entry.message.search_text()).collect();
     assert_eq!(texts_in_write_order, context, "write order is context order");
     let positions: Vec<i64> = history.iter().map(|entry| entry.position).collect();
@@ -116,7 +116,13 @@ pub async fn parallel_appends_to_different_threads_stay_separate(store: Store) {
                         .map(|n| user(&format!("task-{task}-{}", index * 3 + n)))
                         .collect();
                     store
-                        .append_to_thread_context(&turn_key, &thread_id, messages, Some(usage(index as u64)), None)
+                        .append_to_thread_context(
+                            &turn_key,
+                            &ThreadId::from(&thread_id),
+                            messages,
+                            Some(usage(index as u64)),
+                            None,
+                        )
                         .await
                         .expect("append");
                 }
@@ -133,7 +139,7 @@ pub async fn parallel_appends_to_different_threads_stay_separate(store: Store) {
         } else {
             format!("thread-{task}")
         };
-        let thread = &record.snapshot.threads[&thread_id];
+        let thread = &record.snapshot.threads[thread_id.as_str()];
         let expected: Vec<String> = (0..PER_TASK).map(|index| format!("task-{task}-{index}")).collect();
         assert_eq!(
             texts(&thread.context),
@@ -141,7 +147,10 @@ pub async fn parallel_appends_to_different_threads_stay_separate(store: Store) {
             "{thread_id} holds exactly its own messages"
         );
         assert_eq!(thread.current_context_usage, usage((PER_TASK / 3 - 1) as u64));
-        let history = store.thread_history(&turn_key, &thread_id).await.unwrap();
+        let history = store
+            .thread_history(&turn_key, &ThreadId::from(&thread_id))
+            .await
+            .unwrap();
         assert_eq!(history.len(), PER_TASK);
     }
 }
@@ -351,7 +360,7 @@ pub async fn parallel_forks_of_one_turn_are_isolated(store: Store) {
                 for index in 1..4 {
                     let text = format!("task-{task}-{index}");
                     store
-                        .append_to_thread_context(&turn_key, MAIN, vec![user(&text)], None, None)
+                        .append_to_thread_context(&turn_key, &MAIN.into(), vec![user(&text)], None, None)
                         .await
                         .expect("append");
                 }
@@ -367,16 +376,26 @@ pub async fn parallel_forks_of_one_turn_are_isolated(store: Store) {
         let turn_key = key(turn_id);
         assert_eq!(main_context(&store, &turn_key).await, expected, "{turn_id} is isolated");
         let record = store.get_turn(&turn_key).await.unwrap().unwrap();
-        assert_eq!(record.turn.previous_turn_id.as_deref(), Some("turn-1"));
+        assert_eq!(
+            record.turn.previous_turn_id.as_ref().map(TurnId::as_str),
+            Some("turn-1")
+        );
         assert_eq!(record.turn.first_turn_id, "turn-1");
-        let history = store.thread_history(&turn_key, MAIN).await.unwrap();
+        let history = store.thread_history(&turn_key, &MAIN.into()).await.unwrap();
         assert_eq!(history.len(), 5, "{turn_id}'s history has no sibling bodies");
     }
-    let session = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
+    let session = store
+        .get_session(&TENANT.into(), &SESSION.into())
+        .await
+        .unwrap()
+        .unwrap();
     let tip = session.last_turn_id.expect("a tip");
-    assert!(forks.contains(&tip), "the tip {tip} is one of the forks");
+    assert!(
+        forks.iter().any(|fork| *fork == tip),
+        "the tip {tip} is one of the forks"
+    );
     let turns = store
-        .list_turns(TENANT, SESSION, &PageRequest::first(100))
+        .list_turns(&TENANT.into(), &SESSION.into(), &PageRequest::first(100))
         .await
         .unwrap()
         .data;
@@ -400,7 +419,7 @@ pub async fn parallel_readers_never_see_partial_writes(store: Store) {
                         .map(|n| user(&format!("task-{task}-{}", batch * BATCH + n)))
                         .collect();
                     store
-                        .append_to_thread_context(&turn_key, MAIN, messages, None, None)
+                        .append_to_thread_context(&turn_key, &MAIN.into(), messages, None, None)
                         .await
                         .expect("append");
                 }
@@ -431,7 +450,7 @@ pub async fn parallel_readers_never_see_partial_writes(store: Store) {
                         assert_eq!(index, *expected, "a read saw task {task} out of order");
                         *expected += 1;
                     }
-                    let history = store.thread_history(&turn_key, MAIN).await.expect("history");
+                    let history = store.thread_history(&turn_key, &MAIN.into()).await.expect("history");
                     assert!(history.len() >= context.len());
                     assert_eq!(history.len() % BATCH, 0, "history saw half a batch");
                     last_len = context.len();
@@ -472,7 +491,7 @@ async fn recreate_and_check_empty(store: &Store) {
     seed_session(store, TENANT, SESSION).await;
     assert!(
         store
-            .list_turns(TENANT, SESSION, &PageRequest::first(10))
+            .list_turns(&TENANT.into(), &SESSION.into(), &PageRequest::first(10))
             .await
             .unwrap()
             .data
@@ -496,7 +515,7 @@ async fn recreate_and_check_empty(store: &Store) {
         );
         assert!(record.snapshot.threads[MAIN].capability_state.is_none());
         assert!(
-            store.thread_history(&turn_key, MAIN).await.unwrap().is_empty(),
+            store.thread_history(&turn_key, &MAIN.into()).await.unwrap().is_empty(),
             "no body of {turn_id} survived"
         );
         assert_eq!(record.turn.last_seq, 0);
@@ -545,12 +564,17 @@ async fn race_delete_session(store: &Store, kinds: &[RaceWrite]) {
                             RaceWrite::ContextAppend => {
                                 let message = user(&format!("task-{task}-{step}"));
                                 store
-                                    .append_to_thread_context(&turn_key, MAIN, vec![message], None, None)
+                                    .append_to_thread_context(&turn_key, &MAIN.into(), vec![message], None, None)
                                     .await
                             }
                             RaceWrite::CapabilityPatch => {
                                 store
-                                    .patch_thread_capability_state(&turn_key, MAIN, "k", serde_json::json!(step))
+                                    .patch_thread_capability_state(
+                                        &turn_key,
+                                        &MAIN.into(),
+                                        "k",
+                                        serde_json::json!(step),
+                                    )
                                     .await
                             }
                             RaceWrite::EventAppend => {
@@ -565,7 +589,7 @@ async fn race_delete_session(store: &Store, kinds: &[RaceWrite]) {
                             RaceWrite::Overwrite => {
                                 let message = user(&format!("sub-{task}-{step}"));
                                 store
-                                    .overwrite_thread_context(&turn_key, "sub", vec![message], usage(step))
+                                    .overwrite_thread_context(&turn_key, &"sub".into(), vec![message], usage(step))
                                     .await
                             }
                             RaceWrite::Finish => {
@@ -592,7 +616,7 @@ async fn race_delete_session(store: &Store, kinds: &[RaceWrite]) {
             })
             .collect();
         tokio::time::sleep(std::time::Duration::from_millis(2 + 3 * round)).await;
-        let deleted = store.delete_session(TENANT, SESSION).await;
+        let deleted = store.delete_session(&TENANT.into(), &SESSION.into()).await;
         let errors: Vec<(RaceWrite, StoreError)> = join_all(writers).await.into_iter().flatten().collect();
         let unexpected: Vec<&(RaceWrite, StoreError)> =
             errors.iter().filter(|(_, error)| !error.is_not_found()).collect();
@@ -600,7 +624,13 @@ async fn race_delete_session(store: &Store, kinds: &[RaceWrite]) {
             deleted.is_ok() && unexpected.is_empty(),
             "round {round}: delete_session: {deleted:?}; writes failing other than not-found: {unexpected:?}"
         );
-        assert!(store.get_session(TENANT, SESSION).await.unwrap().is_none());
+        assert!(
+            store
+                .get_session(&TENANT.into(), &SESSION.into())
+                .await
+                .unwrap()
+                .is_none()
+        );
         assert!(store.get_turn(&key("turn-shared")).await.unwrap().is_none());
     }
     recreate_and_check_empty(store).await;
@@ -610,7 +640,12 @@ async fn race_delete_session(store: &Store, kinds: &[RaceWrite]) {
         .await
         .unwrap();
     let page = store
-        .list_session_events(TENANT, SESSION, Some("turn-shared"), &PageRequest::first(100))
+        .list_session_events(
+            &TENANT.into(),
+            &SESSION.into(),
+            Some(&"turn-shared".into()),
+            &PageRequest::first(100),
+        )
         .await
         .unwrap();
     assert_eq!(page.data.len(), 1);
@@ -675,22 +710,23 @@ pub async fn parallel_create_same_turn_id_has_one_winner(store: Store) {
         main_context(&store, &key("turn-2")).await,
         ["base".to_string(), format!("task-{winner}-0")]
     );
-    let history = store.thread_history(&key("turn-2"), MAIN).await.unwrap();
+    let history = store.thread_history(&key("turn-2"), &MAIN.into()).await.unwrap();
     assert_eq!(history.len(), 2, "the losers wrote no bodies into the winner's turn");
     let turns = store
-        .list_turns(TENANT, SESSION, &PageRequest::first(100))
+        .list_turns(&TENANT.into(), &SESSION.into(), &PageRequest::first(100))
         .await
         .unwrap()
         .data;
     assert_eq!(turns.len(), 2);
     assert_eq!(
         store
-            .get_session(TENANT, SESSION)
+            .get_session(&TENANT.into(), &SESSION.into())
             .await
             .unwrap()
             .unwrap()
             .last_turn_id
-            .as_deref(),
+            .as_ref()
+            .map(TurnId::as_str),
         Some("turn-2")
     );
 }
@@ -717,13 +753,17 @@ pub async fn parallel_create_same_session_id_has_one_winner(store: Store) {
     let (task, record) = &winners[0];
     let owner = format!("tenant-{task}");
     assert_eq!(
-        store.get_session(&owner, "contested").await.unwrap().as_ref(),
+        store
+            .get_session(&TenantId::from(&owner), &"contested".into())
+            .await
+            .unwrap()
+            .as_ref(),
         Some(record)
     );
     for other in (0..TASKS).filter(|other| other != task) {
         assert!(
             store
-                .get_session(&format!("tenant-{other}"), "contested")
+                .get_session(&format!("tenant-{other}").into(), &"contested".into())
                 .await
                 .unwrap()
                 .is_none()
@@ -760,7 +800,14 @@ pub async fn parallel_add_same_thread_id_has_one_winner(store: Store) {
         texts(&record.snapshot.threads["contested"].context),
         [format!("task-{}-0", winners[0])]
     );
-    assert_eq!(store.thread_history(&turn_key, "contested").await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .thread_history(&turn_key, &"contested".into())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 pub async fn parallel_forks_racing_predecessor_freeze_see_its_final_context(store: Store) {
@@ -775,7 +822,7 @@ pub async fn parallel_forks_racing_predecessor_freeze_see_its_final_context(stor
                 for index in 0..MAX_APPENDS {
                     let text = format!("task-{task}-{index}");
                     match store
-                        .append_to_thread_context(&turn_key, MAIN, vec![user(&text)], None, None)
+                        .append_to_thread_context(&turn_key, &MAIN.into(), vec![user(&text)], None, None)
                         .await
                     {
                         Ok(()) => {}

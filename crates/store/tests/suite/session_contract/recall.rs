@@ -12,7 +12,7 @@ async fn append(store: &Store, turn_key: &TurnKey, texts: &[&str]) {
     store
         .append_to_thread_context(
             turn_key,
-            MAIN,
+            &MAIN.into(),
             texts.iter().map(|text| user(text)).collect(),
             None,
             None,
@@ -23,7 +23,12 @@ async fn append(store: &Store, turn_key: &TurnKey, texts: &[&str]) {
 
 async fn compact(store: &Store, turn_key: &TurnKey, texts: &[&str]) {
     store
-        .overwrite_thread_context(turn_key, MAIN, texts.iter().map(|text| user(text)).collect(), usage(1))
+        .overwrite_thread_context(
+            turn_key,
+            &MAIN.into(),
+            texts.iter().map(|text| user(text)).collect(),
+            usage(1),
+        )
         .await
         .expect("overwrite thread context");
 }
@@ -54,7 +59,7 @@ fn owned(texts: &[&str]) -> Vec<String> {
 async fn search(store: &Store, turn_key: &TurnKey, query: &str) -> Vec<String> {
     entry_texts(
         &store
-            .search_thread_history(turn_key, MAIN, query, 100)
+            .search_thread_history(turn_key, &MAIN.into(), query, 100)
             .await
             .expect("search"),
     )
@@ -80,7 +85,7 @@ async fn compacted_branch(store: &Store) -> TurnKey {
 
 pub async fn recall_history_flags_superseded_bodies_in_write_order(store: Store) {
     let turn_2 = compacted_branch(&store).await;
-    let history = store.thread_history(&turn_2, MAIN).await.unwrap();
+    let history = store.thread_history(&turn_2, &MAIN.into()).await.unwrap();
     assert_eq!(
         flagged(&history),
         pairs(&[
@@ -111,7 +116,7 @@ pub async fn recall_history_flags_superseded_bodies_in_write_order(store: Store)
         .create_turn(with_messages(turn("turn-3", Some("turn-2")), MAIN, &["echo five"]))
         .await
         .unwrap();
-    let continued = store.thread_history(&turn_3, MAIN).await.unwrap();
+    let continued = store.thread_history(&turn_3, &MAIN.into()).await.unwrap();
     assert_eq!(continued[..history.len()], history[..]);
     assert_eq!(flagged(&continued[history.len()..]), pairs(&[("echo five", true)]));
 }
@@ -132,9 +137,9 @@ pub async fn recall_history_excludes_sibling_forks(store: Store) {
         .await
         .unwrap();
 
-    let history = store.thread_history(&right, MAIN).await.unwrap();
+    let history = store.thread_history(&right, &MAIN.into()).await.unwrap();
     assert_eq!(flagged(&history), pairs(&[("shared root", true), ("right only", true)]));
-    let history = store.thread_history(&left, MAIN).await.unwrap();
+    let history = store.thread_history(&left, &MAIN.into()).await.unwrap();
     assert_eq!(
         flagged(&history),
         pairs(&[("shared root", false), ("left only", false), ("left summary", true)])
@@ -143,7 +148,7 @@ pub async fn recall_history_excludes_sibling_forks(store: Store) {
 
 pub async fn recall_history_before_overwrite_shows_only_active_bodies(store: Store) {
     compacted_branch(&store).await;
-    let history = store.thread_history(&key("turn-1"), MAIN).await.unwrap();
+    let history = store.thread_history(&key("turn-1"), &MAIN.into()).await.unwrap();
     assert_eq!(flagged(&history), pairs(&[("alpha one", true), ("bravo two", true)]));
 }
 
@@ -160,15 +165,15 @@ pub async fn recall_history_of_added_and_compacted_sub_thread(store: Store) {
     };
     store.add_threads(&turn_1, vec![snapshot]).await.unwrap();
     store
-        .overwrite_thread_context(&turn_1, "sub", vec![user("sub compacted")], usage(2))
+        .overwrite_thread_context(&turn_1, &"sub".into(), vec![user("sub compacted")], usage(2))
         .await
         .unwrap();
-    let history = store.thread_history(&turn_1, "sub").await.unwrap();
+    let history = store.thread_history(&turn_1, &"sub".into()).await.unwrap();
     assert_eq!(
         flagged(&history),
         pairs(&[("sub task", false), ("sub compacted", true)])
     );
-    let main = store.thread_history(&turn_1, MAIN).await.unwrap();
+    let main = store.thread_history(&turn_1, &MAIN.into()).await.unwrap();
     assert_eq!(
         flagged(&main),
         pairs(&[("main text", true)]),
@@ -339,19 +344,22 @@ pub async fn recall_search_words_with_numeric_symbols_match_whole(store: Store) 
 
 pub async fn recall_search_includes_superseded_bodies(store: Store) {
     let turn_2 = compacted_branch(&store).await;
-    let found = store.search_thread_history(&turn_2, MAIN, "bravo", 10).await.unwrap();
+    let found = store
+        .search_thread_history(&turn_2, &MAIN.into(), "bravo", 10)
+        .await
+        .unwrap();
     assert_eq!(
         flagged(&found),
         pairs(&[("bravo two", false), ("summary of alpha bravo charlie", true)])
     );
     assert_eq!(found[0].turn_id, "turn-1");
     let found = store
-        .search_thread_history(&turn_2, MAIN, "charlie three", 10)
+        .search_thread_history(&turn_2, &MAIN.into(), "charlie three", 10)
         .await
         .unwrap();
     assert_eq!(flagged(&found), pairs(&[("charlie three", false)]));
     // The full entry matches the history's.
-    let history = store.thread_history(&turn_2, MAIN).await.unwrap();
+    let history = store.thread_history(&turn_2, &MAIN.into()).await.unwrap();
     assert_eq!(found[0], history[2]);
 }
 
@@ -365,21 +373,27 @@ pub async fn recall_search_respects_limit_in_write_order(store: Store) {
         .await
         .unwrap();
     let turn_2 = key("turn-2");
-    let found = store.search_thread_history(&turn_2, MAIN, "needle", 4).await.unwrap();
+    let found = store
+        .search_thread_history(&turn_2, &MAIN.into(), "needle", 4)
+        .await
+        .unwrap();
     assert_eq!(
         entry_texts(&found),
         texts_owned[..4].to_vec(),
         "the first matches in write order"
     );
-    let found = store.search_thread_history(&turn_2, MAIN, "needle", 1).await.unwrap();
+    let found = store
+        .search_thread_history(&turn_2, &MAIN.into(), "needle", 1)
+        .await
+        .unwrap();
     assert_eq!(entry_texts(&found), texts_owned[..1].to_vec());
     let found = store
-        .search_thread_history(&turn_2, MAIN, "needle", 1000)
+        .search_thread_history(&turn_2, &MAIN.into(), "needle", 1000)
         .await
         .unwrap();
     assert_eq!(entry_texts(&found), texts_owned);
     let error = store
-        .search_thread_history(&turn_2, MAIN, "needle", 0)
+        .search_thread_history(&turn_2, &MAIN.into(), "needle", 0)
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::InvalidInput(_)), "{error:?}");
@@ -424,7 +438,7 @@ pub async fn recall_search_without_words_is_invalid_input(store: Store) {
         .unwrap();
     for query in ["", "   ", "!!! ?? --", "\n\t"] {
         let error = store
-            .search_thread_history(&key("turn-1"), MAIN, query, 10)
+            .search_thread_history(&key("turn-1"), &MAIN.into(), query, 10)
             .await
             .unwrap_err();
         assert!(matches!(error, StoreError::InvalidInput(_)), "{query:?}: {error:?}");
@@ -434,10 +448,10 @@ pub async fn recall_search_without_words_is_invalid_input(store: Store) {
 pub async fn recall_unknown_thread_is_thread_not_found(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     store.create_turn(turn("turn-1", None)).await.unwrap();
-    let error = store.thread_history(&key("turn-1"), "ghost").await.unwrap_err();
+    let error = store.thread_history(&key("turn-1"), &"ghost".into()).await.unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
     let error = store
-        .search_thread_history(&key("turn-1"), "ghost", "word", 10)
+        .search_thread_history(&key("turn-1"), &"ghost".into(), "word", 10)
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
@@ -449,11 +463,8 @@ pub async fn recall_unknown_thread_is_thread_not_found(store: Store) {
         )
         .await
         .unwrap();
-    store
-        .remove_threads(&key("turn-1"), &["sub".to_string()])
-        .await
-        .unwrap();
-    let error = store.thread_history(&key("turn-1"), "sub").await.unwrap_err();
+    store.remove_threads(&key("turn-1"), &["sub".into()]).await.unwrap();
+    let error = store.thread_history(&key("turn-1"), &"sub".into()).await.unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
 }
 
@@ -461,10 +472,10 @@ pub async fn recall_unknown_turn_is_turn_not_found(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     store.create_turn(turn("turn-1", None)).await.unwrap();
     for turn_key in [key("ghost"), key_in(TENANT, "no-such-session", "turn-1")] {
-        let error = store.thread_history(&turn_key, MAIN).await.unwrap_err();
+        let error = store.thread_history(&turn_key, &MAIN.into()).await.unwrap_err();
         assert!(matches!(error, StoreError::TurnNotFound { .. }), "{error:?}");
         let error = store
-            .search_thread_history(&turn_key, MAIN, "word", 10)
+            .search_thread_history(&turn_key, &MAIN.into(), "word", 10)
             .await
             .unwrap_err();
         assert!(matches!(error, StoreError::TurnNotFound { .. }), "{error:?}");
@@ -473,7 +484,7 @@ pub async fn recall_unknown_turn_is_turn_not_found(store: Store) {
 
 pub async fn recall_works_on_terminal_turns(store: Store) {
     let turn_2 = compacted_branch(&store).await;
-    let before = store.thread_history(&turn_2, MAIN).await.unwrap();
+    let before = store.thread_history(&turn_2, &MAIN.into()).await.unwrap();
     let freeze = FreezeTurn {
         reason: CancellationReason::ClientCancelled,
         metrics: None,
@@ -483,7 +494,7 @@ pub async fn recall_works_on_terminal_turns(store: Store) {
         },
     };
     store.freeze_and_get_turn(&turn_2, freeze).await.unwrap();
-    assert_eq!(store.thread_history(&turn_2, MAIN).await.unwrap(), before);
+    assert_eq!(store.thread_history(&turn_2, &MAIN.into()).await.unwrap(), before);
     assert_eq!(search(&store, &turn_2, "delta").await, owned(&["delta four"]));
     assert_eq!(search(&store, &key("turn-1"), "alpha").await, owned(&["alpha one"]));
 }

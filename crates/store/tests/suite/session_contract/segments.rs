@@ -17,7 +17,7 @@ async fn append(store: &Store, turn_key: &TurnKey, thread_id: &str, texts: &[&st
     store
         .append_to_thread_context(
             turn_key,
-            thread_id,
+            &thread_id.into(),
             texts.iter().map(|text| user(text)).collect(),
             None,
             None,
@@ -31,7 +31,7 @@ async fn compact(store: &Store, turn_key: &TurnKey, thread_id: &str, texts: &[&s
     store
         .overwrite_thread_context(
             turn_key,
-            thread_id,
+            &thread_id.into(),
             texts.iter().map(|text| user(text)).collect(),
             usage(1),
         )
@@ -312,7 +312,7 @@ pub async fn segments_removed_thread_does_not_carry(store: Store) {
     store.create_turn(second).await.unwrap();
     let turn_2 = key("turn-2");
     assert_eq!(context_of(&store, &turn_2, SUB).await, owned(&["s"]));
-    store.remove_threads(&turn_2, &[SUB.to_string()]).await.unwrap();
+    store.remove_threads(&turn_2, &[SUB.to_string().into()]).await.unwrap();
     finish(&store, &turn_2).await;
 
     // The continuation of turn 2 has no sub-agent thread, and naming it is an error.
@@ -330,7 +330,7 @@ pub async fn segments_removed_thread_does_not_carry(store: Store) {
     assert!(matches!(error, StoreError::InvalidInput(_)), "{error:?}");
 
     store.create_turn(turn("turn-3", Some("turn-2"))).await.unwrap();
-    let threads: Vec<String> = store
+    let threads: Vec<ThreadId> = store
         .get_turn(&key("turn-3"))
         .await
         .unwrap()
@@ -340,7 +340,7 @@ pub async fn segments_removed_thread_does_not_carry(store: Store) {
         .keys()
         .cloned()
         .collect();
-    assert_eq!(threads, [MAIN.to_string()]);
+    assert_eq!(threads, [ThreadId::from(MAIN)]);
 
     // Removal is local to turn 2: turn 1 and a fork of it still have the thread.
     assert_eq!(context_of(&store, &turn_1, SUB).await, owned(&["s"]));
@@ -369,14 +369,17 @@ pub async fn segments_deep_chain_reads_back_in_order(store: Store) {
     assert_eq!(main_context(&store, &tip).await, expected);
     let record = store.get_turn(&tip).await.unwrap().unwrap();
     assert_eq!(record.turn.first_turn_id, "turn-000");
-    assert_eq!(record.turn.previous_turn_id.as_deref(), Some("turn-058"));
+    assert_eq!(
+        record.turn.previous_turn_id.as_ref().map(TurnId::as_str),
+        Some("turn-058")
+    );
 
     // A turn from the middle of the chain reads its own prefix.
     let middle = main_context(&store, &key("turn-029")).await;
     assert_eq!(middle, expected[..30].to_vec());
 
     // History along the deep branch: every body once, in write order.
-    let history = store.thread_history(&tip, MAIN).await.unwrap();
+    let history = store.thread_history(&tip, &MAIN.into()).await.unwrap();
     assert_eq!(
         history
             .iter()
@@ -399,14 +402,14 @@ pub async fn segments_continuation_copies_no_bodies(store: Store) {
         previous = Some(turn_id);
     }
     let last = key("turn-19");
-    let history = store.thread_history(&last, MAIN).await.unwrap();
+    let history = store.thread_history(&last, &MAIN.into()).await.unwrap();
     assert_eq!(history.len(), TURNS * 3, "each body appears once along the branch");
     let ids: BTreeSet<i64> = history.iter().map(|entry| entry.message_id).collect();
     assert_eq!(ids.len(), history.len(), "message ids are unique: no body was copied");
     for entry in &history {
         let text = entry.message.search_text();
         assert_eq!(
-            &entry.turn_id[5..],
+            &entry.turn_id.as_str()[5..],
             &text[1..3],
             "{text} is attributed to the turn that wrote it"
         );
@@ -415,7 +418,7 @@ pub async fn segments_continuation_copies_no_bodies(store: Store) {
 
     // A continuation without appends writes no body: its history has exactly the same ids.
     store.create_turn(turn("turn-20", Some("turn-19"))).await.unwrap();
-    let continued = store.thread_history(&key("turn-20"), MAIN).await.unwrap();
+    let continued = store.thread_history(&key("turn-20"), &MAIN.into()).await.unwrap();
     assert_eq!(
         continued, history,
         "the continuation reuses the inherited bodies as they are"
@@ -427,7 +430,7 @@ pub async fn segments_continuation_copies_no_bodies(store: Store) {
         .create_turn(with_messages(turn("turn-21", Some("turn-20")), MAIN, &["fresh"]))
         .await
         .unwrap();
-    let extended = store.thread_history(&key("turn-21"), MAIN).await.unwrap();
+    let extended = store.thread_history(&key("turn-21"), &MAIN.into()).await.unwrap();
     assert_eq!(extended.len(), history.len() + 1);
     assert_eq!(extended[..history.len()], history[..]);
     let fresh = extended.last().unwrap();
@@ -438,7 +441,7 @@ pub async fn segments_continuation_copies_no_bodies(store: Store) {
     // A fork from the middle reuses the same bodies for its prefix.
     store.create_turn(turn("fork", Some("turn-09"))).await.unwrap();
     let fork_ids: Vec<i64> = store
-        .thread_history(&key("fork"), MAIN)
+        .thread_history(&key("fork"), &MAIN.into())
         .await
         .unwrap()
         .iter()
@@ -495,7 +498,7 @@ pub async fn segments_large_appends_cross_insert_chunks(store: Store) {
         expected,
         "one large append per turn, read back in order"
     );
-    let history = store.thread_history(&turn_2, MAIN).await.unwrap();
+    let history = store.thread_history(&turn_2, &MAIN.into()).await.unwrap();
     let positions: Vec<i64> = history.iter().map(|entry| entry.position).collect();
     assert_eq!(
         positions,

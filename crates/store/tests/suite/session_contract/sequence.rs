@@ -464,7 +464,7 @@ pub async fn sequence_last_seq_tracks_highest_stored(store: Store) {
     assert_eq!(last_seq(&store, &turn_key).await, 9, "an empty batch changes nothing");
     store.append_events(&turn_key, vec![message_at(11)]).await.unwrap();
     let listed_turns = store
-        .list_turns(TENANT, SESSION, &PageRequest::first(10))
+        .list_turns(&TENANT.into(), &SESSION.into(), &PageRequest::first(10))
         .await
         .unwrap()
         .data;

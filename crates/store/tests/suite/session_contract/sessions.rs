@@ -19,7 +19,11 @@ fn spec(instructions: &str) -> trueforge_protocol::AgentSpec {
 pub async fn create_session_stores_inline_agent_and_activity(store: Store) {
     let before = trueforge_store::Timestamp::now();
     seed_session(&store, TENANT, SESSION).await;
-    let session = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
+    let session = store
+        .get_session(&TENANT.into(), &SESSION.into())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(session.tenant_id, TENANT);
     assert_eq!(session.created_by, "user-1");
     assert_eq!(session.title, None);
@@ -37,11 +41,16 @@ pub async fn create_session_persists_created_by(store: Store) {
     session.created_by = "alice@example.com".into();
     store.create_session(session).await.unwrap();
     assert_eq!(
-        store.get_session(TENANT, SESSION).await.unwrap().unwrap().created_by,
+        store
+            .get_session(&TENANT.into(), &SESSION.into())
+            .await
+            .unwrap()
+            .unwrap()
+            .created_by,
         "alice@example.com"
     );
     let listed = store
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10))
+        .list_sessions(&TENANT.into(), &SessionFilter::default(), &PageRequest::first(10))
         .await
         .unwrap();
     assert_eq!(listed.data.len(), 1);
@@ -57,14 +66,14 @@ pub async fn create_session_reference_agent_round_trips_and_filters_by_agent_id(
         .await
         .unwrap();
     seed_session(&store, TENANT, "inline").await;
-    let session = store.get_session(TENANT, "ref").await.unwrap().unwrap();
+    let session = store.get_session(&TENANT.into(), &"ref".into()).await.unwrap().unwrap();
     assert_eq!(session.agent, reference_agent("agent-abc"));
     let filter = SessionFilter {
         agent_id: Some("agent-abc".into()),
         ..SessionFilter::default()
     };
     let listed = store
-        .list_sessions(TENANT, &filter, &PageRequest::first(10))
+        .list_sessions(&TENANT.into(), &filter, &PageRequest::first(10))
         .await
         .unwrap();
     let ids: Vec<_> = listed.data.iter().map(|s| s.session_id.as_str()).collect();
@@ -83,10 +92,18 @@ pub async fn update_session_rejects_agent_on_reference_session(store: Store) {
         agent_spec: Some(spec("x")),
         title: None,
     };
-    let error = store.update_session(TENANT, SESSION, update).await.unwrap_err();
+    let error = store
+        .update_session(&TENANT.into(), &SESSION.into(), update)
+        .await
+        .unwrap_err();
     assert!(matches!(error, StoreError::InvalidInput(_)), "{error:?}");
     assert_eq!(
-        store.get_session(TENANT, SESSION).await.unwrap().unwrap().agent,
+        store
+            .get_session(&TENANT.into(), &SESSION.into())
+            .await
+            .unwrap()
+            .unwrap()
+            .agent,
         reference_agent("agent-abc")
     );
 }
@@ -103,28 +120,50 @@ pub async fn update_session_title_only_on_reference_session(store: Store) {
         agent_spec: None,
         title: Some(Some("Named".into())),
     };
-    let updated = store.update_session(TENANT, SESSION, update).await.unwrap();
+    let updated = store
+        .update_session(&TENANT.into(), &SESSION.into(), update)
+        .await
+        .unwrap();
     assert_eq!(updated.title.as_deref(), Some("Named"));
     assert_eq!(updated.agent, reference_agent("agent-abc"));
 }
 
 pub async fn get_session_does_not_bump_activity(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
-    let first = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
+    let first = store
+        .get_session(&TENANT.into(), &SESSION.into())
+        .await
+        .unwrap()
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
-    let second = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
+    let second = store
+        .get_session(&TENANT.into(), &SESSION.into())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(first.updated_at, second.updated_at);
 }
 
 pub async fn update_session_patches_given_fields_and_bumps_activity(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
-    let before = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
+    let before = store
+        .get_session(&TENANT.into(), &SESSION.into())
+        .await
+        .unwrap()
+        .unwrap();
     let update = SessionUpdate {
         agent_spec: Some(spec("updated")),
         title: Some(Some("Hello".into())),
     };
-    store.update_session(TENANT, SESSION, update).await.unwrap();
-    let after = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
+    store
+        .update_session(&TENANT.into(), &SESSION.into(), update)
+        .await
+        .unwrap();
+    let after = store
+        .get_session(&TENANT.into(), &SESSION.into())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(after.title.as_deref(), Some("Hello"));
     match &after.agent {
         SessionAgent::Inline { spec } => assert_eq!(spec.instructions.as_deref(), Some("updated")),
@@ -135,8 +174,8 @@ pub async fn update_session_patches_given_fields_and_bumps_activity(store: Store
     // A title-only update keeps the agent; clearing the title works.
     store
         .update_session(
-            TENANT,
-            SESSION,
+            &TENANT.into(),
+            &SESSION.into(),
             SessionUpdate {
                 agent_spec: None,
                 title: Some(None),
@@ -144,7 +183,11 @@ pub async fn update_session_patches_given_fields_and_bumps_activity(store: Store
         )
         .await
         .unwrap();
-    let cleared = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
+    let cleared = store
+        .get_session(&TENANT.into(), &SESSION.into())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(cleared.title, None);
     assert_eq!(cleared.agent, after.agent);
     assert!(cleared.updated_at > after.updated_at);
@@ -161,7 +204,13 @@ pub async fn create_session_conflicts_across_tenants(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     let error = store.create_session(new_session("other", SESSION)).await.unwrap_err();
     assert!(matches!(error, StoreError::SessionAlreadyExists { .. }), "{error:?}");
-    assert!(store.get_session("other", SESSION).await.unwrap().is_none());
+    assert!(
+        store
+            .get_session(&"other".into(), &SESSION.into())
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 pub async fn create_session_rejects_empty_id(store: Store) {
@@ -178,21 +227,22 @@ pub async fn create_session_rejects_empty_id(store: Store) {
 
 pub async fn concurrent_session_updates_lose_nothing(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
+    let (tenant, session) = (TenantId::from(TENANT), SessionId::from(SESSION));
     for round in 0..10 {
         let title = format!("title {round}");
         let instructions = format!("spec {round}");
         let (a, b) = tokio::join!(
             store.update_session(
-                TENANT,
-                SESSION,
+                &tenant,
+                &session,
                 SessionUpdate {
                     agent_spec: None,
                     title: Some(Some(title.clone()))
                 }
             ),
             store.update_session(
-                TENANT,
-                SESSION,
+                &tenant,
+                &session,
                 SessionUpdate {
                     agent_spec: Some(spec(&instructions)),
                     title: None
@@ -201,7 +251,11 @@ pub async fn concurrent_session_updates_lose_nothing(store: Store) {
         );
         a.unwrap();
         b.unwrap();
-        let session = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
+        let session = store
+            .get_session(&TENANT.into(), &SESSION.into())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(
             session.title.as_deref(),
             Some(title.as_str()),
@@ -228,8 +282,8 @@ pub async fn session_custom_and_json_looking_strings_round_trip(store: Store) {
         .unwrap();
     store
         .update_session(
-            TENANT,
-            SESSION,
+            &TENANT.into(),
+            &SESSION.into(),
             SessionUpdate {
                 agent_spec: None,
                 title: Some(Some("{\"x\":1}".into())),
@@ -241,7 +295,11 @@ pub async fn session_custom_and_json_looking_strings_round_trip(store: Store) {
         .create_turn(with_messages(turn("t1", None), MAIN, &["{\"y\":2}"]))
         .await
         .unwrap();
-    let session = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
+    let session = store
+        .get_session(&TENANT.into(), &SESSION.into())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(session.title.as_deref(), Some("{\"x\":1}"));
     assert_eq!(session.custom, Some(custom));
     assert_eq!(session.agent, agent);
@@ -271,7 +329,7 @@ async fn seed_full_session(store: &Store, tenant: &str, session: &str) {
         .await
         .unwrap();
     store
-        .patch_thread_capability_state(&turn_key, MAIN, "plan", json!({"step": 1}))
+        .patch_thread_capability_state(&turn_key, &MAIN.into(), "plan", json!({"step": 1}))
         .await
         .unwrap();
     store
@@ -287,17 +345,33 @@ pub async fn delete_session_removes_everything_idempotently_and_per_tenant(store
     seed_full_session(&store, TENANT, SESSION).await;
     seed_session(&store, "other", "other-session").await;
 
-    store.delete_session("other", SESSION).await.unwrap();
+    store.delete_session(&"other".into(), &SESSION.into()).await.unwrap();
     assert!(
-        store.get_session(TENANT, SESSION).await.unwrap().is_some(),
+        store
+            .get_session(&TENANT.into(), &SESSION.into())
+            .await
+            .unwrap()
+            .is_some(),
         "wrong tenant must not delete"
     );
     assert_eq!(event_types(&store, &key("turn-1")).await.len(), 2);
 
-    store.delete_session(TENANT, SESSION).await.unwrap();
-    store.delete_session(TENANT, SESSION).await.unwrap();
-    assert!(store.get_session(TENANT, SESSION).await.unwrap().is_none());
-    assert!(store.get_session("other", "other-session").await.unwrap().is_some());
+    store.delete_session(&TENANT.into(), &SESSION.into()).await.unwrap();
+    store.delete_session(&TENANT.into(), &SESSION.into()).await.unwrap();
+    assert!(
+        store
+            .get_session(&TENANT.into(), &SESSION.into())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .get_session(&"other".into(), &"other-session".into())
+            .await
+            .unwrap()
+            .is_some()
+    );
     assert!(store.get_turn(&key("turn-1")).await.unwrap().is_none());
     let error = store
         .list_turn_events(&key("turn-1"), SortOrder::Asc, &PageRequest::first(10))
@@ -305,13 +379,13 @@ pub async fn delete_session_removes_everything_idempotently_and_per_tenant(store
         .unwrap_err();
     assert!(matches!(error, StoreError::TurnNotFound { .. }), "{error:?}");
     let error = store
-        .list_session_events(TENANT, SESSION, None, &PageRequest::first(10))
+        .list_session_events(&TENANT.into(), &SESSION.into(), None, &PageRequest::first(10))
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::SessionNotFound { .. }), "{error:?}");
     assert!(
         store
-            .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10))
+            .list_sessions(&TENANT.into(), &SessionFilter::default(), &PageRequest::first(10))
             .await
             .unwrap()
             .data
@@ -331,9 +405,9 @@ pub async fn delete_session_removes_everything_idempotently_and_per_tenant(store
 
 pub async fn delete_session_then_session_writes_fail(store: Store) {
     seed_full_session(&store, TENANT, SESSION).await;
-    store.delete_session(TENANT, SESSION).await.unwrap();
+    store.delete_session(&TENANT.into(), &SESSION.into()).await.unwrap();
     let error = store
-        .update_session(TENANT, SESSION, SessionUpdate::default())
+        .update_session(&TENANT.into(), &SESSION.into(), SessionUpdate::default())
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::SessionNotFound { .. }), "{error:?}");
@@ -371,19 +445,22 @@ pub async fn turn_scoped_write_errors(
         "add_threads",
         store.add_threads(turn_key, vec![child_snapshot("child")])
     );
-    record!("remove_threads", store.remove_threads(turn_key, &[MAIN.to_string()]));
+    record!(
+        "remove_threads",
+        store.remove_threads(turn_key, &[MAIN.to_string().into()])
+    );
     record!(
         "append_context",
-        store.append_to_thread_context(turn_key, MAIN, vec![user("x")], None, None)
+        store.append_to_thread_context(turn_key, &MAIN.into(), vec![user("x")], None, None)
     );
     record!(
         "overwrite_context",
-        store.overwrite_thread_context(turn_key, MAIN, vec![user("y")], usage(1))
+        store.overwrite_thread_context(turn_key, &MAIN.into(), vec![user("y")], usage(1))
     );
     record!("patch_mcp_servers", store.patch_mcp_servers(turn_key, Vec::new()));
     record!(
         "patch_capability",
-        store.patch_thread_capability_state(turn_key, MAIN, "k", json!(1))
+        store.patch_thread_capability_state(turn_key, &MAIN.into(), "k", json!(1))
     );
     record!(
         "append_events",
@@ -406,7 +483,7 @@ pub fn child_snapshot(thread_id: &str) -> trueforge_protocol::AgentThreadSnapsho
 
 pub async fn delete_session_then_turn_writes_fail_not_found(store: Store) {
     seed_full_session(&store, TENANT, SESSION).await;
-    store.delete_session(TENANT, SESSION).await.unwrap();
+    store.delete_session(&TENANT.into(), &SESSION.into()).await.unwrap();
     let errors = turn_scoped_write_errors(&store, &key("turn-1")).await;
     assert_eq!(errors.len(), 9, "every write must fail: {errors:?}");
     for (name, error) in errors {
@@ -425,7 +502,7 @@ pub async fn missing_turn_writes_fail_not_found(store: Store) {
 
 pub async fn missing_session_writes_fail_not_found(store: Store) {
     let error = store
-        .update_session(TENANT, "nope", SessionUpdate::default())
+        .update_session(&TENANT.into(), &"nope".into(), SessionUpdate::default())
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::SessionNotFound { .. }), "{error:?}");
@@ -435,12 +512,12 @@ pub async fn missing_session_writes_fail_not_found(store: Store) {
         .unwrap_err();
     assert!(matches!(error, StoreError::SessionNotFound { .. }), "{error:?}");
     let error = store
-        .list_session_events(TENANT, "nope", None, &PageRequest::first(10))
+        .list_session_events(&TENANT.into(), &"nope".into(), None, &PageRequest::first(10))
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::SessionNotFound { .. }), "{error:?}");
     let error = store
-        .list_turns(TENANT, "nope", &PageRequest::first(10))
+        .list_turns(&TENANT.into(), &"nope".into(), &PageRequest::first(10))
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::SessionNotFound { .. }), "{error:?}");
@@ -455,8 +532,14 @@ pub async fn delete_session_leaves_sessions_with_extended_ids(store: Store) {
     seed_full_session(&store, TENANT, SESSION).await;
     let nested = format!("{SESSION}:nested");
     seed_full_session(&store, TENANT, &nested).await;
-    store.delete_session(TENANT, SESSION).await.unwrap();
-    assert!(store.get_session(TENANT, &nested).await.unwrap().is_some());
+    store.delete_session(&TENANT.into(), &SESSION.into()).await.unwrap();
+    assert!(
+        store
+            .get_session(&TENANT.into(), &SessionId::from(&nested))
+            .await
+            .unwrap()
+            .is_some()
+    );
     let nested_turn = key_in(TENANT, &nested, "turn-1");
     assert!(store.get_turn(&nested_turn).await.unwrap().is_some());
     assert_eq!(event_types(&store, &nested_turn).await.len(), 2);
@@ -466,10 +549,11 @@ pub async fn delete_session_leaves_sessions_with_extended_ids(store: Store) {
 pub async fn delete_session_racing_appends_leaves_no_orphans(store: Store) {
     seed_full_session(&store, TENANT, SESSION).await;
     let turn_key = key("turn-1");
+    let (tenant, session, main) = (TenantId::from(TENANT), SessionId::from(SESSION), ThreadId::from(MAIN));
     let (delete, events, context) = tokio::join!(
-        store.delete_session(TENANT, SESSION),
+        store.delete_session(&tenant, &session),
         store.append_events(&turn_key, vec![stored(10, model_message(&event_id(), "late"))]),
-        store.append_to_thread_context(&turn_key, MAIN, vec![user("late")], None, None),
+        store.append_to_thread_context(&turn_key, &main, vec![user("late")], None, None),
     );
     delete.unwrap();
     for result in [events, context] {
@@ -477,7 +561,13 @@ pub async fn delete_session_racing_appends_leaves_no_orphans(store: Store) {
             assert!(error.is_not_found(), "{error:?}");
         }
     }
-    assert!(store.get_session(TENANT, SESSION).await.unwrap().is_none());
+    assert!(
+        store
+            .get_session(&TENANT.into(), &SESSION.into())
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert!(store.get_turn(&key("turn-1")).await.unwrap().is_none());
     seed_session(&store, TENANT, SESSION).await;
     store.create_turn(turn("turn-1", None)).await.unwrap();
@@ -500,7 +590,7 @@ fn ids(page: &trueforge_store::session::Page<trueforge_store::session::SessionRe
 pub async fn list_sessions_newest_first_by_default_asc_on_request(store: Store) {
     seed_three_sessions(&store).await;
     let desc = store
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10))
+        .list_sessions(&TENANT.into(), &SessionFilter::default(), &PageRequest::first(10))
         .await
         .unwrap();
     assert_eq!(ids(&desc), ["sc", "sb", "sa"]);
@@ -510,7 +600,7 @@ pub async fn list_sessions_newest_first_by_default_asc_on_request(store: Store) 
         ..SessionFilter::default()
     };
     let asc = store
-        .list_sessions(TENANT, &asc_filter, &PageRequest::first(10))
+        .list_sessions(&TENANT.into(), &asc_filter, &PageRequest::first(10))
         .await
         .unwrap();
     assert_eq!(ids(&asc), ["sa", "sb", "sc"]);
@@ -519,25 +609,25 @@ pub async fn list_sessions_newest_first_by_default_asc_on_request(store: Store) 
 pub async fn list_sessions_paginates_and_filters_created_bounds(store: Store) {
     seed_three_sessions(&store).await;
     let first = store
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(2))
+        .list_sessions(&TENANT.into(), &SessionFilter::default(), &PageRequest::first(2))
         .await
         .unwrap();
     assert_eq!(ids(&first), ["sc", "sb"]);
     let token = first.next_page_token.clone().expect("a next page");
     let second = store
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::after(2, token))
+        .list_sessions(&TENANT.into(), &SessionFilter::default(), &PageRequest::after(2, token))
         .await
         .unwrap();
     assert_eq!(ids(&second), ["sa"]);
     assert_eq!(second.next_page_token, None);
-    let middle = store.get_session(TENANT, "sb").await.unwrap().unwrap();
+    let middle = store.get_session(&TENANT.into(), &"sb".into()).await.unwrap().unwrap();
     let filter = SessionFilter {
         created_from: Some(middle.created_at),
         created_to: Some(middle.created_at),
         ..SessionFilter::default()
     };
     let bounded = store
-        .list_sessions(TENANT, &filter, &PageRequest::first(10))
+        .list_sessions(&TENANT.into(), &filter, &PageRequest::first(10))
         .await
         .unwrap();
     assert_eq!(ids(&bounded), ["sb"]);
@@ -547,8 +637,8 @@ pub async fn list_sessions_orders_by_last_activity(store: Store) {
     seed_three_sessions(&store).await;
     store
         .update_session(
-            TENANT,
-            "sa",
+            &TENANT.into(),
+            &"sa".into(),
             SessionUpdate {
                 agent_spec: None,
                 title: Some(Some("bump".into())),
@@ -557,18 +647,18 @@ pub async fn list_sessions_orders_by_last_activity(store: Store) {
         .await
         .unwrap();
     let all = store
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10))
+        .list_sessions(&TENANT.into(), &SessionFilter::default(), &PageRequest::first(10))
         .await
         .unwrap();
     assert_eq!(ids(&all), ["sa", "sc", "sb"]);
     let first = store
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(2))
+        .list_sessions(&TENANT.into(), &SessionFilter::default(), &PageRequest::first(2))
         .await
         .unwrap();
     assert_eq!(ids(&first), ["sa", "sc"]);
     let second = store
         .list_sessions(
-            TENANT,
+            &TENANT.into(),
             &SessionFilter::default(),
             &PageRequest::after(2, first.next_page_token.unwrap()),
         )
@@ -587,7 +677,7 @@ pub async fn list_sessions_keyset_pages_partition_in_both_orders(store: Store) {
             ..SessionFilter::default()
         };
         let all = store
-            .list_sessions(TENANT, &filter, &PageRequest::first(100))
+            .list_sessions(&TENANT.into(), &filter, &PageRequest::first(100))
             .await
             .unwrap();
         let mut paged = Vec::new();
@@ -597,14 +687,14 @@ pub async fn list_sessions_keyset_pages_partition_in_both_orders(store: Store) {
                 limit: 3,
                 page_token: token,
             };
-            let result = store.list_sessions(TENANT, &filter, &page).await.unwrap();
+            let result = store.list_sessions(&TENANT.into(), &filter, &page).await.unwrap();
             paged.extend(result.data.iter().map(|s| s.session_id.clone()));
             token = result.next_page_token;
             if token.is_none() {
                 break;
             }
         }
-        let expected: Vec<String> = all.data.iter().map(|s| s.session_id.clone()).collect();
+        let expected: Vec<String> = all.data.iter().map(|s| s.session_id.to_string()).collect();
         assert_eq!(paged, expected, "{order:?}");
         assert_eq!(expected.len(), 7);
     }
@@ -616,14 +706,14 @@ pub async fn list_sessions_pages_are_stable_under_concurrent_inserts(store: Stor
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let first = store
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(2))
+        .list_sessions(&TENANT.into(), &SessionFilter::default(), &PageRequest::first(2))
         .await
         .unwrap();
     // A new session arrives between pages: with offsets the second page would repeat a row.
     seed_session(&store, TENANT, "new").await;
     let second = store
         .list_sessions(
-            TENANT,
+            &TENANT.into(),
             &SessionFilter::default(),
             &PageRequest::after(2, first.next_page_token.clone().unwrap()),
         )
@@ -655,7 +745,7 @@ pub async fn list_sessions_filters_created_by(store: Store) {
     };
     assert_eq!(
         ids(&store
-            .list_sessions(TENANT, &filter, &PageRequest::first(10))
+            .list_sessions(&TENANT.into(), &filter, &PageRequest::first(10))
             .await
             .unwrap()),
         ["alice-session"]
@@ -666,7 +756,7 @@ pub async fn list_sessions_filters_created_by(store: Store) {
     };
     assert!(
         store
-            .list_sessions(TENANT, &filter, &PageRequest::first(10))
+            .list_sessions(&TENANT.into(), &filter, &PageRequest::first(10))
             .await
             .unwrap()
             .data
@@ -687,7 +777,7 @@ pub async fn turn_state_of_frozen_session_turn_is_cancelled(store: Store) {
     };
     let record = store.freeze_and_get_turn(&key("turn-1"), freeze).await.unwrap();
     assert!(matches!(record.turn.state, TurnState::Cancelled { .. }));
-    store.delete_session(TENANT, SESSION).await.unwrap();
+    store.delete_session(&TENANT.into(), &SESSION.into()).await.unwrap();
     assert!(store.get_turn(&key("turn-1")).await.unwrap().is_none());
 }
 
@@ -702,12 +792,16 @@ pub async fn inline_agent_keeps_its_json_key_order(store: Store) {
         })
         .await
         .unwrap();
-    let stored = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
+    let stored = store
+        .get_session(&TENANT.into(), &SESSION.into())
+        .await
+        .unwrap()
+        .unwrap();
     let written = serde_json::to_string(&stored.agent).unwrap();
     let properties = r#"{"reasoning":{"type":"string"},"answer":{"type":"string"}}"#;
     assert!(written.contains(properties), "key order lost: {written}");
     let listed = store
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(10))
+        .list_sessions(&TENANT.into(), &SessionFilter::default(), &PageRequest::first(10))
         .await
         .unwrap();
     assert!(

@@ -89,31 +89,44 @@ pub async fn tenancy_foreign_turn_key_reads_as_missing(store: Store) {
         "list_turn_events_after",
         store.list_turn_events_after(&foreign, 0, 10).await,
     );
-    assert_turn_not_found("thread_history", store.thread_history(&foreign, MAIN).await);
+    assert_turn_not_found("thread_history", store.thread_history(&foreign, &MAIN.into()).await);
     assert_turn_not_found(
         "search_thread_history",
-        store.search_thread_history(&foreign, MAIN, "secret", 10).await,
+        store.search_thread_history(&foreign, &MAIN.into(), "secret", 10).await,
     );
 
-    assert!(store.get_session(OTHER, SESSION).await.unwrap().is_none());
+    assert!(
+        store
+            .get_session(&OTHER.into(), &SESSION.into())
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert_session_not_found(
         "list_turns",
-        store.list_turns(OTHER, SESSION, &PageRequest::first(10)).await,
+        store
+            .list_turns(&OTHER.into(), &SESSION.into(), &PageRequest::first(10))
+            .await,
     );
     assert_session_not_found(
         "list_session_events",
         store
-            .list_session_events(OTHER, SESSION, None, &PageRequest::first(10))
+            .list_session_events(&OTHER.into(), &SESSION.into(), None, &PageRequest::first(10))
             .await,
     );
     assert_session_not_found(
         "list_session_events with anchor",
         store
-            .list_session_events(OTHER, SESSION, Some("turn-1"), &PageRequest::first(10))
+            .list_session_events(
+                &OTHER.into(),
+                &SESSION.into(),
+                Some(&"turn-1".into()),
+                &PageRequest::first(10),
+            )
             .await,
     );
     let listed = store
-        .list_sessions(OTHER, &SessionFilter::default(), &PageRequest::first(10))
+        .list_sessions(&OTHER.into(), &SessionFilter::default(), &PageRequest::first(10))
         .await
         .unwrap();
     let ids: Vec<&str> = listed.data.iter().map(|session| session.session_id.as_str()).collect();
@@ -123,7 +136,12 @@ pub async fn tenancy_foreign_turn_key_reads_as_missing(store: Store) {
     assert_turn_not_found(
         "list_session_events anchored on another session's turn",
         store
-            .list_session_events(OTHER, "s2", Some("turn-1"), &PageRequest::first(10))
+            .list_session_events(
+                &OTHER.into(),
+                &"s2".into(),
+                Some(&"turn-1".into()),
+                &PageRequest::first(10),
+            )
             .await,
     );
     // And the real tenant still reads everything.
@@ -135,7 +153,11 @@ pub async fn tenancy_foreign_turn_key_writes_fail_and_change_nothing(store: Stor
     let real = populated(&store).await;
     let record_before = store.get_turn(&real).await.unwrap().unwrap();
     let events_before = events_of(&store, &real).await;
-    let session_before = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
+    let session_before = store
+        .get_session(&TENANT.into(), &SESSION.into())
+        .await
+        .unwrap()
+        .unwrap();
     let expired_before = store.list_expired_leases(10).await.unwrap();
     assert_eq!(expired_before.len(), 1);
 
@@ -153,20 +175,17 @@ pub async fn tenancy_foreign_turn_key_writes_fail_and_change_nothing(store: Stor
             .add_threads(&foreign, vec![AgentThreadSnapshot::empty("intruder")])
             .await,
     );
-    assert_turn_not_found(
-        "remove_threads",
-        store.remove_threads(&foreign, &["sub".to_string()]).await,
-    );
+    assert_turn_not_found("remove_threads", store.remove_threads(&foreign, &["sub".into()]).await);
     assert_turn_not_found(
         "append_to_thread_context",
         store
-            .append_to_thread_context(&foreign, MAIN, vec![user("injected")], Some(usage(9)), None)
+            .append_to_thread_context(&foreign, &MAIN.into(), vec![user("injected")], Some(usage(9)), None)
             .await,
     );
     assert_turn_not_found(
         "overwrite_thread_context",
         store
-            .overwrite_thread_context(&foreign, MAIN, vec![user("wiped")], usage(9))
+            .overwrite_thread_context(&foreign, &MAIN.into(), vec![user("wiped")], usage(9))
             .await,
     );
     let server: McpServerInitInfo = serde_json::from_value(json!({"id": "svc", "name": "svc"})).unwrap();
@@ -176,7 +195,9 @@ pub async fn tenancy_foreign_turn_key_writes_fail_and_change_nothing(store: Stor
     );
     assert_turn_not_found(
         "patch_thread_capability_state",
-        store.patch_thread_capability_state(&foreign, MAIN, "k", json!(1)).await,
+        store
+            .patch_thread_capability_state(&foreign, &MAIN.into(), "k", json!(1))
+            .await,
     );
     assert_turn_not_found("renew_lease", store.renew_lease(&foreign, "executor-a", 60_000).await);
     assert_turn_not_found(
@@ -209,8 +230,8 @@ pub async fn tenancy_foreign_turn_key_writes_fail_and_change_nothing(store: Stor
         "update_session",
         store
             .update_session(
-                OTHER,
-                SESSION,
+                &OTHER.into(),
+                &SESSION.into(),
                 SessionUpdate {
                     title: Some(Some("pwned".into())),
                     ..SessionUpdate::default()
@@ -219,7 +240,7 @@ pub async fn tenancy_foreign_turn_key_writes_fail_and_change_nothing(store: Stor
             .await,
     );
     store
-        .delete_session(OTHER, SESSION)
+        .delete_session(&OTHER.into(), &SESSION.into())
         .await
         .expect("deleting another tenant's session is a no-op");
     // Forking another session's turn from one's own session is not possible either.
@@ -233,12 +254,16 @@ pub async fn tenancy_foreign_turn_key_writes_fail_and_change_nothing(store: Stor
     assert_eq!(store.get_turn(&real).await.unwrap().unwrap(), record_before);
     assert_eq!(events_of(&store, &real).await, events_before);
     assert_eq!(
-        store.get_session(TENANT, SESSION).await.unwrap().unwrap(),
+        store
+            .get_session(&TENANT.into(), &SESSION.into())
+            .await
+            .unwrap()
+            .unwrap(),
         session_before
     );
     assert_eq!(store.list_expired_leases(10).await.unwrap(), expired_before);
     let turns = store
-        .list_turns(TENANT, SESSION, &PageRequest::first(10))
+        .list_turns(&TENANT.into(), &SESSION.into(), &PageRequest::first(10))
         .await
         .unwrap()
         .data;
@@ -248,7 +273,7 @@ pub async fn tenancy_foreign_turn_key_writes_fail_and_change_nothing(store: Stor
     );
     assert!(
         store
-            .list_turns(OTHER, "s2", &PageRequest::first(10))
+            .list_turns(&OTHER.into(), &"s2".into(), &PageRequest::first(10))
             .await
             .unwrap()
             .data
@@ -306,38 +331,40 @@ pub async fn tenancy_ids_compare_case_sensitively(store: Store) {
     assert!(store.get_turn(&key_in(TENANT, "s1", "Turn-A")).await.unwrap().is_none());
     assert_eq!(
         store
-            .get_session(TENANT, "S1")
+            .get_session(&TENANT.into(), &"S1".into())
             .await
             .unwrap()
             .unwrap()
             .last_turn_id
-            .as_deref(),
+            .as_ref()
+            .map(TurnId::as_str),
         Some("turn-a")
     );
     assert_eq!(
         store
-            .get_session(TENANT, "s1")
+            .get_session(&TENANT.into(), &"s1".into())
             .await
             .unwrap()
             .unwrap()
             .last_turn_id
-            .as_deref(),
+            .as_ref()
+            .map(TurnId::as_str),
         Some("TURN-A")
     );
 
     // Tenant ids too: "T1" is another tenant.
-    assert!(store.get_session("T1", "s1").await.unwrap().is_none());
+    assert!(store.get_session(&"T1".into(), &"s1".into()).await.unwrap().is_none());
     assert!(store.get_turn(&key_in("T1", "s1", "turn-a")).await.unwrap().is_none());
     assert_turn_not_found(
         "append as T1",
         store
-            .append_to_thread_context(&key_in("T1", "s1", "turn-a"), MAIN, vec![user("x")], None, None)
+            .append_to_thread_context(&key_in("T1", "s1", "turn-a"), &MAIN.into(), vec![user("x")], None, None)
             .await,
     );
 
     // Deleting one leaves the other.
-    store.delete_session(TENANT, "S1").await.unwrap();
-    assert!(store.get_session(TENANT, "S1").await.unwrap().is_none());
+    store.delete_session(&TENANT.into(), &"S1".into()).await.unwrap();
+    assert!(store.get_session(&TENANT.into(), &"S1".into()).await.unwrap().is_none());
     assert_eq!(
         main_context(&store, &key_in(TENANT, "s1", "turn-a")).await,
         ["lower session"]
@@ -355,18 +382,37 @@ pub async fn tenancy_ids_with_wildcards_and_unicode_match_only_themselves(store:
         "s_1", "s%", "%", "_x1", "sx_", "a_b", "a%", "%b", nfd, "CAFÉ", "strasse", "s1", " s1 ", "SX1", "sx1 ",
     ] {
         assert!(
-            store.get_session(TENANT, probe).await.unwrap().is_none(),
+            store
+                .get_session(&TENANT.into(), &probe.into())
+                .await
+                .unwrap()
+                .is_none(),
             "{probe:?} matched another session"
         );
-        assert_session_not_found(probe, store.list_turns(TENANT, probe, &PageRequest::first(10)).await);
+        assert_session_not_found(
+            probe,
+            store
+                .list_turns(&TENANT.into(), &probe.into(), &PageRequest::first(10))
+                .await,
+        );
     }
     for tenant in ["t_", "t", "%", "t%%", "T%"] {
         assert!(
-            store.get_session(tenant, "wild-tenant").await.unwrap().is_none(),
+            store
+                .get_session(&tenant.into(), &"wild-tenant".into())
+                .await
+                .unwrap()
+                .is_none(),
             "tenant {tenant:?}"
         );
     }
-    assert!(store.get_session("t%", "wild-tenant").await.unwrap().is_some());
+    assert!(
+        store
+            .get_session(&"t%".into(), &"wild-tenant".into())
+            .await
+            .unwrap()
+            .is_some()
+    );
 
     // A session whose id differs only in Unicode normalisation is a different session.
     seed_session(&store, TENANT, nfd).await;
@@ -413,16 +459,16 @@ pub async fn tenancy_ids_with_wildcards_and_unicode_match_only_themselves(store:
         .await
         .unwrap();
     let error = store
-        .append_to_thread_context(&turn_key, "th_", vec![user("x")], None, None)
+        .append_to_thread_context(&turn_key, &"th_".into(), vec![user("x")], None, None)
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
-    let error = store.thread_history(&turn_key, "th").await.unwrap_err();
+    let error = store.thread_history(&turn_key, &"th".into()).await.unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
 
     // Listing shows each exactly once, under its exact id.
     let listed = store
-        .list_sessions(TENANT, &SessionFilter::default(), &PageRequest::first(100))
+        .list_sessions(&TENANT.into(), &SessionFilter::default(), &PageRequest::first(100))
         .await
         .unwrap()
         .data;
@@ -462,7 +508,7 @@ pub async fn tenancy_same_turn_ids_in_two_tenants_stay_apart(store: Store) {
         .await
         .unwrap();
     store
-        .patch_thread_capability_state(&theirs, MAIN, "k", json!("theirs"))
+        .patch_thread_capability_state(&theirs, &MAIN.into(), "k", json!("theirs"))
         .await
         .unwrap();
     store
@@ -481,11 +527,14 @@ pub async fn tenancy_same_turn_ids_in_two_tenants_stay_apart(store: Store) {
     assert!(record.snapshot.threads[MAIN].capability_state.is_none());
     assert_eq!(events_of(&store, &mine).await.len(), 1);
     assert_eq!(events_of(&store, &theirs).await.len(), 3);
-    let found = store.search_thread_history(&mine, MAIN, "theirs", 10).await.unwrap();
+    let found = store
+        .search_thread_history(&mine, &MAIN.into(), "theirs", 10)
+        .await
+        .unwrap();
     assert!(found.is_empty(), "search stays within the tenant's own branch");
     // Writes through one key never reach the other turn.
     store
-        .append_to_thread_context(&mine, MAIN, vec![user("more mine")], None, None)
+        .append_to_thread_context(&mine, &MAIN.into(), vec![user("more mine")], None, None)
         .await
         .unwrap();
     assert_eq!(main_context(&store, &theirs).await, ["theirs"]);

@@ -49,13 +49,13 @@ pub async fn threads_add_remove_append_overwrite(store: Store) {
         .await
         .unwrap();
     store
-        .append_to_thread_context(&key("turn-1"), "child", vec![user("c1")], None, None)
+        .append_to_thread_context(&key("turn-1"), &"child".into(), vec![user("c1")], None, None)
         .await
         .unwrap();
     let record = store.get_turn(&key("turn-1")).await.unwrap().unwrap();
     assert_eq!(texts(&record.snapshot.threads["child"].context), ["c1"]);
     store
-        .overwrite_thread_context(&key("turn-1"), "child", vec![user("replaced")], usage(7))
+        .overwrite_thread_context(&key("turn-1"), &"child".into(), vec![user("replaced")], usage(7))
         .await
         .unwrap();
     let record = store.get_turn(&key("turn-1")).await.unwrap().unwrap();
@@ -100,12 +100,12 @@ pub async fn unknown_thread_writes_are_rejected(store: Store) {
     running_turn(&store).await;
     let turn_key = key("turn-1");
     let error = store
-        .append_to_thread_context(&turn_key, "ghost", vec![user("x")], None, None)
+        .append_to_thread_context(&turn_key, &"ghost".into(), vec![user("x")], None, None)
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
     let error = store
-        .overwrite_thread_context(&turn_key, "ghost", vec![user("x")], usage(1))
+        .overwrite_thread_context(&turn_key, &"ghost".into(), vec![user("x")], usage(1))
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
@@ -117,7 +117,7 @@ pub async fn unknown_thread_writes_are_rejected(store: Store) {
 pub async fn capability_patch_on_unknown_thread_is_rejected(store: Store) {
     running_turn(&store).await;
     let error = store
-        .patch_thread_capability_state(&key("turn-1"), "ghost", "k", json!(1))
+        .patch_thread_capability_state(&key("turn-1"), &"ghost".into(), "k", json!(1))
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
@@ -139,7 +139,7 @@ pub async fn context_order_survives_persistence(store: Store) {
     store
         .append_to_thread_context(
             &key("turn-1"),
-            MAIN,
+            &MAIN.into(),
             vec![user("m-02"), user("m-05"), user("m-00")],
             None,
             None,
@@ -156,11 +156,11 @@ pub async fn append_replaces_usage_only_when_given_and_sets_completion_once(stor
     running_turn(&store).await;
     let turn_key = key("turn-1");
     store
-        .append_to_thread_context(&turn_key, MAIN, vec![user("a")], Some(usage(5)), None)
+        .append_to_thread_context(&turn_key, &MAIN.into(), vec![user("a")], Some(usage(5)), None)
         .await
         .unwrap();
     store
-        .append_to_thread_context(&turn_key, MAIN, vec![user("b")], None, None)
+        .append_to_thread_context(&turn_key, &MAIN.into(), vec![user("b")], None, None)
         .await
         .unwrap();
     let main = store.get_turn(&turn_key).await.unwrap().unwrap().snapshot.threads[MAIN].clone();
@@ -173,11 +173,11 @@ pub async fn append_replaces_usage_only_when_given_and_sets_completion_once(stor
     }))
     .unwrap();
     store
-        .append_to_thread_context(&turn_key, MAIN, vec![], None, Some(completion.clone()))
+        .append_to_thread_context(&turn_key, &MAIN.into(), vec![], None, Some(completion.clone()))
         .await
         .unwrap();
     store
-        .append_to_thread_context(&turn_key, MAIN, vec![user("c")], Some(usage(6)), None)
+        .append_to_thread_context(&turn_key, &MAIN.into(), vec![user("c")], Some(usage(6)), None)
         .await
         .unwrap();
     let main = store.get_turn(&turn_key).await.unwrap().unwrap().snapshot.threads[MAIN].clone();
@@ -193,15 +193,15 @@ pub async fn append_replaces_usage_only_when_given_and_sets_completion_once(stor
 pub async fn capability_patch_is_last_write_wins_per_key(store: Store) {
     running_turn(&store).await;
     store
-        .patch_thread_capability_state(&key("turn-1"), MAIN, "tfy.plan", json!({"v": 1}))
+        .patch_thread_capability_state(&key("turn-1"), &MAIN.into(), "tfy.plan", json!({"v": 1}))
         .await
         .unwrap();
     store
-        .patch_thread_capability_state(&key("turn-1"), MAIN, "tfy.plan", json!({"v": 2}))
+        .patch_thread_capability_state(&key("turn-1"), &MAIN.into(), "tfy.plan", json!({"v": 2}))
         .await
         .unwrap();
     store
-        .patch_thread_capability_state(&key("turn-1"), MAIN, "other", json!("x"))
+        .patch_thread_capability_state(&key("turn-1"), &MAIN.into(), "other", json!("x"))
         .await
         .unwrap();
     let state = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads[MAIN]
@@ -213,11 +213,11 @@ pub async fn capability_patch_is_last_write_wins_per_key(store: Store) {
 pub async fn capability_patch_with_null_stores_null(store: Store) {
     running_turn(&store).await;
     store
-        .patch_thread_capability_state(&key("turn-1"), MAIN, "k", json!({"v": 1}))
+        .patch_thread_capability_state(&key("turn-1"), &MAIN.into(), "k", json!({"v": 1}))
         .await
         .unwrap();
     store
-        .patch_thread_capability_state(&key("turn-1"), MAIN, "k", Value::Null)
+        .patch_thread_capability_state(&key("turn-1"), &MAIN.into(), "k", Value::Null)
         .await
         .unwrap();
     let state = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads[MAIN]
@@ -240,7 +240,7 @@ pub async fn capability_patch_takes_any_key(store: Store) {
         store
             .patch_thread_capability_state(
                 &key("turn-1"),
-                MAIN,
+                &MAIN.into(),
                 state_key,
                 json!({ "n": index, "list": [1, null] }),
             )
@@ -264,27 +264,33 @@ pub async fn capability_patch_takes_any_key(store: Store) {
 pub async fn capability_state_reads_alone(store: Store) {
     running_turn(&store).await;
     assert_eq!(
-        store.thread_capability_state(&key("turn-1"), MAIN).await.unwrap(),
+        store
+            .thread_capability_state(&key("turn-1"), &MAIN.into())
+            .await
+            .unwrap(),
         None,
         "no state yet"
     );
     store
-        .patch_thread_capability_state(&key("turn-1"), MAIN, "plan", json!({"step": 2}))
+        .patch_thread_capability_state(&key("turn-1"), &MAIN.into(), "plan", json!({"step": 2}))
         .await
         .unwrap();
-    let alone = store.thread_capability_state(&key("turn-1"), MAIN).await.unwrap();
+    let alone = store
+        .thread_capability_state(&key("turn-1"), &MAIN.into())
+        .await
+        .unwrap();
     let snapshot = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads[MAIN]
         .capability_state
         .clone();
     assert_eq!(alone, snapshot);
     assert_eq!(alone, map(json!({"plan": {"step": 2}})));
     let ghost = store
-        .thread_capability_state(&key("turn-1"), "ghost")
+        .thread_capability_state(&key("turn-1"), &"ghost".into())
         .await
         .unwrap_err();
     assert!(matches!(ghost, StoreError::ThreadNotFound { .. }), "{ghost:?}");
     let foreign = key_in("other-tenant", SESSION, "turn-1");
-    let hidden = store.thread_capability_state(&foreign, MAIN).await.unwrap_err();
+    let hidden = store.thread_capability_state(&foreign, &MAIN.into()).await.unwrap_err();
     assert!(matches!(hidden, StoreError::TurnNotFound { .. }), "{hidden:?}");
 }
 
@@ -297,7 +303,7 @@ pub async fn capability_state_is_per_turn(store: Store) {
     second.capability_states = vec![(MAIN.into(), map(json!({"plan": {"step": 1}})))];
     store.create_turn(second).await.unwrap();
     store
-        .patch_thread_capability_state(&key("turn-2"), MAIN, "plan", json!({"step": 2}))
+        .patch_thread_capability_state(&key("turn-2"), &MAIN.into(), "plan", json!({"step": 2}))
         .await
         .unwrap();
     let first_state = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot.threads[MAIN]
@@ -392,7 +398,7 @@ pub async fn failed_turn_writes_leave_no_trace(store: Store) {
         "{stale_seq:?}"
     );
     let ghost = store
-        .append_to_thread_context(&turn_key, "ghost", vec![user("x")], None, None)
+        .append_to_thread_context(&turn_key, &"ghost".into(), vec![user("x")], None, None)
         .await;
     assert!(matches!(ghost, Err(StoreError::ThreadNotFound { .. })), "{ghost:?}");
     let renew = store.renew_lease(&turn_key, "nobody", 1000).await;
@@ -419,7 +425,7 @@ pub async fn text_with_a_nul_character_is_stored_or_refused_cleanly(store: Store
     running_turn(&store).await;
     // Postgres cannot store NUL in text; it must say so as invalid input, never as a raw database error.
     let result = store
-        .append_to_thread_context(&key("turn-1"), MAIN, vec![user("binary\0output")], None, None)
+        .append_to_thread_context(&key("turn-1"), &MAIN.into(), vec![user("binary\0output")], None, None)
         .await;
     match result {
         Ok(()) => assert_eq!(main_context(&store, &key("turn-1")).await, ["binary\0output"]),

@@ -18,10 +18,18 @@ fn map(value: Value) -> Option<Map<String, Value>> {
 
 pub async fn create_turn_links_tip_and_bumps_activity(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
-    let before = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
+    let before = store
+        .get_session(&TENANT.into(), &SESSION.into())
+        .await
+        .unwrap()
+        .unwrap();
     let created = store.create_turn(turn("turn-1", None)).await.unwrap();
-    let after = store.get_session(TENANT, SESSION).await.unwrap().unwrap();
-    assert_eq!(after.last_turn_id.as_deref(), Some("turn-1"));
+    let after = store
+        .get_session(&TENANT.into(), &SESSION.into())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.last_turn_id.as_ref().map(TurnId::as_str), Some("turn-1"));
     assert!(after.updated_at > before.updated_at);
     assert_eq!(created.state, TurnState::Running);
     assert_eq!(created.first_turn_id, "turn-1");
@@ -55,7 +63,7 @@ pub async fn get_turn_reusing_leaves_out_contexts_only_when_every_length_matches
     second = with_messages(second, "sub", &["sub one"]);
     let turn_2 = finished_turn(&store, second).await;
     let full = store.get_turn(&turn_2).await.unwrap().unwrap();
-    let held = |main: usize, sub: usize| BTreeMap::from([(MAIN.to_owned(), main), ("sub".to_owned(), sub)]);
+    let held = |main: usize, sub: usize| BTreeMap::from([(ThreadId::from(MAIN), main), (ThreadId::from("sub"), sub)]);
 
     let reused = store.get_turn_reusing(&turn_2, &held(3, 1)).await.unwrap().unwrap();
     assert!(reused.contexts_left_out);
@@ -67,8 +75,13 @@ pub async fn get_turn_reusing_leaves_out_contexts_only_when_every_length_matches
 
     // A length that differs, a thread missing or one too many: every context is read.
     let mut extra = held(3, 1);
-    extra.insert("gone".to_owned(), 0);
-    for held in [held(2, 1), held(3, 2), BTreeMap::from([(MAIN.to_owned(), 3)]), extra] {
+    extra.insert("gone".into(), 0);
+    for held in [
+        held(2, 1),
+        held(3, 2),
+        BTreeMap::from([(ThreadId::from(MAIN), 3)]),
+        extra,
+    ] {
         let reused = store.get_turn_reusing(&turn_2, &held).await.unwrap().unwrap();
         assert!(!reused.contexts_left_out, "{held:?}");
         assert_eq!(reused.record, full, "{held:?}");
@@ -80,7 +93,7 @@ pub async fn get_turn_reusing_leaves_out_contexts_only_when_every_length_matches
     third.capability_states.push(("sub".into(), None));
     store.create_turn(third).await.unwrap();
     store
-        .overwrite_thread_context(&turn_3, MAIN, vec![user("summary")], usage(1))
+        .overwrite_thread_context(&turn_3, &MAIN.into(), vec![user("summary")], usage(1))
         .await
         .unwrap();
     finish(&store, &turn_3).await;
@@ -117,7 +130,7 @@ pub async fn create_turn_sets_title_once(store: Store) {
     store.create_turn(second).await.unwrap();
     assert_eq!(
         store
-            .get_session(TENANT, SESSION)
+            .get_session(&TENANT.into(), &SESSION.into())
             .await
             .unwrap()
             .unwrap()
@@ -132,15 +145,16 @@ pub async fn create_turn_forks_from_any_turn_and_advances_tip(store: Store) {
     finished_turn(&store, turn("turn-1", None)).await;
     finished_turn(&store, turn("turn-2", Some("turn-1"))).await;
     let fork = store.create_turn(turn("turn-fork", Some("turn-1"))).await.unwrap();
-    assert_eq!(fork.previous_turn_id.as_deref(), Some("turn-1"));
+    assert_eq!(fork.previous_turn_id.as_ref().map(TurnId::as_str), Some("turn-1"));
     assert_eq!(
         store
-            .get_session(TENANT, SESSION)
+            .get_session(&TENANT.into(), &SESSION.into())
             .await
             .unwrap()
             .unwrap()
             .last_turn_id
-            .as_deref(),
+            .as_ref()
+            .map(TurnId::as_str),
         Some("turn-fork")
     );
 }
@@ -152,12 +166,13 @@ pub async fn create_turn_new_root_while_another_runs(store: Store) {
     assert_eq!(root.first_turn_id, "turn-root-2");
     assert_eq!(
         store
-            .get_session(TENANT, SESSION)
+            .get_session(&TENANT.into(), &SESSION.into())
             .await
             .unwrap()
             .unwrap()
             .last_turn_id
-            .as_deref(),
+            .as_ref()
+            .map(TurnId::as_str),
         Some("turn-root-2")
     );
 }
@@ -172,7 +187,7 @@ pub async fn create_turn_concurrent_forks_get_isolated_context(store: Store) {
     a.unwrap();
     b.unwrap();
     let tip = store
-        .get_session(TENANT, SESSION)
+        .get_session(&TENANT.into(), &SESSION.into())
         .await
         .unwrap()
         .unwrap()
@@ -181,7 +196,7 @@ pub async fn create_turn_concurrent_forks_get_isolated_context(store: Store) {
     assert!(tip == "turn-a" || tip == "turn-b", "{tip}");
     assert_eq!(
         store
-            .list_turns(TENANT, SESSION, &PageRequest::first(10))
+            .list_turns(&TENANT.into(), &SESSION.into(), &PageRequest::first(10))
             .await
             .unwrap()
             .data
@@ -202,12 +217,13 @@ pub async fn create_turn_rejects_running_previous(store: Store) {
     assert!(store.get_turn(&key("turn-2")).await.unwrap().is_none());
     assert_eq!(
         store
-            .get_session(TENANT, SESSION)
+            .get_session(&TENANT.into(), &SESSION.into())
             .await
             .unwrap()
             .unwrap()
             .last_turn_id
-            .as_deref(),
+            .as_ref()
+            .map(TurnId::as_str),
         Some("turn-1")
     );
 }
@@ -225,7 +241,12 @@ pub async fn create_turn_rejects_unknown_previous_turn(store: Store) {
     assert!(matches!(error, StoreError::PreviousTurnNotFound { .. }), "{error:?}");
     assert!(store.get_turn(&key("turn-2")).await.unwrap().is_none());
     assert_eq!(
-        store.get_session(TENANT, SESSION).await.unwrap().unwrap().last_turn_id,
+        store
+            .get_session(&TENANT.into(), &SESSION.into())
+            .await
+            .unwrap()
+            .unwrap()
+            .last_turn_id,
         None
     );
 }
@@ -284,7 +305,7 @@ pub async fn create_turn_fork_after_tip_overwrite_sees_parent_prefix(store: Stor
         .await
         .unwrap();
     store
-        .overwrite_thread_context(&key("turn-2"), MAIN, vec![user("compacted")], usage(1))
+        .overwrite_thread_context(&key("turn-2"), &MAIN.into(), vec![user("compacted")], usage(1))
         .await
         .unwrap();
     finish(&store, &key("turn-2")).await;
@@ -363,7 +384,7 @@ async fn assert_rejected(store: &Store, bad: trueforge_store::session::NewTurn) 
     let error = store.create_turn(bad).await.unwrap_err();
     assert!(matches!(error, StoreError::InvalidInput(_)), "{error:?}");
     assert!(
-        store.get_turn(&key(&turn_id)).await.unwrap().is_none(),
+        store.get_turn(&key(turn_id.as_str())).await.unwrap().is_none(),
         "a rejected turn must leave nothing"
     );
 }
@@ -394,12 +415,13 @@ pub async fn create_turn_validates_thread_delta(store: Store) {
     assert_rejected(&store, missing).await;
     assert_eq!(
         store
-            .get_session(TENANT, SESSION)
+            .get_session(&TENANT.into(), &SESSION.into())
             .await
             .unwrap()
             .unwrap()
             .last_turn_id
-            .as_deref(),
+            .as_ref()
+            .map(TurnId::as_str),
         Some("turn-1")
     );
 }
@@ -419,7 +441,7 @@ pub async fn create_turn_derives_topology_from_previous_turn(store: Store) {
     }
     let last = store.get_turn(&key("t24")).await.unwrap().unwrap().turn;
     assert_eq!(last.first_turn_id, "t0");
-    assert_eq!(last.previous_turn_id.as_deref(), Some("t23"));
+    assert_eq!(last.previous_turn_id.as_ref().map(TurnId::as_str), Some("t23"));
     let expected: Vec<String> = (4..24).map(|i| format!("t{i}")).collect();
     assert_eq!(
         last.ancestor_ids, expected,
@@ -440,7 +462,7 @@ pub async fn create_turn_stores_input_and_custom(store: Store) {
     assert_eq!(record.turn.input, new_turn.input);
     assert_eq!(record.turn.custom, Some(json!({"trace": "abc"})));
     let listed = store
-        .list_turns(TENANT, SESSION, &PageRequest::first(10))
+        .list_turns(&TENANT.into(), &SESSION.into(), &PageRequest::first(10))
         .await
         .unwrap();
     assert_eq!(listed.data[0].input, new_turn.input);
@@ -451,7 +473,7 @@ pub async fn turn_updated_at_moves_with_every_write(store: Store) {
     let created = store.create_turn(turn("turn-1", None)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
     store
-        .append_to_thread_context(&key("turn-1"), MAIN, vec![user("x")], None, None)
+        .append_to_thread_context(&key("turn-1"), &MAIN.into(), vec![user("x")], None, None)
         .await
         .unwrap();
     let after_append = store.get_turn(&key("turn-1")).await.unwrap().unwrap().turn;
@@ -482,7 +504,12 @@ pub async fn create_turn_carries_mcp_checkpoint(store: Store) {
         .snapshot;
     assert_eq!(snapshot.mcp_servers.unwrap()["svc"], server);
     let root = store.create_turn(turn("root-2", None)).await.unwrap();
-    let root_snapshot = store.get_turn(&key(&root.turn_id)).await.unwrap().unwrap().snapshot;
+    let root_snapshot = store
+        .get_turn(&key(root.turn_id.as_str()))
+        .await
+        .unwrap()
+        .unwrap()
+        .snapshot;
     assert_eq!(root_snapshot.mcp_servers, None);
 }
 
@@ -525,7 +552,12 @@ pub async fn create_turn_with_bad_first_events_writes_nothing(store: Store) {
         assert!(store.create_turn(new_turn).await.is_err());
         assert!(store.get_turn(&key("turn-1")).await.unwrap().is_none());
         assert_eq!(
-            store.get_session(TENANT, SESSION).await.unwrap().unwrap().last_turn_id,
+            store
+                .get_session(&TENANT.into(), &SESSION.into())
+                .await
+                .unwrap()
+                .unwrap()
+                .last_turn_id,
             None
         );
     }

@@ -13,9 +13,12 @@ fn pairs(records: &[trueforge_store::settings::AgentToolApprovalRecord]) -> Vec<
 
 pub async fn agent_tool_approvals_add_is_idempotent_and_ordered(f: &impl Fixture) {
     let store = f.store();
-    let helper = store.create_agent(A, "helper", agent("openai/a")).await.unwrap();
+    let helper = store
+        .create_agent(&A.into(), "helper", agent("openai/a"))
+        .await
+        .unwrap();
     let first = store
-        .add_agent_tool_approval(A, &helper.id, "srv-b", "delete")
+        .add_agent_tool_approval(&A.into(), &helper.id, "srv-b", "delete")
         .await
         .unwrap();
     assert_eq!(
@@ -27,20 +30,20 @@ pub async fn agent_tool_approvals_add_is_idempotent_and_ordered(f: &impl Fixture
         (helper.id.as_str(), "srv-b", "delete")
     );
     store
-        .add_agent_tool_approval(A, &helper.id, "srv-a", "write")
+        .add_agent_tool_approval(&A.into(), &helper.id, "srv-a", "write")
         .await
         .unwrap();
     store
-        .add_agent_tool_approval(A, &helper.id, "srv-b", "Archive")
+        .add_agent_tool_approval(&A.into(), &helper.id, "srv-b", "Archive")
         .await
         .unwrap();
     let again = store
-        .add_agent_tool_approval(A, &helper.id, "srv-b", "delete")
+        .add_agent_tool_approval(&A.into(), &helper.id, "srv-b", "delete")
         .await
         .unwrap();
     assert_eq!(again, first, "approving twice keeps the first approval");
 
-    let listed = store.list_agent_tool_approvals(A, &helper.id).await.unwrap();
+    let listed = store.list_agent_tool_approvals(&A.into(), &helper.id).await.unwrap();
     assert_eq!(
         pairs(&listed),
         [("srv-a", "write"), ("srv-b", "Archive"), ("srv-b", "delete")],
@@ -49,7 +52,7 @@ pub async fn agent_tool_approvals_add_is_idempotent_and_ordered(f: &impl Fixture
     assert!(listed.iter().all(|record| record.agent_id == helper.id));
     assert!(
         store
-            .list_agent_tool_approvals(A, "other-agent")
+            .list_agent_tool_approvals(&A.into(), "other-agent")
             .await
             .unwrap()
             .is_empty()
@@ -60,47 +63,71 @@ pub async fn agent_tool_approvals_need_an_agent(f: &impl Fixture) {
     let store = f.store();
     assert_not_found(
         store
-            .add_agent_tool_approval(A, "missing", "srv", "delete")
+            .add_agent_tool_approval(&A.into(), "missing", "srv", "delete")
             .await
             .unwrap_err(),
     );
-    assert!(store.list_agent_tool_approvals(A, "missing").await.unwrap().is_empty());
+    assert!(
+        store
+            .list_agent_tool_approvals(&A.into(), "missing")
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 pub async fn agent_tool_approvals_revoke_one_and_all(f: &impl Fixture) {
     let store = f.store();
-    let helper = store.create_agent(A, "helper", agent("openai/a")).await.unwrap();
-    let other = store.create_agent(A, "other", agent("openai/a")).await.unwrap();
+    let helper = store
+        .create_agent(&A.into(), "helper", agent("openai/a"))
+        .await
+        .unwrap();
+    let other = store.create_agent(&A.into(), "other", agent("openai/a")).await.unwrap();
     for tool in ["delete", "write", "read"] {
-        store.add_agent_tool_approval(A, &helper.id, "srv", tool).await.unwrap();
+        store
+            .add_agent_tool_approval(&A.into(), &helper.id, "srv", tool)
+            .await
+            .unwrap();
     }
     store
-        .add_agent_tool_approval(A, &other.id, "srv", "delete")
+        .add_agent_tool_approval(&A.into(), &other.id, "srv", "delete")
         .await
         .unwrap();
 
     assert!(
         store
-            .delete_agent_tool_approval(A, &helper.id, "srv", "write")
+            .delete_agent_tool_approval(&A.into(), &helper.id, "srv", "write")
             .await
             .unwrap()
     );
     assert!(
         !store
-            .delete_agent_tool_approval(A, &helper.id, "srv", "write")
+            .delete_agent_tool_approval(&A.into(), &helper.id, "srv", "write")
             .await
             .unwrap(),
         "revoking is idempotent"
     );
     assert_eq!(
-        pairs(&store.list_agent_tool_approvals(A, &helper.id).await.unwrap()),
+        pairs(&store.list_agent_tool_approvals(&A.into(), &helper.id).await.unwrap()),
         [("srv", "delete"), ("srv", "read")]
     );
-    assert_eq!(store.delete_agent_tool_approvals(A, &helper.id).await.unwrap(), 2);
-    assert_eq!(store.delete_agent_tool_approvals(A, &helper.id).await.unwrap(), 0);
-    assert!(store.list_agent_tool_approvals(A, &helper.id).await.unwrap().is_empty());
     assert_eq!(
-        pairs(&store.list_agent_tool_approvals(A, &other.id).await.unwrap()),
+        store.delete_agent_tool_approvals(&A.into(), &helper.id).await.unwrap(),
+        2
+    );
+    assert_eq!(
+        store.delete_agent_tool_approvals(&A.into(), &helper.id).await.unwrap(),
+        0
+    );
+    assert!(
+        store
+            .list_agent_tool_approvals(&A.into(), &helper.id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        pairs(&store.list_agent_tool_approvals(&A.into(), &other.id).await.unwrap()),
         [("srv", "delete")],
         "another agent's approvals stay"
     );
@@ -108,43 +135,71 @@ pub async fn agent_tool_approvals_revoke_one_and_all(f: &impl Fixture) {
 
 pub async fn agent_tool_approvals_go_with_their_agent(f: &impl Fixture) {
     let store = f.store();
-    let helper = store.create_agent(A, "helper", agent("openai/a")).await.unwrap();
-    store
-        .add_agent_tool_approval(A, &helper.id, "srv", "delete")
+    let helper = store
+        .create_agent(&A.into(), "helper", agent("openai/a"))
         .await
         .unwrap();
-    assert!(store.delete_agent(A, &helper.id).await.unwrap());
-    assert!(store.list_agent_tool_approvals(A, &helper.id).await.unwrap().is_empty());
-    let again = store.create_agent(A, "helper", agent("openai/a")).await.unwrap();
+    store
+        .add_agent_tool_approval(&A.into(), &helper.id, "srv", "delete")
+        .await
+        .unwrap();
+    assert!(store.delete_agent(&A.into(), &helper.id).await.unwrap());
     assert!(
-        store.list_agent_tool_approvals(A, &again.id).await.unwrap().is_empty(),
+        store
+            .list_agent_tool_approvals(&A.into(), &helper.id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let again = store
+        .create_agent(&A.into(), "helper", agent("openai/a"))
+        .await
+        .unwrap();
+    assert!(
+        store
+            .list_agent_tool_approvals(&A.into(), &again.id)
+            .await
+            .unwrap()
+            .is_empty(),
         "a re-created agent starts without approvals"
     );
 }
 
 pub async fn agent_tool_approvals_tenant_isolation(f: &impl Fixture) {
     let store = f.store();
-    let helper = store.create_agent(A, "helper", agent("openai/a")).await.unwrap();
-    store
-        .add_agent_tool_approval(A, &helper.id, "srv", "delete")
+    let helper = store
+        .create_agent(&A.into(), "helper", agent("openai/a"))
         .await
         .unwrap();
-    assert!(store.list_agent_tool_approvals(B, &helper.id).await.unwrap().is_empty());
+    store
+        .add_agent_tool_approval(&A.into(), &helper.id, "srv", "delete")
+        .await
+        .unwrap();
+    assert!(
+        store
+            .list_agent_tool_approvals(&B.into(), &helper.id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_not_found(
         store
-            .add_agent_tool_approval(B, &helper.id, "srv", "write")
+            .add_agent_tool_approval(&B.into(), &helper.id, "srv", "write")
             .await
             .unwrap_err(),
     );
     assert!(
         !store
-            .delete_agent_tool_approval(B, &helper.id, "srv", "delete")
+            .delete_agent_tool_approval(&B.into(), &helper.id, "srv", "delete")
             .await
             .unwrap()
     );
-    assert_eq!(store.delete_agent_tool_approvals(B, &helper.id).await.unwrap(), 0);
     assert_eq!(
-        pairs(&store.list_agent_tool_approvals(A, &helper.id).await.unwrap()),
+        store.delete_agent_tool_approvals(&B.into(), &helper.id).await.unwrap(),
+        0
+    );
+    assert_eq!(
+        pairs(&store.list_agent_tool_approvals(&A.into(), &helper.id).await.unwrap()),
         [("srv", "delete")]
     );
 }

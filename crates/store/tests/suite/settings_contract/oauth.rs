@@ -9,10 +9,10 @@ use super::fixture::Fixture;
 
 pub async fn oauth_tokens_upsert_per_user(f: &impl Fixture) {
     let store = f.store();
-    let linear = store.create_mcp_server(A, mcp_dcr("linear")).await.unwrap();
-    let notion = store.create_mcp_server(A, mcp_dcr("notion")).await.unwrap();
+    let linear = store.create_mcp_server(&A.into(), mcp_dcr("linear")).await.unwrap();
+    let notion = store.create_mcp_server(&A.into(), mcp_dcr("notion")).await.unwrap();
     let first = store
-        .save_oauth_token(A, &linear.id, "user-1", token("access-1", Some("refresh-1")))
+        .save_oauth_token(&A.into(), &linear.id, "user-1", token("access-1", Some("refresh-1")))
         .await
         .unwrap();
     assert_eq!(
@@ -21,18 +21,22 @@ pub async fn oauth_tokens_upsert_per_user(f: &impl Fixture) {
     );
     assert_eq!(first.token, token("access-1", Some("refresh-1")));
     store
-        .save_oauth_token(A, &linear.id, "user-2", token("access-2", None))
+        .save_oauth_token(&A.into(), &linear.id, "user-2", token("access-2", None))
         .await
         .unwrap();
 
     tokio::time::sleep(Duration::from_millis(5)).await;
     let replaced = store
-        .save_oauth_token(A, &linear.id, "user-1", token("access-3", None))
+        .save_oauth_token(&A.into(), &linear.id, "user-1", token("access-3", None))
         .await
         .unwrap();
     assert_eq!(replaced.created_at, first.created_at);
     assert!(replaced.updated_at > first.updated_at);
-    let read = store.get_oauth_token(A, &linear.id, "user-1").await.unwrap().unwrap();
+    let read = store
+        .get_oauth_token(&A.into(), &linear.id, "user-1")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(read, replaced);
     assert_eq!(
         read.token.expires_at,
@@ -41,21 +45,24 @@ pub async fn oauth_tokens_upsert_per_user(f: &impl Fixture) {
     );
     assert_eq!(
         store
-            .get_oauth_token(A, &linear.id, "user-2")
+            .get_oauth_token(&A.into(), &linear.id, "user-2")
             .await
             .unwrap()
             .unwrap()
             .token,
         token("access-2", None)
     );
-    assert_eq!(store.get_oauth_token(A, &linear.id, "user-3").await.unwrap(), None);
+    assert_eq!(
+        store.get_oauth_token(&A.into(), &linear.id, "user-3").await.unwrap(),
+        None
+    );
 
     store
-        .save_oauth_token(A, &notion.id, "user-1", token("access-4", None))
+        .save_oauth_token(&A.into(), &notion.id, "user-1", token("access-4", None))
         .await
         .unwrap();
     let ids = [notion.id.clone(), linear.id.clone(), "unknown".to_owned()];
-    let batch = store.get_oauth_tokens(A, &ids, "user-1").await.unwrap();
+    let batch = store.get_oauth_tokens(&A.into(), &ids, "user-1").await.unwrap();
     let mut expected = vec![linear.id.clone(), notion.id.clone()];
     expected.sort();
     assert_eq!(
@@ -64,17 +71,38 @@ pub async fn oauth_tokens_upsert_per_user(f: &impl Fixture) {
         "ordered by server id"
     );
     assert!(batch.iter().all(|r| r.user_id == "user-1"));
-    assert!(store.get_oauth_tokens(A, &[], "user-1").await.unwrap().is_empty());
+    assert!(
+        store
+            .get_oauth_tokens(&A.into(), &[], "user-1")
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
-    assert!(store.delete_oauth_token(A, &notion.id, "user-1").await.unwrap());
-    assert!(!store.delete_oauth_token(A, &notion.id, "user-1").await.unwrap());
-    assert_eq!(store.delete_oauth_tokens_for_server(A, &linear.id).await.unwrap(), 2);
-    assert_eq!(store.get_oauth_token(A, &linear.id, "user-2").await.unwrap(), None);
-    assert_eq!(store.delete_oauth_tokens_for_server(A, &linear.id).await.unwrap(), 0);
+    assert!(store.delete_oauth_token(&A.into(), &notion.id, "user-1").await.unwrap());
+    assert!(!store.delete_oauth_token(&A.into(), &notion.id, "user-1").await.unwrap());
+    assert_eq!(
+        store
+            .delete_oauth_tokens_for_server(&A.into(), &linear.id)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        store.get_oauth_token(&A.into(), &linear.id, "user-2").await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .delete_oauth_tokens_for_server(&A.into(), &linear.id)
+            .await
+            .unwrap(),
+        0
+    );
 
     assert_not_found(
         store
-            .save_oauth_token(A, "no-such-server", "user-1", token("a", None))
+            .save_oauth_token(&A.into(), "no-such-server", "user-1", token("a", None))
             .await
             .unwrap_err(),
     );
@@ -82,30 +110,39 @@ pub async fn oauth_tokens_upsert_per_user(f: &impl Fixture) {
 
 pub async fn oauth_tokens_tenant_isolation(f: &impl Fixture) {
     let store = f.store();
-    let server = store.create_mcp_server(A, mcp_dcr("linear")).await.unwrap();
+    let server = store.create_mcp_server(&A.into(), mcp_dcr("linear")).await.unwrap();
     store
-        .save_oauth_token(A, &server.id, "user-1", token("access-a", None))
+        .save_oauth_token(&A.into(), &server.id, "user-1", token("access-a", None))
         .await
         .unwrap();
-    assert_eq!(store.get_oauth_token(B, &server.id, "user-1").await.unwrap(), None);
+    assert_eq!(
+        store.get_oauth_token(&B.into(), &server.id, "user-1").await.unwrap(),
+        None
+    );
     assert!(
         store
-            .get_oauth_tokens(B, std::slice::from_ref(&server.id), "user-1")
+            .get_oauth_tokens(&B.into(), std::slice::from_ref(&server.id), "user-1")
             .await
             .unwrap()
             .is_empty()
     );
     assert_not_found(
         store
-            .save_oauth_token(B, &server.id, "user-1", token("access-b", None))
+            .save_oauth_token(&B.into(), &server.id, "user-1", token("access-b", None))
             .await
             .unwrap_err(),
     );
-    assert!(!store.delete_oauth_token(B, &server.id, "user-1").await.unwrap());
-    assert_eq!(store.delete_oauth_tokens_for_server(B, &server.id).await.unwrap(), 0);
+    assert!(!store.delete_oauth_token(&B.into(), &server.id, "user-1").await.unwrap());
     assert_eq!(
         store
-            .get_oauth_token(A, &server.id, "user-1")
+            .delete_oauth_tokens_for_server(&B.into(), &server.id)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        store
+            .get_oauth_token(&A.into(), &server.id, "user-1")
             .await
             .unwrap()
             .unwrap()
@@ -116,9 +153,9 @@ pub async fn oauth_tokens_tenant_isolation(f: &impl Fixture) {
 
 pub async fn pending_authorization_single_use(f: &impl Fixture) {
     let store = f.store();
-    let server = store.create_mcp_server(A, mcp_dcr("linear")).await.unwrap();
+    let server = store.create_mcp_server(&A.into(), mcp_dcr("linear")).await.unwrap();
     let saved = store
-        .save_pending_authorization(A, pending("state-1", &server.id, "user-1"))
+        .save_pending_authorization(&A.into(), pending("state-1", &server.id, "user-1"))
         .await
         .unwrap();
     assert_eq!(
@@ -128,7 +165,10 @@ pub async fn pending_authorization_single_use(f: &impl Fixture) {
 
     let mut duplicate = pending("state-1", &server.id, "user-2");
     duplicate.code_verifier = "another".to_owned();
-    let error = store.save_pending_authorization(A, duplicate).await.unwrap_err();
+    let error = store
+        .save_pending_authorization(&A.into(), duplicate)
+        .await
+        .unwrap_err();
     assert!(error.is_conflict(), "{error:?}");
     assert!(
         !error.to_string().contains("state-1"),
@@ -146,7 +186,10 @@ pub async fn pending_authorization_single_use(f: &impl Fixture) {
 
     let mut no_return = pending("state-2", &server.id, "user-1");
     no_return.return_to = None;
-    store.save_pending_authorization(A, no_return.clone()).await.unwrap();
+    store
+        .save_pending_authorization(&A.into(), no_return.clone())
+        .await
+        .unwrap();
     assert_eq!(
         store
             .consume_pending_authorization("state-2")
@@ -159,14 +202,14 @@ pub async fn pending_authorization_single_use(f: &impl Fixture) {
 
     assert_not_found(
         store
-            .save_pending_authorization(A, pending("state-3", "no-such-server", "u"))
+            .save_pending_authorization(&A.into(), pending("state-3", "no-such-server", "u"))
             .await
             .unwrap_err(),
     );
     // A server of another tenant does not count.
     assert_not_found(
         store
-            .save_pending_authorization(B, pending("state-4", &server.id, "u"))
+            .save_pending_authorization(&B.into(), pending("state-4", &server.id, "u"))
             .await
             .unwrap_err(),
     );
@@ -174,13 +217,13 @@ pub async fn pending_authorization_single_use(f: &impl Fixture) {
 
 pub async fn pending_authorization_expires_after_ttl(f: &impl Fixture) {
     let store = f.store();
-    let server = store.create_mcp_server(A, mcp_dcr("linear")).await.unwrap();
+    let server = store.create_mcp_server(&A.into(), mcp_dcr("linear")).await.unwrap();
     store
-        .save_pending_authorization(A, pending("young", &server.id, "user-1"))
+        .save_pending_authorization(&A.into(), pending("young", &server.id, "user-1"))
         .await
         .unwrap();
     store
-        .save_pending_authorization(A, pending("old", &server.id, "user-1"))
+        .save_pending_authorization(&A.into(), pending("old", &server.id, "user-1"))
         .await
         .unwrap();
 
@@ -206,14 +249,14 @@ pub async fn pending_authorization_expires_after_ttl(f: &impl Fixture) {
 
 pub async fn pending_authorization_sweep(f: &impl Fixture) {
     let store = f.store();
-    let server = store.create_mcp_server(A, mcp_dcr("linear")).await.unwrap();
-    let other = store.create_mcp_server(B, mcp_dcr("linear")).await.unwrap();
+    let server = store.create_mcp_server(&A.into(), mcp_dcr("linear")).await.unwrap();
+    let other = store.create_mcp_server(&B.into(), mcp_dcr("linear")).await.unwrap();
     store
-        .save_pending_authorization(A, pending("a-1", &server.id, "user-1"))
+        .save_pending_authorization(&A.into(), pending("a-1", &server.id, "user-1"))
         .await
         .unwrap();
     store
-        .save_pending_authorization(B, pending("b-1", &other.id, "user-1"))
+        .save_pending_authorization(&B.into(), pending("b-1", &other.id, "user-1"))
         .await
         .unwrap();
     assert_eq!(store.sweep_expired_pending_authorizations().await.unwrap(), 0);
@@ -228,12 +271,12 @@ pub async fn pending_authorization_sweep(f: &impl Fixture) {
 
     // Saving sweeps too.
     store
-        .save_pending_authorization(A, pending("a-2", &server.id, "user-1"))
+        .save_pending_authorization(&A.into(), pending("a-2", &server.id, "user-1"))
         .await
         .unwrap();
     f.age_pending_authorizations(PENDING_AUTHORIZATION_TTL).await;
     store
-        .save_pending_authorization(B, pending("b-2", &other.id, "user-1"))
+        .save_pending_authorization(&B.into(), pending("b-2", &other.id, "user-1"))
         .await
         .unwrap();
     assert_eq!(
@@ -244,23 +287,23 @@ pub async fn pending_authorization_sweep(f: &impl Fixture) {
     assert!(store.consume_pending_authorization("b-2").await.unwrap().is_some());
 
     store
-        .save_pending_authorization(A, pending("a-3", &server.id, "user-1"))
+        .save_pending_authorization(&A.into(), pending("a-3", &server.id, "user-1"))
         .await
         .unwrap();
     store
-        .save_pending_authorization(A, pending("a-4", &server.id, "user-2"))
+        .save_pending_authorization(&A.into(), pending("a-4", &server.id, "user-2"))
         .await
         .unwrap();
     assert_eq!(
         store
-            .delete_pending_authorizations_for_server(B, &server.id)
+            .delete_pending_authorizations_for_server(&B.into(), &server.id)
             .await
             .unwrap(),
         0
     );
     assert_eq!(
         store
-            .delete_pending_authorizations_for_server(A, &server.id)
+            .delete_pending_authorizations_for_server(&A.into(), &server.id)
             .await
             .unwrap(),
         2

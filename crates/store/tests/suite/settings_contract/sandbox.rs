@@ -21,10 +21,10 @@ fn ready(image: &str) -> SandboxProviderStatus {
 
 pub async fn sandbox_provider_singleton(f: &impl Fixture) {
     let store = f.store();
-    assert_eq!(store.get_sandbox_provider(A).await.unwrap(), None);
+    assert_eq!(store.get_sandbox_provider(&A.into()).await.unwrap(), None);
     let first = store
         .upsert_sandbox_provider(
-            A,
+            &A.into(),
             daytona("dtn-key-0123456789", 60_000),
             SandboxProviderStatus::pending(),
         )
@@ -33,11 +33,14 @@ pub async fn sandbox_provider_singleton(f: &impl Fixture) {
     assert_eq!(first.tenant_id, A);
     assert_eq!(first.manifest, daytona("dtn-key-0123456789", 60_000));
     assert_eq!(first.status, SandboxProviderStatus::pending());
-    assert_eq!(store.get_sandbox_provider(A).await.unwrap(), Some(first.clone()));
+    assert_eq!(
+        store.get_sandbox_provider(&A.into()).await.unwrap(),
+        Some(first.clone())
+    );
 
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     let second = store
-        .upsert_sandbox_provider(A, daytona("dtn-key-other-0123", 30_000), ready("img:1"))
+        .upsert_sandbox_provider(&A.into(), daytona("dtn-key-other-0123", 30_000), ready("img:1"))
         .await
         .unwrap();
     assert_eq!(
@@ -49,23 +52,35 @@ pub async fn sandbox_provider_singleton(f: &impl Fixture) {
         (second.manifest.clone(), second.status.clone()),
         (daytona("dtn-key-other-0123", 30_000), ready("img:1"))
     );
-    assert_eq!(store.get_sandbox_provider(A).await.unwrap(), Some(second.clone()));
+    assert_eq!(
+        store.get_sandbox_provider(&A.into()).await.unwrap(),
+        Some(second.clone())
+    );
 
     // Tenants are independent.
-    assert_eq!(store.get_sandbox_provider(B).await.unwrap(), None);
+    assert_eq!(store.get_sandbox_provider(&B.into()).await.unwrap(), None);
     store
-        .upsert_sandbox_provider(B, daytona("b-key-0123456789", 1), SandboxProviderStatus::pending())
+        .upsert_sandbox_provider(
+            &B.into(),
+            daytona("b-key-0123456789", 1),
+            SandboxProviderStatus::pending(),
+        )
         .await
         .unwrap();
-    assert_eq!(store.get_sandbox_provider(A).await.unwrap(), Some(second));
+    assert_eq!(store.get_sandbox_provider(&A.into()).await.unwrap(), Some(second));
 }
 
 pub async fn sandbox_status_update(f: &impl Fixture) {
     let store = f.store();
-    assert_not_found(store.update_sandbox_status(A, ready("img:1")).await.unwrap_err());
+    assert_not_found(
+        store
+            .update_sandbox_status(&A.into(), ready("img:1"))
+            .await
+            .unwrap_err(),
+    );
     let created = store
         .upsert_sandbox_provider(
-            A,
+            &A.into(),
             daytona("dtn-key-0123456789", 60_000),
             SandboxProviderStatus::pending(),
         )
@@ -76,12 +91,17 @@ pub async fn sandbox_status_update(f: &impl Fixture) {
         status_reason: Some("image build failed".to_owned()),
         build_metadata: BTreeMap::new(),
     };
-    let updated = store.update_sandbox_status(A, failed.clone()).await.unwrap();
+    let updated = store.update_sandbox_status(&A.into(), failed.clone()).await.unwrap();
     assert_eq!(updated.status, failed);
     assert_eq!(updated.manifest, created.manifest, "the manifest is untouched");
     assert_eq!(updated.created_at, created.created_at);
-    assert_eq!(store.get_sandbox_provider(A).await.unwrap(), Some(updated));
-    assert_not_found(store.update_sandbox_status(B, ready("img:1")).await.unwrap_err());
+    assert_eq!(store.get_sandbox_provider(&A.into()).await.unwrap(), Some(updated));
+    assert_not_found(
+        store
+            .update_sandbox_status(&B.into(), ready("img:1"))
+            .await
+            .unwrap_err(),
+    );
 }
 
 pub async fn sandbox_upsert_with_and_delete(f: &impl Fixture) {
@@ -92,7 +112,7 @@ pub async fn sandbox_upsert_with_and_delete(f: &impl Fixture) {
     let attempt = masked.clone();
     let error = store
         .upsert_sandbox_provider_with(
-            A,
+            &A.into(),
             Box::new(move |stored| {
                 let mut manifest = attempt;
                 restore_redacted_secrets(&mut manifest, stored.map(|s| &s.manifest), MissingSecret::ApiKey)?;
@@ -105,15 +125,15 @@ pub async fn sandbox_upsert_with_and_delete(f: &impl Fixture) {
         matches!(error, trueforge_store::StoreError::MissingStoredSecret(_)),
         "{error:?}"
     );
-    assert_eq!(store.get_sandbox_provider(A).await.unwrap(), None);
+    assert_eq!(store.get_sandbox_provider(&A.into()).await.unwrap(), None);
 
     store
-        .upsert_sandbox_provider(A, daytona("dtn-key-0123456789", 60_000), ready("img:1"))
+        .upsert_sandbox_provider(&A.into(), daytona("dtn-key-0123456789", 60_000), ready("img:1"))
         .await
         .unwrap();
     let updated = store
         .upsert_sandbox_provider_with(
-            A,
+            &A.into(),
             Box::new(move |stored| {
                 let stored = stored.unwrap();
                 let mut manifest = masked;
@@ -131,8 +151,8 @@ pub async fn sandbox_upsert_with_and_delete(f: &impl Fixture) {
     assert_eq!(updated.manifest, daytona("dtn-key-0123456789", 60_000));
     assert_eq!(updated.status.build_metadata, ready("img:1").build_metadata);
 
-    assert!(!store.delete_sandbox_provider(B).await.unwrap());
-    assert!(store.delete_sandbox_provider(A).await.unwrap());
-    assert!(!store.delete_sandbox_provider(A).await.unwrap());
-    assert_eq!(store.get_sandbox_provider(A).await.unwrap(), None);
+    assert!(!store.delete_sandbox_provider(&B.into()).await.unwrap());
+    assert!(store.delete_sandbox_provider(&A.into()).await.unwrap());
+    assert!(!store.delete_sandbox_provider(&A.into()).await.unwrap());
+    assert_eq!(store.get_sandbox_provider(&A.into()).await.unwrap(), None);
 }

@@ -39,27 +39,35 @@ fn assert_tampered(result: Result<impl std::fmt::Debug, StoreError>) {
 pub async fn secrets_encrypted_at_rest(f: &impl SqlFixture) {
     let store = f.store();
     store
-        .create_model_provider(A, provider("openai", PROVIDER_KEY))
+        .create_model_provider(&A.into(), provider("openai", PROVIDER_KEY))
         .await
         .unwrap();
     let server = store
-        .create_mcp_server(A, mcp_header("github", &[("Authorization", HEADER_SECRET)]))
+        .create_mcp_server(&A.into(), mcp_header("github", &[("Authorization", HEADER_SECRET)]))
         .await
         .unwrap();
     store
-        .save_oauth_client(A, &server.id, client("client-id-1", Some(CLIENT_SECRET)))
+        .save_oauth_client(&A.into(), &server.id, client("client-id-1", Some(CLIENT_SECRET)))
         .await
         .unwrap();
     store
-        .save_oauth_token(A, &server.id, "user-1", token(ACCESS_TOKEN, Some(REFRESH_TOKEN)))
+        .save_oauth_token(
+            &A.into(),
+            &server.id,
+            "user-1",
+            token(ACCESS_TOKEN, Some(REFRESH_TOKEN)),
+        )
         .await
         .unwrap();
     let authorization = pending("state-1", &server.id, "user-1");
     let verifier = authorization.code_verifier.clone();
-    store.save_pending_authorization(A, authorization).await.unwrap();
+    store
+        .save_pending_authorization(&A.into(), authorization)
+        .await
+        .unwrap();
     let status = trueforge_store::settings::SandboxProviderStatus::pending();
     store
-        .upsert_sandbox_provider(A, daytona(SANDBOX_KEY, 1000), status)
+        .upsert_sandbox_provider(&A.into(), daytona(SANDBOX_KEY, 1000), status)
         .await
         .unwrap();
 
@@ -95,10 +103,21 @@ pub async fn secrets_encrypted_at_rest(f: &impl SqlFixture) {
 
     // Reads decrypt.
     assert_eq!(
-        api_key(&store.get_model_provider(A, "openai").await.unwrap().unwrap().manifest),
+        api_key(
+            &store
+                .get_model_provider(&A.into(), "openai")
+                .await
+                .unwrap()
+                .unwrap()
+                .manifest
+        ),
         PROVIDER_KEY
     );
-    let read = store.get_oauth_token(A, &server.id, "user-1").await.unwrap().unwrap();
+    let read = store
+        .get_oauth_token(&A.into(), &server.id, "user-1")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(read.token, token(ACCESS_TOKEN, Some(REFRESH_TOKEN)));
     let consumed = store.consume_pending_authorization("state-1").await.unwrap().unwrap();
     assert_eq!(consumed.authorization.code_verifier, verifier);
@@ -106,7 +125,7 @@ pub async fn secrets_encrypted_at_rest(f: &impl SqlFixture) {
 
 pub async fn wrong_key_fails_at_open(f: &impl SqlFixture) {
     f.store()
-        .create_model_provider(A, provider("openai", PROVIDER_KEY))
+        .create_model_provider(&A.into(), provider("openai", PROVIDER_KEY))
         .await
         .unwrap();
     assert_wrong_key(f.reopen(SecretCipher::generate()).await.map(|_| ()));
@@ -114,7 +133,7 @@ pub async fn wrong_key_fails_at_open(f: &impl SqlFixture) {
     assert_eq!(
         api_key(
             &reopened
-                .get_model_provider(A, "openai")
+                .get_model_provider(&A.into(), "openai")
                 .await
                 .unwrap()
                 .unwrap()
@@ -127,32 +146,32 @@ pub async fn wrong_key_fails_at_open(f: &impl SqlFixture) {
 pub async fn wrong_key_on_a_value_is_a_clear_error(f: &impl SqlFixture) {
     let store = f.store();
     store
-        .create_model_provider(A, provider("openai", PROVIDER_KEY))
+        .create_model_provider(&A.into(), provider("openai", PROVIDER_KEY))
         .await
         .unwrap();
-    let server = store.create_mcp_server(A, mcp_dcr("linear")).await.unwrap();
+    let server = store.create_mcp_server(&A.into(), mcp_dcr("linear")).await.unwrap();
     store
-        .save_oauth_token(A, &server.id, "user-1", token(ACCESS_TOKEN, None))
+        .save_oauth_token(&A.into(), &server.id, "user-1", token(ACCESS_TOKEN, None))
         .await
         .unwrap();
     // Forget which key wrote the data, so the store opens with another one.
     f.execute("DELETE FROM secret_key_check").await;
     let other = f.reopen(SecretCipher::generate()).await.unwrap();
-    assert_wrong_key(other.get_model_provider(A, "openai").await);
-    assert_wrong_key(other.list_model_providers(A).await);
-    assert_wrong_key(other.get_oauth_token(A, &server.id, "user-1").await);
+    assert_wrong_key(other.get_model_provider(&A.into(), "openai").await);
+    assert_wrong_key(other.list_model_providers(&A.into()).await);
+    assert_wrong_key(other.get_oauth_token(&A.into(), &server.id, "user-1").await);
     // Rows without secrets still read.
-    assert!(other.get_mcp_server(A, "linear").await.unwrap().is_some());
+    assert!(other.get_mcp_server(&A.into(), "linear").await.unwrap().is_some());
 }
 
 pub async fn ciphertext_moved_to_another_row_fails(f: &impl SqlFixture) {
     let store = f.store();
     store
-        .create_model_provider(A, provider("openai", "tenant-a-key-0123"))
+        .create_model_provider(&A.into(), provider("openai", "tenant-a-key-0123"))
         .await
         .unwrap();
     store
-        .create_model_provider(B, provider("openai", "tenant-b-key-0123"))
+        .create_model_provider(&B.into(), provider("openai", "tenant-b-key-0123"))
         .await
         .unwrap();
     f.execute(
@@ -161,19 +180,26 @@ pub async fn ciphertext_moved_to_another_row_fails(f: &impl SqlFixture) {
          WHERE tenant_id = 'tenant-b' AND name = 'openai'",
     )
     .await;
-    assert_tampered(store.get_model_provider(B, "openai").await);
+    assert_tampered(store.get_model_provider(&B.into(), "openai").await);
     assert_eq!(
-        api_key(&store.get_model_provider(A, "openai").await.unwrap().unwrap().manifest),
+        api_key(
+            &store
+                .get_model_provider(&A.into(), "openai")
+                .await
+                .unwrap()
+                .unwrap()
+                .manifest
+        ),
         "tenant-a-key-0123"
     );
 
-    let server = store.create_mcp_server(A, mcp_dcr("linear")).await.unwrap();
+    let server = store.create_mcp_server(&A.into(), mcp_dcr("linear")).await.unwrap();
     store
-        .save_oauth_token(A, &server.id, "user-1", token("access-of-user-1", None))
+        .save_oauth_token(&A.into(), &server.id, "user-1", token("access-of-user-1", None))
         .await
         .unwrap();
     store
-        .save_oauth_token(A, &server.id, "user-2", token("access-of-user-2", None))
+        .save_oauth_token(&A.into(), &server.id, "user-2", token("access-of-user-2", None))
         .await
         .unwrap();
     f.execute(
@@ -181,14 +207,14 @@ pub async fn ciphertext_moved_to_another_row_fails(f: &impl SqlFixture) {
          WHERE user_id = 'user-2'",
     )
     .await;
-    assert_tampered(store.get_oauth_token(A, &server.id, "user-2").await);
+    assert_tampered(store.get_oauth_token(&A.into(), &server.id, "user-2").await);
 
     store
-        .save_pending_authorization(A, pending("state-1", &server.id, "user-1"))
+        .save_pending_authorization(&A.into(), pending("state-1", &server.id, "user-1"))
         .await
         .unwrap();
     store
-        .save_pending_authorization(A, pending("state-2", &server.id, "user-1"))
+        .save_pending_authorization(&A.into(), pending("state-2", &server.id, "user-1"))
         .await
         .unwrap();
     f.execute(

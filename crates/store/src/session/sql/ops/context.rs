@@ -12,7 +12,7 @@ use trueforge_protocol::{
 use super::events::insert_events;
 use super::turns::{fence, fence_and_advance, require_turn};
 use super::{INSERT_CHUNK, thread_not_found};
-use crate::error::{StoreError, StoreResult};
+use crate::error::{InputError, StoreError, StoreResult};
 use crate::session::model::*;
 use crate::session::rules;
 use crate::session::search;
@@ -22,7 +22,7 @@ use crate::sql::{Json, Param, Statement, params};
 pub(crate) async fn thread_segment<C: SessionSql>(
     conn: &mut C,
     key: &TurnKey,
-    thread_id: &str,
+    thread_id: &ThreadId,
 ) -> StoreResult<Option<i64>> {
     let segment: Option<(i64,)> = conn
         .fetch_optional(
@@ -40,7 +40,7 @@ type CapabilityState = Option<Map<String, Value>>;
 async fn read_capability_state<C: SessionSql>(
     conn: &mut C,
     key: &TurnKey,
-    thread_id: &str,
+    thread_id: &ThreadId,
 ) -> StoreResult<Option<CapabilityState>> {
     type CapabilityRow = (Option<Json<Map<String, Value>>>,);
     let row: Option<CapabilityRow> = conn
@@ -55,7 +55,7 @@ async fn read_capability_state<C: SessionSql>(
 pub(crate) async fn thread_capability_state<C: SessionSql>(
     conn: &mut C,
     key: TurnKey,
-    thread_id: String,
+    thread_id: ThreadId,
 ) -> StoreResult<Option<Map<String, Value>>> {
     require_turn(conn, &key).await?;
     read_capability_state(conn, &key, &thread_id)
@@ -66,7 +66,7 @@ pub(crate) async fn thread_capability_state<C: SessionSql>(
 pub(crate) async fn new_segment<C: SessionSql>(
     conn: &mut C,
     key: &TurnKey,
-    thread_id: &str,
+    thread_id: &ThreadId,
     parent: Option<i64>,
     supersedes: Option<i64>,
 ) -> StoreResult<i64> {
@@ -110,7 +110,7 @@ pub(crate) async fn append_messages<C: SessionSql>(
     if messages.is_empty() {
         return Ok(());
     }
-    let count = i64::try_from(messages.len()).map_err(|_| StoreError::InvalidInput("too many messages".into()))?;
+    let count = i64::try_from(messages.len()).map_err(|_| InputError::TooManyMessages)?;
     let (end,): (i64,) = conn
         .fetch_one(
             "UPDATE context_segment SET len = len + $2 WHERE segment_id = $1 RETURNING len",
@@ -142,13 +142,13 @@ pub(crate) async fn append_messages<C: SessionSql>(
 pub(crate) async fn load_contexts<C: SessionSql>(
     conn: &mut C,
     key: &TurnKey,
-) -> StoreResult<BTreeMap<String, Vec<ContextMessage>>> {
+) -> StoreResult<BTreeMap<ThreadId, Vec<ContextMessage>>> {
     // The bodies come as text and are read by `ContextMessage::from_json`, not through the generic JSON
     // column (which buffers each row as a `serde_json::Value` first): this is every row of the
     // conversation, read on every turn. `CAST` makes Postgres's `jsonb` text; SQLite stores text already.
     // No `ORDER BY`: the engine would sort the rows with their bodies (a temporary B-tree on SQLite, most
     // of the query's time on a long conversation); sorting the positions here is cheaper.
-    let mut rows: Vec<(String, i64, String)> = conn
+    let mut rows: Vec<(ThreadId, i64, String)> = conn
         .fetch_all(
             "WITH RECURSIVE chain (thread_id, segment_id, parent_segment_id, parent_len, cap) AS ( \
                  SELECT tt.thread_id, s.segment_id, s.parent_segment_id, s.parent_len, s.len \
@@ -163,7 +163,7 @@ pub(crate) async fn load_contexts<C: SessionSql>(
             &params![&key.session_id, &key.turn_id],
         )
         .await?;
-    let mut contexts: BTreeMap<String, Vec<ContextMessage>> = BTreeMap::new();
+    let mut contexts: BTreeMap<ThreadId, Vec<ContextMessage>> = BTreeMap::new();
     rows.sort_unstable_by(|(thread_a, pos_a, _), (thread_b, pos_b, _)| thread_a.cmp(thread_b).then(pos_a.cmp(pos_b)));
     for (thread_id, _, body) in rows {
         contexts
@@ -178,7 +178,7 @@ pub(crate) async fn load_contexts<C: SessionSql>(
 pub(crate) async fn insert_thread<C: SessionSql>(
     conn: &mut C,
     key: &TurnKey,
-    thread_id: &str,
+    thread_id: &ThreadId,
     segment_id: i64,
     parent: Option<&AgentParent>,
     agent_info: Option<&AgentInfo>,
@@ -207,7 +207,7 @@ pub(crate) async fn insert_thread<C: SessionSql>(
         if error.is_unique_violation() {
             StoreError::ThreadAlreadyExists {
                 turn_id: key.turn_id.clone(),
-                thread_id: thread_id.to_string(),
+                thread_id: thread_id.clone(),
             }
         } else {
             error.into()
@@ -255,12 +255,12 @@ pub(crate) async fn add_threads<C: SessionSql>(
 pub(crate) async fn remove_threads<C: SessionSql>(
     conn: &mut C,
     key: TurnKey,
-    thread_ids: Vec<String>,
+    thread_ids: Vec<ThreadId>,
 ) -> StoreResult<()> {
     let now = conn.now().await?;
     fence(conn, &key, now).await?;
     // A repeated id removes its thread once (as the memory backend does), not "not found" the second time.
-    let distinct: BTreeSet<&String> = thread_ids.iter().collect();
+    let distinct: BTreeSet<&ThreadId> = thread_ids.iter().collect();
     for thread_id in distinct {
         let removed = conn
             .execute(
@@ -302,7 +302,7 @@ pub(crate) async fn commit_thread_step<C: SessionSql>(conn: &mut C, key: TurnKey
 pub(crate) async fn overwrite_thread_context<C: SessionSql>(
     conn: &mut C,
     key: TurnKey,
-    thread_id: String,
+    thread_id: ThreadId,
     messages: Vec<ContextMessage>,
     usage: CurrentContextUsage,
 ) -> StoreResult<()> {
@@ -386,7 +386,7 @@ pub(crate) async fn patch_mcp_servers<C: SessionSql>(
 pub(crate) async fn patch_thread_capability_state<C: SessionSql>(
     conn: &mut C,
     key: TurnKey,
-    thread_id: String,
+    thread_id: ThreadId,
     state_key: String,
     state: Value,
 ) -> StoreResult<()> {

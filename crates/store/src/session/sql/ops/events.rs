@@ -186,13 +186,13 @@ pub(crate) async fn list_turn_events_after<C: SessionSql>(
 
 pub(crate) async fn list_session_events<C: SessionSql>(
     conn: &mut C,
-    tenant_id: String,
-    session_id: String,
-    last_turn_id: Option<String>,
+    tenant_id: TenantId,
+    session_id: SessionId,
+    last_turn_id: Option<TurnId>,
     page: PageRequest,
 ) -> StoreResult<Page<SessionEventItem>> {
     let cursor = page::feed_cursor(page::open_page(&page)?)?;
-    let tip: Option<(Option<String>,)> = conn
+    let tip: Option<(Option<TurnId>,)> = conn
         .fetch_optional(
             "SELECT last_turn_id FROM session WHERE tenant_id = $1 AND session_id = $2",
             &params![&tenant_id, &session_id],
@@ -217,7 +217,7 @@ pub(crate) async fn list_session_events<C: SessionSql>(
         Some((depth, seq)) => (depth, rules::seq_to_db(seq)?),
         None => (-1, 0),
     };
-    let rows: Vec<(String, i64, i64, Json<SessionEvent>)> = conn
+    let rows: Vec<(TurnId, i64, i64, Json<SessionEvent>)> = conn
         .fetch_all(
             "WITH RECURSIVE branch (turn_id, depth) AS ( \
                  SELECT turn_id, CAST(0 AS BIGINT) FROM turn WHERE session_id = $1 AND turn_id = $2 \

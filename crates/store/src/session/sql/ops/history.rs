@@ -16,7 +16,7 @@ use crate::sql::Param;
 async fn history<C: SessionSql>(
     conn: &mut C,
     key: &TurnKey,
-    thread_id: &str,
+    thread_id: &ThreadId,
     search: Option<(String, u32)>,
 ) -> StoreResult<Vec<HistoryEntry>> {
     require_turn(conn, key).await?;
@@ -59,7 +59,7 @@ async fn history<C: SessionSql>(
 pub(crate) async fn thread_history<C: SessionSql>(
     conn: &mut C,
     key: TurnKey,
-    thread_id: String,
+    thread_id: ThreadId,
 ) -> StoreResult<Vec<HistoryEntry>> {
     history(conn, &key, &thread_id, None).await
 }
@@ -67,7 +67,7 @@ pub(crate) async fn thread_history<C: SessionSql>(
 pub(crate) async fn search_thread_history<C: SessionSql>(
     conn: &mut C,
     key: TurnKey,
-    thread_id: String,
+    thread_id: ThreadId,
     query: String,
     limit: u32,
 ) -> StoreResult<Vec<HistoryEntry>> {

@@ -97,7 +97,7 @@ pub(crate) async fn expire_leases_of_others<C: SessionSql>(conn: &mut C, owner: 
 pub(crate) async fn list_expired_leases<C: SessionSql>(conn: &mut C, limit: u32) -> StoreResult<Vec<ExpiredLease>> {
     page::open_page(&PageRequest::first(limit))?;
     let now = conn.now().await?;
-    let rows: Vec<(String, String, String, String, i64)> = conn
+    let rows: Vec<(TenantId, SessionId, TurnId, String, i64)> = conn
         .fetch_all(
             "SELECT tenant_id, session_id, turn_id, lease_owner, lease_expires_at FROM turn \
              WHERE status = 'running' AND lease_expires_at IS NOT NULL AND lease_owner IS NOT NULL \

@@ -11,7 +11,7 @@ pub(crate) mod sessions;
 pub(crate) mod turns;
 
 use crate::error::StoreError;
-use crate::session::model::TurnKey;
+use crate::session::model::{ThreadId, TurnKey};
 
 /// Rows per multi-row INSERT: far below SQLite's bound-parameter limit.
 const INSERT_CHUNK: usize = 500;
@@ -22,9 +22,9 @@ fn turn_not_found(key: &TurnKey) -> StoreError {
     }
 }
 
-fn thread_not_found(key: &TurnKey, thread_id: &str) -> StoreError {
+fn thread_not_found(key: &TurnKey, thread_id: &ThreadId) -> StoreError {
     StoreError::ThreadNotFound {
         turn_id: key.turn_id.clone(),
-        thread_id: thread_id.to_string(),
+        thread_id: thread_id.clone(),
     }
 }

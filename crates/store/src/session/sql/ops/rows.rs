@@ -17,12 +17,12 @@ pub(crate) const TURN_COLUMNS: &str = "ord, tenant_id, session_id, turn_id, firs
     state, input, custom, lease_owner, lease_expires_at, last_seq, created_at, updated_at";
 
 pub(crate) struct SessionRow {
-    pub(crate) tenant_id: String,
-    pub(crate) session_id: String,
+    pub(crate) tenant_id: TenantId,
+    pub(crate) session_id: SessionId,
     pub(crate) created_by: String,
     pub(crate) agent: String,
     pub(crate) title: Option<String>,
-    pub(crate) last_turn_id: Option<String>,
+    pub(crate) last_turn_id: Option<TurnId>,
     pub(crate) created_at: i64,
     pub(crate) updated_at: i64,
     pub(crate) custom: Option<Json<Value>>,
@@ -64,12 +64,12 @@ impl TryFrom<SessionRow> for SessionRecord {
 
 pub(crate) struct TurnRow {
     pub(crate) ord: i64,
-    pub(crate) tenant_id: String,
-    pub(crate) session_id: String,
-    pub(crate) turn_id: String,
-    pub(crate) first_turn_id: String,
-    pub(crate) ancestor_ids: Json<Vec<String>>,
-    pub(crate) previous_turn_id: Option<String>,
+    pub(crate) tenant_id: TenantId,
+    pub(crate) session_id: SessionId,
+    pub(crate) turn_id: TurnId,
+    pub(crate) first_turn_id: TurnId,
+    pub(crate) ancestor_ids: Json<Vec<TurnId>>,
+    pub(crate) previous_turn_id: Option<TurnId>,
     pub(crate) state: Json<TurnState>,
     pub(crate) input: Json<Vec<TurnInputItem>>,
     pub(crate) custom: Option<Json<Value>>,
@@ -130,7 +130,7 @@ impl From<TurnRow> for TurnSummary {
 }
 
 pub(crate) struct ThreadRow {
-    pub(crate) thread_id: String,
+    pub(crate) thread_id: ThreadId,
     pub(crate) segment_id: i64,
     pub(crate) parent: Option<Json<AgentParent>>,
     pub(crate) agent_info: Option<Json<AgentInfo>>,
@@ -159,7 +159,7 @@ impl FromRow for ThreadRow {
 
 pub(crate) struct HistoryRow {
     pub(crate) message_id: i64,
-    pub(crate) turn_id: String,
+    pub(crate) turn_id: TurnId,
     pub(crate) pos: i64,
     pub(crate) body: Json<ContextMessage>,
     pub(crate) active: i64,

@@ -3,7 +3,7 @@
 use trueforge_protocol::SessionAgent;
 
 use super::rows::{SESSION_COLUMNS, SessionRow};
-use crate::error::{StoreError, StoreResult};
+use crate::error::{InputError, StoreError, StoreResult};
 use crate::session::model::*;
 use crate::session::page::{self, Cursor};
 use crate::session::sql::SessionSql;
@@ -43,8 +43,8 @@ pub(crate) async fn create_session<C: SessionSql>(conn: &mut C, session: NewSess
 
 pub(crate) async fn delete_session<C: SessionSql>(
     conn: &mut C,
-    tenant_id: String,
-    session_id: String,
+    tenant_id: TenantId,
+    session_id: SessionId,
 ) -> StoreResult<()> {
     // Lock order: turn rows before the session row, the order every turn-scoped write takes them (its
     // fence locks the turn, its inserts then key-share-lock the session). Deleting the session first
@@ -59,8 +59,8 @@ pub(crate) async fn delete_session<C: SessionSql>(
 
 pub(crate) async fn get_session<C: SessionSql>(
     conn: &mut C,
-    tenant_id: String,
-    session_id: String,
+    tenant_id: TenantId,
+    session_id: SessionId,
 ) -> StoreResult<Option<SessionRecord>> {
     let row: Option<SessionRow> = conn
         .fetch_optional(
@@ -73,8 +73,8 @@ pub(crate) async fn get_session<C: SessionSql>(
 
 pub(crate) async fn update_session<C: SessionSql>(
     conn: &mut C,
-    tenant_id: String,
-    session_id: String,
+    tenant_id: TenantId,
+    session_id: SessionId,
     update: SessionUpdate,
 ) -> StoreResult<SessionRecord> {
     let now = conn.now().await?;
@@ -101,9 +101,7 @@ pub(crate) async fn update_session<C: SessionSql>(
         Some(spec) => match current.agent {
             SessionAgent::Inline { .. } => SessionAgent::Inline { spec },
             _ => {
-                return Err(StoreError::InvalidInput(
-                    "the agent of a session bound to a named agent cannot be replaced".into(),
-                ));
+                return Err(InputError::NamedAgentReplaced.into());
             }
         },
     };
@@ -131,7 +129,7 @@ pub(crate) async fn update_session<C: SessionSql>(
 
 pub(crate) async fn list_sessions<C: SessionSql>(
     conn: &mut C,
-    tenant_id: String,
+    tenant_id: TenantId,
     filter: SessionFilter,
     page: PageRequest,
 ) -> StoreResult<Page<SessionRecord>> {

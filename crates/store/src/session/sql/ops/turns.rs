@@ -106,7 +106,11 @@ async fn load_turn_row<C: SessionSql>(conn: &mut C, key: &TurnKey) -> StoreResul
 }
 
 /// The threads of a turn.
-async fn thread_rows<C: SessionSql>(conn: &mut C, session_id: &str, turn_id: &str) -> StoreResult<Vec<ThreadRow>> {
+async fn thread_rows<C: SessionSql>(
+    conn: &mut C,
+    session_id: &SessionId,
+    turn_id: &TurnId,
+) -> StoreResult<Vec<ThreadRow>> {
     Ok(conn
         .fetch_all(
             &format!("SELECT {THREAD_COLUMNS} FROM turn_thread WHERE session_id = $1 AND turn_id = $2"),
@@ -124,7 +128,7 @@ async fn load_record<C: SessionSql>(conn: &mut C, key: &TurnKey) -> StoreResult<
 async fn load_record_reusing<C: SessionSql>(
     conn: &mut C,
     key: &TurnKey,
-    held: Option<&BTreeMap<String, usize>>,
+    held: Option<&BTreeMap<ThreadId, usize>>,
 ) -> StoreResult<Option<ReusedTurnRecord>> {
     let Some(row) = load_turn_row(conn, key).await? else {
         return Ok(None);
@@ -194,8 +198,8 @@ async fn load_record_reusing<C: SessionSql>(
 
 /// The length of each thread's context on this turn: its tip segment's end (positions are absolute along
 /// the chain). One row per thread, no bodies.
-async fn context_lengths<C: SessionSql>(conn: &mut C, key: &TurnKey) -> StoreResult<BTreeMap<String, i64>> {
-    let rows: Vec<(String, i64)> = conn
+async fn context_lengths<C: SessionSql>(conn: &mut C, key: &TurnKey) -> StoreResult<BTreeMap<ThreadId, i64>> {
+    let rows: Vec<(ThreadId, i64)> = conn
         .fetch_all(
             "SELECT tt.thread_id, s.len FROM turn_thread tt JOIN context_segment s ON s.segment_id = tt.segment_id \
              WHERE tt.session_id = $1 AND tt.turn_id = $2",
@@ -268,10 +272,10 @@ pub(crate) async fn require_turn<C: SessionSql>(conn: &mut C, key: &TurnKey) -> 
 }
 
 /// The usage a new turn's appends leave on a thread: the last one given, if any.
-fn appended_usage(turn: &NewTurn, thread_id: &str) -> Option<CurrentContextUsage> {
+fn appended_usage(turn: &NewTurn, thread_id: &ThreadId) -> Option<CurrentContextUsage> {
     turn.context_appends
         .iter()
-        .filter(|append| append.thread_id == thread_id)
+        .filter(|append| append.thread_id == *thread_id)
         .filter_map(|append| append.current_context_usage)
         .next_back()
 }
@@ -326,7 +330,7 @@ pub(crate) async fn create_turn<C: SessionSql>(conn: &mut C, turn: NewTurn) -> S
         None => Vec::new(),
         Some(previous) => thread_rows(conn, &previous.session_id, &previous.turn_id).await?,
     };
-    let inherited_ids: BTreeSet<String> = inherited.iter().map(|thread| thread.thread_id.clone()).collect();
+    let inherited_ids: BTreeSet<ThreadId> = inherited.iter().map(|thread| thread.thread_id.clone()).collect();
     rules::check_thread_delta(&turn, &inherited_ids)?;
 
     let (first_turn_id, ancestor_ids) = rules::ancestry(&turn.turn_id, previous.as_ref());
@@ -431,7 +435,7 @@ pub(crate) async fn get_turn<C: SessionSql>(conn: &mut C, key: TurnKey) -> Store
 pub(crate) async fn get_turn_reusing<C: SessionSql>(
     conn: &mut C,
     key: TurnKey,
-    held: BTreeMap<String, usize>,
+    held: BTreeMap<ThreadId, usize>,
 ) -> StoreResult<Option<ReusedTurnRecord>> {
     load_record_reusing(conn, &key, Some(&held)).await
 }
@@ -442,8 +446,8 @@ pub(crate) async fn get_turn_summary<C: SessionSql>(conn: &mut C, key: TurnKey) 
 
 pub(crate) async fn list_turns<C: SessionSql>(
     conn: &mut C,
-    tenant_id: String,
-    session_id: String,
+    tenant_id: TenantId,
+    session_id: SessionId,
     page: PageRequest,
 ) -> StoreResult<Page<TurnSummary>> {
     let after = page::turns_cursor(page::open_page(&page)?)?.unwrap_or(0);

@@ -2,6 +2,7 @@
 //! `NotFound` and takes the rows along when the agent is deleted.
 
 use async_trait::async_trait;
+use trueforge_protocol::TenantId;
 
 use super::{SettingsSql, SqlSettingsStore, from_clock, texts};
 use crate::error::{StoreError, StoreResult};
@@ -18,12 +19,12 @@ where
 {
     async fn list_agent_tool_approvals(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         agent_id: &str,
     ) -> StoreResult<Vec<AgentToolApprovalRecord>> {
         let sql = "SELECT mcp_server_id, tool_name, created_at FROM agent_tool_approval \
                    WHERE tenant_id = $1 AND agent_id = $2 ORDER BY mcp_server_id, tool_name";
-        let rows: Vec<(String, String, i64)> = self.read_rows(sql.into(), texts([tenant, agent_id])).await?;
+        let rows: Vec<(String, String, i64)> = self.read_rows(sql.into(), texts([tenant.as_str(), agent_id])).await?;
         Ok(rows
             .into_iter()
             .map(|(mcp_server_id, tool_name, created_at)| AgentToolApprovalRecord {
@@ -37,12 +38,12 @@ where
 
     async fn add_agent_tool_approval(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         agent_id: &str,
         mcp_server_id: &str,
         tool_name: &str,
     ) -> StoreResult<AgentToolApprovalRecord> {
-        let row = [tenant, agent_id, mcp_server_id, tool_name].map(str::to_owned);
+        let row = [tenant.as_str(), agent_id, mcp_server_id, tool_name].map(str::to_owned);
         let (created_at,): (i64,) = self
             .db
             .run(Access::WriteOne, move |conn| {
@@ -79,7 +80,7 @@ where
 
     async fn delete_agent_tool_approval(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         agent_id: &str,
         mcp_server_id: &str,
         tool_name: &str,
@@ -87,13 +88,13 @@ where
         let sql = "DELETE FROM agent_tool_approval \
                    WHERE tenant_id = $1 AND agent_id = $2 AND mcp_server_id = $3 AND tool_name = $4";
         let deleted = self
-            .write_texts(sql.into(), texts([tenant, agent_id, mcp_server_id, tool_name]))
+            .write_texts(sql.into(), texts([tenant.as_str(), agent_id, mcp_server_id, tool_name]))
             .await?;
         Ok(deleted > 0)
     }
 
-    async fn delete_agent_tool_approvals(&self, tenant: &str, agent_id: &str) -> StoreResult<u64> {
+    async fn delete_agent_tool_approvals(&self, tenant: &TenantId, agent_id: &str) -> StoreResult<u64> {
         let sql = "DELETE FROM agent_tool_approval WHERE tenant_id = $1 AND agent_id = $2";
-        self.write_texts(sql.into(), texts([tenant, agent_id])).await
+        self.write_texts(sql.into(), texts([tenant.as_str(), agent_id])).await
     }
 }

@@ -2,6 +2,7 @@
 //! missing server `NotFound` and takes the rows along when the server is deleted.
 
 use async_trait::async_trait;
+use trueforge_protocol::TenantId;
 
 use super::{SettingsSql, SqlSettingsStore, from_clock, texts};
 use crate::error::StoreResult;
@@ -15,20 +16,22 @@ where
     D: Database,
     D::Conn: SettingsSql,
 {
-    async fn get_mcp_session(&self, tenant: &str, server_id: &str, user_id: &str) -> StoreResult<Option<String>> {
+    async fn get_mcp_session(&self, tenant: &TenantId, server_id: &str, user_id: &str) -> StoreResult<Option<String>> {
         let sql = "SELECT session_id FROM mcp_session WHERE tenant_id = $1 AND server_id = $2 AND user_id = $3";
-        let row: Option<(String,)> = self.read_row(sql.into(), texts([tenant, server_id, user_id])).await?;
+        let row: Option<(String,)> = self
+            .read_row(sql.into(), texts([tenant.as_str(), server_id, user_id]))
+            .await?;
         Ok(row.map(|(session_id,)| session_id))
     }
 
     async fn save_mcp_session(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         server_id: &str,
         user_id: &str,
         session_id: &str,
     ) -> StoreResult<()> {
-        let row = [tenant, server_id, user_id, session_id].map(str::to_owned);
+        let row = [tenant.as_str(), server_id, user_id, session_id].map(str::to_owned);
         self.db
             .run(Access::WriteOne, move |conn| {
                 Box::pin(async move {
@@ -52,10 +55,10 @@ where
             .await
     }
 
-    async fn delete_mcp_session(&self, tenant: &str, server_id: &str, user_id: &str) -> StoreResult<bool> {
+    async fn delete_mcp_session(&self, tenant: &TenantId, server_id: &str, user_id: &str) -> StoreResult<bool> {
         let sql = "DELETE FROM mcp_session WHERE tenant_id = $1 AND server_id = $2 AND user_id = $3";
         let deleted = self
-            .write_texts(sql.into(), texts([tenant, server_id, user_id]))
+            .write_texts(sql.into(), texts([tenant.as_str(), server_id, user_id]))
             .await?;
         Ok(deleted > 0)
     }

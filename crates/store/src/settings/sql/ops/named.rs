@@ -10,6 +10,7 @@ use crate::settings::codec::{
 };
 use crate::settings::{ManifestUpdate, NamedRecord, OAuthClientRegistration, SettingsManifest};
 use crate::sql::{Access, Database, Param, Sql, params};
+use trueforge_protocol::TenantId;
 
 const COLUMNS: &str = "id, name, CAST(manifest AS TEXT), created_at, updated_at";
 
@@ -41,13 +42,13 @@ where
     pub(super) async fn list_named<M: SettingsManifest>(
         &self,
         table: &'static Table,
-        tenant: &str,
+        tenant: &TenantId,
         names: Option<&[String]>,
     ) -> StoreResult<Vec<NamedRecord<M>>> {
         if names.is_some_and(<[String]>::is_empty) {
             return Ok(Vec::new());
         }
-        let (owned_tenant, names) = (tenant.to_owned(), names.map(<[String]>::to_vec));
+        let (owned_tenant, names) = (tenant.to_string(), names.map(<[String]>::to_vec));
         let rows: Vec<NamedRow> = self
             .db
             .run(Access::ReadOne, move |conn| {
@@ -68,14 +69,14 @@ where
             })
             .await?;
         rows.into_iter()
-            .map(|row| open_named_row(&self.cipher, table, tenant, row))
+            .map(|row| open_named_row(&self.cipher, table, tenant.as_str(), row))
             .collect()
     }
 
     pub(super) async fn get_named<M: SettingsManifest>(
         &self,
         table: &'static Table,
-        tenant: &str,
+        tenant: &TenantId,
         key: RowKey<'_>,
     ) -> StoreResult<Option<NamedRecord<M>>> {
         let sql = format!(
@@ -83,42 +84,42 @@ where
             table.name,
             key.column()
         );
-        let row: Option<NamedRow> = self.read_row(sql, texts([tenant, key.value()])).await?;
-        row.map(|row| open_named_row(&self.cipher, table, tenant, row))
+        let row: Option<NamedRow> = self.read_row(sql, texts([tenant.as_str(), key.value()])).await?;
+        row.map(|row| open_named_row(&self.cipher, table, tenant.as_str(), row))
             .transpose()
     }
 
     pub(super) async fn create_named<M: SettingsManifest>(
         &self,
         table: &'static Table,
-        tenant: &str,
+        tenant: &TenantId,
         name: &str,
         manifest: M,
     ) -> StoreResult<NamedRecord<M>> {
         let id = new_id();
-        let sealed = self.sealer(table, tenant, &[&id]).seal_manifest(&manifest)?;
-        let (owned_tenant, owned_name, owned_id) = (tenant.to_owned(), name.to_owned(), id.clone());
+        let sealed = self.sealer(table, tenant.as_str(), &[&id]).seal_manifest(&manifest)?;
+        let (owned_tenant, owned_name, owned_id) = (tenant.to_string(), name.to_owned(), id.clone());
         let (created_at, updated_at) = self
             .db
             .run(Access::Write, move |conn| {
                 Box::pin(async move {
-                    conn.lock_row(&[table.name, &owned_tenant, &owned_name]).await?;
+                    conn.lock_row(&[table.name, owned_tenant.as_str(), &owned_name]).await?;
                     insert(conn, table, &owned_tenant, &owned_id, &owned_name, &sealed).await
                 })
             })
             .await?;
-        written_record(tenant, id, name, &manifest, created_at, updated_at)
+        written_record(tenant.as_str(), id, name, &manifest, created_at, updated_at)
     }
 
     pub(super) async fn upsert_named_with<M: SettingsManifest>(
         &self,
         table: &'static Table,
-        tenant: &str,
+        tenant: &TenantId,
         name: &str,
         update: ManifestUpdate<'_, M>,
     ) -> StoreResult<NamedRecord<M>> {
-        let (load_tenant, load_name) = (tenant.to_owned(), name.to_owned());
-        let (save_tenant, save_name) = (tenant.to_owned(), name.to_owned());
+        let (load_tenant, load_name) = (tenant.to_string(), name.to_owned());
+        let (save_tenant, save_name) = (tenant.to_string(), name.to_owned());
         // What the step computed, kept here: only the sealed form travels to the database.
         let mut manifest = None;
         let (id, created_at, updated_at) = self
@@ -126,7 +127,7 @@ where
             .write_with(
                 move |conn| {
                     Box::pin(async move {
-                        conn.lock_row(&[table.name, &load_tenant, &load_name]).await?;
+                        conn.lock_row(&[table.name, load_tenant.as_str(), &load_name]).await?;
                         let sql = format!(
                             "SELECT {COLUMNS} FROM {} WHERE tenant_id = $1 AND name = $2{}",
                             table.name,
@@ -139,17 +140,19 @@ where
                 },
                 |row| {
                     let stored = row
-                        .map(|row| open_named_row::<M>(&self.cipher, table, tenant, row))
+                        .map(|row| open_named_row::<M>(&self.cipher, table, tenant.as_str(), row))
                         .transpose()?;
                     let updated = update(stored.as_ref().map(|record| &record.manifest))?;
                     let write = match stored {
                         Some(stored) => {
-                            let sealed = self.sealer(table, tenant, &[&stored.id]).seal_manifest(&updated)?;
+                            let sealed = self
+                                .sealer(table, tenant.as_str(), &[&stored.id])
+                                .seal_manifest(&updated)?;
                             NamedWrite::Update { id: stored.id, sealed }
                         }
                         None => {
                             let id = new_id();
-                            let sealed = self.sealer(table, tenant, &[&id]).seal_manifest(&updated)?;
+                            let sealed = self.sealer(table, tenant.as_str(), &[&id]).seal_manifest(&updated)?;
                             NamedWrite::Insert { id, sealed }
                         }
                     };
@@ -177,18 +180,18 @@ where
             )
             .await?;
         let manifest = manifest.ok_or_else(|| not_found(table.kind, name))?;
-        written_record(tenant, id, name, &manifest, created_at, updated_at)
+        written_record(tenant.as_str(), id, name, &manifest, created_at, updated_at)
     }
 
     pub(super) async fn update_named<M: SettingsManifest>(
         &self,
         table: &'static Table,
-        tenant: &str,
+        tenant: &TenantId,
         id: &str,
         manifest: M,
     ) -> StoreResult<NamedRecord<M>> {
-        let sealed = self.sealer(table, tenant, &[id]).seal_manifest(&manifest)?;
-        let (owned_tenant, owned_id) = (tenant.to_owned(), id.to_owned());
+        let sealed = self.sealer(table, tenant.as_str(), &[id]).seal_manifest(&manifest)?;
+        let (owned_tenant, owned_id) = (tenant.to_string(), id.to_owned());
         let row = self
             .db
             .run(Access::WriteOne, move |conn| {
@@ -196,44 +199,49 @@ where
             })
             .await?;
         let (name, created_at, updated_at) = row.ok_or_else(|| not_found(table.kind, id))?;
-        written_record(tenant, id.to_owned(), &name, &manifest, created_at, updated_at)
+        written_record(tenant.as_str(), id.to_owned(), &name, &manifest, created_at, updated_at)
     }
 
-    pub(super) async fn delete_named(&self, table: &'static Table, tenant: &str, key: RowKey<'_>) -> StoreResult<bool> {
+    pub(super) async fn delete_named(
+        &self,
+        table: &'static Table,
+        tenant: &TenantId,
+        key: RowKey<'_>,
+    ) -> StoreResult<bool> {
         let sql = format!(
             "DELETE FROM {} WHERE tenant_id = $1 AND {} = $2",
             table.name,
             key.column()
         );
-        let deleted = self.write_texts(sql, texts([tenant, key.value()])).await?;
+        let deleted = self.write_texts(sql, texts([tenant.as_str(), key.value()])).await?;
         Ok(deleted > 0)
     }
 
     pub(super) async fn get_client(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         server_id: &str,
     ) -> StoreResult<Option<OAuthClientRegistration>> {
         let sql = "SELECT CAST(oauth_client AS TEXT) FROM mcp_server WHERE tenant_id = $1 AND id = $2";
-        let row: Option<(Option<String>,)> = self.read_row(sql.into(), texts([tenant, server_id])).await?;
+        let row: Option<(Option<String>,)> = self.read_row(sql.into(), texts([tenant.as_str(), server_id])).await?;
         row.and_then(|(client,)| client)
-            .map(|json| open_client(&self.sealer(&MCP_SERVERS, tenant, &[server_id]), &json))
+            .map(|json| open_client(&self.sealer(&MCP_SERVERS, tenant.as_str(), &[server_id]), &json))
             .transpose()
     }
 
     pub(super) async fn save_client(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         server_id: &str,
         client: OAuthClientRegistration,
     ) -> StoreResult<()> {
-        let sealed = seal_client(&self.sealer(&MCP_SERVERS, tenant, &[server_id]), &client)?;
+        let sealed = seal_client(&self.sealer(&MCP_SERVERS, tenant.as_str(), &[server_id]), &client)?;
         let sql = format!(
             "UPDATE mcp_server SET oauth_client = CAST($1 AS {}) WHERE tenant_id = $2 AND id = $3",
             D::Conn::JSON_TEXT
         );
         let updated = self
-            .write_texts(sql, vec![sealed, tenant.to_owned(), server_id.to_owned()])
+            .write_texts(sql, vec![sealed, tenant.to_string(), server_id.to_owned()])
             .await?;
         if updated == 0 {
             return Err(not_found(MCP_SERVERS.kind, server_id));
@@ -241,10 +249,12 @@ where
         Ok(())
     }
 
-    pub(super) async fn delete_client(&self, tenant: &str, server_id: &str) -> StoreResult<bool> {
+    pub(super) async fn delete_client(&self, tenant: &TenantId, server_id: &str) -> StoreResult<bool> {
         let sql = "UPDATE mcp_server SET oauth_client = NULL \
                    WHERE tenant_id = $1 AND id = $2 AND oauth_client IS NOT NULL";
-        let cleared = self.write_texts(sql.into(), texts([tenant, server_id])).await?;
+        let cleared = self
+            .write_texts(sql.into(), texts([tenant.as_str(), server_id]))
+            .await?;
         Ok(cleared > 0)
     }
 }

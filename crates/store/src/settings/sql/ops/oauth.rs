@@ -2,6 +2,7 @@
 //! clock on Postgres).
 
 use async_trait::async_trait;
+use trueforge_protocol::TenantId;
 
 use super::{SettingsSql, SqlSettingsStore, from_clock, texts};
 use crate::error::StoreResult;
@@ -34,27 +35,27 @@ where
 {
     async fn get_oauth_token(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         server_id: &str,
         user_id: &str,
     ) -> StoreResult<Option<OAuthTokenRecord>> {
         let sql =
             format!("SELECT {TOKEN_COLUMNS} FROM oauth_token WHERE tenant_id = $1 AND server_id = $2 AND user_id = $3");
-        let row: Option<TokenRow> = self.read_row(sql, texts([tenant, server_id, user_id])).await?;
-        row.map(|row| open_token_row(&self.cipher, tenant, user_id, row))
+        let row: Option<TokenRow> = self.read_row(sql, texts([tenant.as_str(), server_id, user_id])).await?;
+        row.map(|row| open_token_row(&self.cipher, tenant.as_str(), user_id, row))
             .transpose()
     }
 
     async fn get_oauth_tokens(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         server_ids: &[String],
         user_id: &str,
     ) -> StoreResult<Vec<OAuthTokenRecord>> {
         if server_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let (owned_tenant, owned_user, server_ids) = (tenant.to_owned(), user_id.to_owned(), server_ids.to_vec());
+        let (owned_tenant, owned_user, server_ids) = (tenant.to_string(), user_id.to_owned(), server_ids.to_vec());
         let rows: Vec<TokenRow> = self
             .db
             .run(Access::ReadOne, move |conn| {
@@ -74,19 +75,22 @@ where
             })
             .await?;
         rows.into_iter()
-            .map(|row| open_token_row(&self.cipher, tenant, user_id, row))
+            .map(|row| open_token_row(&self.cipher, tenant.as_str(), user_id, row))
             .collect()
     }
 
     async fn save_oauth_token(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         server_id: &str,
         user_id: &str,
         token: OAuthToken,
     ) -> StoreResult<OAuthTokenRecord> {
-        let sealed = seal_token(&token_sealer(&self.cipher, tenant, &[server_id, user_id]), &token)?;
-        let key = [tenant, server_id, user_id].map(str::to_owned);
+        let sealed = seal_token(
+            &token_sealer(&self.cipher, tenant.as_str(), &[server_id, user_id]),
+            &token,
+        )?;
+        let key = [tenant.as_str(), server_id, user_id].map(str::to_owned);
         let (created_at, updated_at): (i64, i64) = self
             .db
             .run(Access::WriteOne, move |conn| {
@@ -110,7 +114,7 @@ where
             })
             .await?;
         Ok(OAuthTokenRecord {
-            tenant_id: tenant.to_owned(),
+            tenant_id: tenant.into(),
             server_id: server_id.to_owned(),
             user_id: user_id.to_owned(),
             token,
@@ -119,28 +123,28 @@ where
         })
     }
 
-    async fn delete_oauth_token(&self, tenant: &str, server_id: &str, user_id: &str) -> StoreResult<bool> {
+    async fn delete_oauth_token(&self, tenant: &TenantId, server_id: &str, user_id: &str) -> StoreResult<bool> {
         let sql = "DELETE FROM oauth_token WHERE tenant_id = $1 AND server_id = $2 AND user_id = $3";
         let deleted = self
-            .write_texts(sql.into(), texts([tenant, server_id, user_id]))
+            .write_texts(sql.into(), texts([tenant.as_str(), server_id, user_id]))
             .await?;
         Ok(deleted > 0)
     }
 
-    async fn delete_oauth_tokens_for_server(&self, tenant: &str, server_id: &str) -> StoreResult<u64> {
+    async fn delete_oauth_tokens_for_server(&self, tenant: &TenantId, server_id: &str) -> StoreResult<u64> {
         let sql = "DELETE FROM oauth_token WHERE tenant_id = $1 AND server_id = $2";
-        self.write_texts(sql.into(), texts([tenant, server_id])).await
+        self.write_texts(sql.into(), texts([tenant.as_str(), server_id])).await
     }
 
     async fn save_pending_authorization(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         authorization: PendingAuthorization,
     ) -> StoreResult<PendingAuthorizationRecord> {
         let state = authorization.state.as_str();
-        let sealed_verifier =
-            pending_sealer(&self.cipher, tenant, &[state]).seal(CODE_VERIFIER_FIELD, &authorization.code_verifier)?;
-        let (owned_tenant, pending) = (tenant.to_owned(), authorization.clone());
+        let sealed_verifier = pending_sealer(&self.cipher, tenant.as_str(), &[state])
+            .seal(CODE_VERIFIER_FIELD, &authorization.code_verifier)?;
+        let (owned_tenant, pending) = (tenant.to_string(), authorization.clone());
         let (created_at,): (i64,) = self
             .db
             .run(Access::Write, move |conn| {
@@ -169,7 +173,7 @@ where
             })
             .await?;
         Ok(PendingAuthorizationRecord {
-            tenant_id: tenant.to_owned(),
+            tenant_id: tenant.into(),
             authorization,
             created_at: Timestamp(created_at),
         })
@@ -199,9 +203,9 @@ where
         }
     }
 
-    async fn delete_pending_authorizations_for_server(&self, tenant: &str, server_id: &str) -> StoreResult<u64> {
+    async fn delete_pending_authorizations_for_server(&self, tenant: &TenantId, server_id: &str) -> StoreResult<u64> {
         let sql = "DELETE FROM oauth_pending_authorization WHERE tenant_id = $1 AND server_id = $2";
-        self.write_texts(sql.into(), texts([tenant, server_id])).await
+        self.write_texts(sql.into(), texts([tenant.as_str(), server_id])).await
     }
 
     async fn sweep_expired_pending_authorizations(&self) -> StoreResult<u64> {

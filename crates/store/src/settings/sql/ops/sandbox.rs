@@ -1,7 +1,7 @@
 //! The per-tenant sandbox provider.
 
 use async_trait::async_trait;
-use trueforge_protocol::SandboxProviderManifest;
+use trueforge_protocol::{SandboxProviderManifest, TenantId};
 
 use super::{SettingsSql, SqlSettingsStore, from_clock, texts};
 use crate::error::StoreResult;
@@ -26,14 +26,15 @@ where
     D: Database,
     D::Conn: SettingsSql,
 {
-    async fn get_sandbox_provider(&self, tenant: &str) -> StoreResult<Option<SandboxProviderRecord>> {
-        let row: Option<SandboxRow> = self.read_row(select_sql(), texts([tenant])).await?;
-        row.map(|row| open_sandbox_row(&self.cipher, tenant, row)).transpose()
+    async fn get_sandbox_provider(&self, tenant: &TenantId) -> StoreResult<Option<SandboxProviderRecord>> {
+        let row: Option<SandboxRow> = self.read_row(select_sql(), texts([tenant.as_str()])).await?;
+        row.map(|row| open_sandbox_row(&self.cipher, tenant.as_str(), row))
+            .transpose()
     }
 
     async fn upsert_sandbox_provider(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         manifest: SandboxProviderManifest,
         status: SandboxProviderStatus,
     ) -> StoreResult<SandboxProviderRecord> {
@@ -43,10 +44,10 @@ where
 
     async fn upsert_sandbox_provider_with(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         update: SandboxProviderUpdate<'_>,
     ) -> StoreResult<SandboxProviderRecord> {
-        let (load_tenant, save_tenant) = (tenant.to_owned(), tenant.to_owned());
+        let (load_tenant, save_tenant) = (tenant.to_string(), tenant.to_string());
         // What the step computed, kept here: only the sealed form travels to the database.
         let mut written = None;
         let (created_at, updated_at): (i64, i64) = self
@@ -54,16 +55,18 @@ where
             .write_with(
                 move |conn| {
                     Box::pin(async move {
-                        conn.lock_row(&[SANDBOX_PROVIDER_TABLE, &load_tenant]).await?;
+                        conn.lock_row(&[SANDBOX_PROVIDER_TABLE, load_tenant.as_str()]).await?;
                         let sql = format!("{}{}", select_sql(), D::Conn::FOR_UPDATE);
                         let row: Option<SandboxRow> = conn.fetch_optional(&sql, &params![&load_tenant]).await?;
                         Ok(row)
                     })
                 },
                 |row| {
-                    let stored = row.map(|row| open_sandbox_row(&self.cipher, tenant, row)).transpose()?;
+                    let stored = row
+                        .map(|row| open_sandbox_row(&self.cipher, tenant.as_str(), row))
+                        .transpose()?;
                     let (manifest, status) = update(stored.as_ref())?;
-                    let sealed = sandbox_sealer(&self.cipher, tenant).seal_manifest(&manifest)?;
+                    let sealed = sandbox_sealer(&self.cipher, tenant.as_str()).seal_manifest(&manifest)?;
                     let row = (
                         sealed,
                         status.status.as_str().to_owned(),
@@ -99,9 +102,9 @@ where
                 },
             )
             .await?;
-        let (manifest, status) = written.ok_or_else(|| not_found(SANDBOX_PROVIDER_KIND, tenant))?;
+        let (manifest, status) = written.ok_or_else(|| not_found(SANDBOX_PROVIDER_KIND, tenant.as_str()))?;
         Ok(SandboxProviderRecord {
-            tenant_id: tenant.to_owned(),
+            tenant_id: tenant.into(),
             manifest: normalised(&manifest)?,
             status,
             created_at: Timestamp(created_at),
@@ -111,10 +114,10 @@ where
 
     async fn update_sandbox_status(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         status: SandboxProviderStatus,
     ) -> StoreResult<SandboxProviderRecord> {
-        let owned_tenant = tenant.to_owned();
+        let owned_tenant = tenant.to_string();
         let state = status.status.as_str().to_owned();
         let reason = status.status_reason.clone();
         let build_metadata = serde_json::to_string(&status.build_metadata)?;
@@ -133,13 +136,13 @@ where
                 })
             })
             .await?;
-        let row = row.ok_or_else(|| not_found(SANDBOX_PROVIDER_KIND, tenant))?;
-        open_sandbox_row(&self.cipher, tenant, row)
+        let row = row.ok_or_else(|| not_found(SANDBOX_PROVIDER_KIND, tenant.as_str()))?;
+        open_sandbox_row(&self.cipher, tenant.as_str(), row)
     }
 
-    async fn delete_sandbox_provider(&self, tenant: &str) -> StoreResult<bool> {
+    async fn delete_sandbox_provider(&self, tenant: &TenantId) -> StoreResult<bool> {
         let sql = "DELETE FROM sandbox_provider WHERE tenant_id = $1";
-        let deleted = self.write_texts(sql.into(), texts([tenant])).await?;
+        let deleted = self.write_texts(sql.into(), texts([tenant.as_str()])).await?;
         Ok(deleted > 0)
     }
 }
