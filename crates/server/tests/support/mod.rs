@@ -121,7 +121,13 @@ impl TestServer {
             .send()
             .await
             .unwrap();
-        assert_eq!(response.status().as_u16(), 200);
+        let status = response.status().as_u16();
+        if status != 200 {
+            panic!(
+                "starting a turn answered {status}: {}",
+                response.text().await.unwrap_or_default()
+            );
+        }
         assert_eq!(
             response.headers()["content-type"].to_str().unwrap(),
             "text/event-stream"
