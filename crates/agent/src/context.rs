@@ -114,24 +114,91 @@ pub fn estimate_rows(rows: &[ContextMessage]) -> u64 {
 /// The rows a model is sent, in the provider-neutral request shape. Approval rows are dropped; reasoning
 /// and provider data are replayed only to the model (`source`) that produced them.
 pub fn to_model_messages(context: &[ContextMessage], source: &str, origin: &Origin) -> Vec<Message> {
-    let mut call_names: HashMap<&str, &str> = HashMap::new();
-    let mut messages = Vec::with_capacity(context.len());
-    for row in context {
+    let mut converted = ModelMessages::default();
+    converted.update(context, source, origin);
+    converted.messages
+}
+
+/// A thread's context converted into model messages, kept from one model call to the next (and from a
+/// turn to the next, with the kept contexts): converting every row on every call, and dropping the copy
+/// after it, cost time in proportion to the conversation. A row's message depends only on the row, the
+/// names of the calls before it and the model it is sent to, and a context only grows at its end (a
+/// compaction, which replaces it, calls [`reset`](Self::reset)), so only the rows added since the last
+/// call are converted.
+#[derive(Debug, Default)]
+pub struct ModelMessages {
+    /// The model the messages were converted for.
+    target: Option<(String, Origin)>,
+    /// How many context rows the messages hold.
+    rows: usize,
+    messages: Vec<Message>,
+    /// Tool names by call id, for the result rows to come.
+    call_names: HashMap<String, String>,
+    /// The messages are out in a request; `Some(count)` of them.
+    lent: Option<usize>,
+}
+
+impl ModelMessages {
+    /// Forgets everything converted (the context was replaced).
+    pub fn reset(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Brings the messages up to `context`, as sent to `source`.
+    pub fn update(&mut self, context: &[ContextMessage], source: &str, origin: &Origin) {
+        let same_target = self
+            .target
+            .as_ref()
+            .is_some_and(|(name, converted_for)| name == source && converted_for == origin);
+        if !same_target || self.lent.is_some() || self.rows > context.len() {
+            self.reset();
+            self.target = Some((source.to_owned(), origin.clone()));
+        }
+        for row in &context[self.rows..] {
+            self.convert(row, source, origin);
+        }
+        self.rows = context.len();
+    }
+
+    /// Lends the messages out for a request, after `seed` (the messages every request of the thread
+    /// starts with). Give them back with [`give_back`](Self::give_back), or the next update converts
+    /// every row again.
+    pub fn lend(&mut self, seed: &[Message]) -> Vec<Message> {
+        let mut messages = std::mem::take(&mut self.messages);
+        self.lent = Some(messages.len());
+        messages.splice(0..0, seed.iter().cloned());
+        messages
+    }
+
+    /// Takes back the messages lent with `seed_len` seed messages in front.
+    pub fn give_back(&mut self, mut messages: Vec<Message>, seed_len: usize) {
+        if self.lent.take() == Some(messages.len().saturating_sub(seed_len)) && messages.len() >= seed_len {
+            messages.drain(..seed_len);
+            self.messages = messages;
+        } else {
+            self.reset();
+        }
+    }
+
+    fn convert(&mut self, row: &ContextMessage, source: &str, origin: &Origin) {
         match row {
-            ContextMessage::User(user) => messages.push(Message::User {
+            ContextMessage::User(user) => self.messages.push(Message::User {
                 content: user_parts(&user.content),
             }),
             ContextMessage::Assistant(assistant) => {
                 for call in assistant.tool_calls() {
-                    call_names.insert(&call.id, &call.function.name);
+                    self.call_names.insert(call.id.clone(), call.function.name.clone());
                 }
-                messages.push(Message::Assistant(assistant_message(assistant, source, origin)));
+                self.messages
+                    .push(Message::Assistant(assistant_message(assistant, source, origin)));
             }
-            ContextMessage::Tool(tool) => messages.push(Message::Tool(ToolResult {
+            ContextMessage::Tool(tool) => self.messages.push(Message::Tool(ToolResult {
                 call_id: tool.tool_call_id.clone(),
-                name: call_names
+                name: self
+                    .call_names
                     .get(tool.tool_call_id.as_str())
-                    .map_or_else(String::new, |name| (*name).to_owned()),
+                    .cloned()
+                    .unwrap_or_default(),
                 // The text first (it names each image with a marker), then the images: adapters of
                 // providers that take no images in tool results pass them the way the provider can.
                 content: std::iter::once(ToolResultPart::Text {
@@ -149,7 +216,6 @@ pub fn to_model_messages(context: &[ContextMessage], source: &str, origin: &Orig
             ContextMessage::ToolApproval(_) => {}
         }
     }
-    messages
 }
 
 fn user_parts(content: &ContextUserContent) -> Vec<UserPart> {
@@ -218,5 +284,70 @@ fn assistant_message(assistant: &ContextAssistantMessage, source: &str, origin: 
             })
             .collect(),
         origin: same_source.then(|| origin.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use trueforge_llm::WireApi;
+
+    use super::*;
+
+    fn origin(model: &str) -> Origin {
+        Origin {
+            provider: WireApi::ChatCompletions,
+            model: model.to_owned(),
+        }
+    }
+
+    fn conversation(turns: usize) -> Vec<ContextMessage> {
+        (0..turns)
+            .flat_map(|n| {
+                [
+                    ContextMessage::user_text(format!("question {n}")),
+                    ContextMessage::assistant_text(format!("answer {n}")),
+                    ContextMessage::tool_result(format!("call-{n}"), format!("result {n}")),
+                ]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn kept_conversions_follow_a_growing_context_and_start_over_when_it_is_replaced() {
+        let target = origin("m");
+        let mut context = conversation(2);
+        let mut kept = ModelMessages::default();
+        kept.update(&context, "m", &target);
+        let seed = [Message::user_text("seed")];
+        let lent = kept.lend(&seed);
+        assert_eq!(lent.len(), 7);
+        assert_eq!(lent[0], seed[0]);
+        assert_eq!(lent[1..], to_model_messages(&context, "m", &target)[..]);
+        kept.give_back(lent, seed.len());
+
+        context.extend(conversation(1));
+        kept.update(&context, "m", &target);
+        assert_eq!(kept.lend(&[]), to_model_messages(&context, "m", &target));
+        // Not given back: the next update converts everything again.
+        context.push(ContextMessage::user_text("more"));
+        kept.update(&context, "m", &target);
+        let lent = kept.lend(&[]);
+        assert_eq!(lent, to_model_messages(&context, "m", &target));
+        // Given back with the wrong count of seed messages: forgotten, not misaligned.
+        kept.give_back(lent, 1);
+        kept.update(&context, "m", &target);
+        assert_eq!(kept.lend(&[]), to_model_messages(&context, "m", &target));
+
+        // Another model, or a shorter (replaced) context: converted anew.
+        let other = origin("other");
+        kept.update(&context, "other", &other);
+        let lent = kept.lend(&[]);
+        assert_eq!(lent, to_model_messages(&context, "other", &other));
+        kept.give_back(lent, 0);
+        let replaced = vec![ContextMessage::user_text("summary")];
+        kept.update(&replaced, "other", &other);
+        assert_eq!(kept.lend(&[]), to_model_messages(&replaced, "other", &other));
     }
 }

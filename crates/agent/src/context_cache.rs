@@ -19,6 +19,8 @@ use trueforge_protocol::sync::lock;
 use trueforge_protocol::{ContextMessage, SessionId, TenantId, ThreadId, TurnId};
 use trueforge_store::session::model::TurnKey;
 
+use crate::context::ModelMessages;
+
 /// The contexts of one turn's threads, by thread id, as they were when it ended.
 pub type ThreadContexts = BTreeMap<ThreadId, Vec<ContextMessage>>;
 
@@ -28,6 +30,9 @@ pub struct KeptContexts {
     /// The store's `completed_at` of the turn, as its terminal write returned it.
     pub completed_at: String,
     pub contexts: ThreadContexts,
+    /// The contexts converted into model messages, so the next turn's first model call converts only
+    /// what it adds.
+    pub model_messages: BTreeMap<ThreadId, ModelMessages>,
 }
 
 impl KeptContexts {
@@ -167,6 +172,7 @@ mod tests {
                     .map(|n| ContextMessage::user_text(n.to_string()))
                     .collect(),
             )]),
+            model_messages: BTreeMap::new(),
         }
     }
 

@@ -50,6 +50,8 @@ pub struct Ran {
     pub metrics: ThreadMetrics,
     /// The contexts of the threads the turn ended with, by thread id.
     pub contexts: crate::context_cache::ThreadContexts,
+    /// Their conversions into model messages.
+    pub model_messages: BTreeMap<ThreadId, crate::context::ModelMessages>,
 }
 
 /// Running threads are tasks of their own, so they keep making progress while the orchestrator awaits
@@ -101,11 +103,18 @@ impl Orchestrator {
         for thread in self.idle.values() {
             metrics.merge(&thread.metrics);
         }
-        let contexts = std::mem::take(&mut self.idle)
-            .into_iter()
-            .map(|(id, thread)| (id, thread.context))
-            .collect();
-        Ran { end, metrics, contexts }
+        let mut contexts = BTreeMap::new();
+        let mut model_messages = BTreeMap::new();
+        for (id, thread) in std::mem::take(&mut self.idle) {
+            model_messages.insert(id.clone(), thread.model_messages);
+            contexts.insert(id, thread.context);
+        }
+        Ran {
+            end,
+            metrics,
+            contexts,
+            model_messages,
+        }
     }
 
     async fn drive(&mut self) -> Result<TurnEnd, AgentError> {

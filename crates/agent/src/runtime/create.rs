@@ -19,6 +19,7 @@ use super::{PreviousTurn, Runtime, Start, StartedTurn, TurnRequest, standing_app
 use crate::admission::{Admission, admit, admit_with};
 use crate::approvals::{agent_scope_target, check_max_scope};
 use crate::cancel::TurnCancel;
+use crate::context::ModelMessages;
 use crate::error::{AgentError, InputError};
 use crate::ids::now_iso;
 
@@ -32,10 +33,16 @@ struct CheckedRequest {
     agent_approvals: HashSet<(String, String)>,
 }
 
+/// A predecessor as read: its record, and its threads' contexts converted into model messages when this
+/// runtime kept them.
+type ReadPredecessor = (TurnRecord, BTreeMap<ThreadId, ModelMessages>);
+
 /// What the turn continues from: the predecessor's threads (frozen if it was running) and MCP sessions.
 struct Predecessor {
     id: Option<TurnId>,
     threads: BTreeMap<ThreadId, AgentThreadSnapshot>,
+    /// The threads' contexts converted into model messages, when this runtime kept them.
+    model_messages: BTreeMap<ThreadId, ModelMessages>,
     /// The predecessor paused for answers longer than the approval timeout: a new message may close them.
     unanswered_expired: bool,
     mcp_sessions: Option<BTreeMap<String, McpServerInitInfo>>,
@@ -77,7 +84,8 @@ impl Runtime {
             .into_iter()
             .filter(|(id, _)| !admission.stopped_threads.contains(id))
             .collect();
-        let built = self.build_threads(&resources, running).await?;
+        let model_messages = std::mem::take(&mut predecessor.model_messages);
+        let built = self.build_threads(&resources, running, model_messages).await?;
         let mut agent_approvals = checked.agent_approvals;
         // Remembered before the turn is committed: a failed write refuses the input with nothing written,
         // and a turn that fails later keeps what the user allowed. (The settings store is not the session
@@ -164,12 +172,13 @@ impl Runtime {
             return Ok(Predecessor {
                 id,
                 threads: BTreeMap::new(),
+                model_messages: BTreeMap::new(),
                 unanswered_expired: false,
                 mcp_sessions: None,
             });
         };
         let key = TurnKey::new(&request.tenant_id, &request.session_id, previous_id);
-        let previous = self
+        let (previous, model_messages) = self
             .read_predecessor(&key)
             .await?
             .ok_or_else(|| AgentError::TurnNotFound(previous_id.clone()))?;
@@ -204,26 +213,28 @@ impl Runtime {
             unanswered_expired: self.pause_expired(&previous.turn.state),
             mcp_sessions: Some(previous.snapshot.mcp_servers.unwrap_or_default()),
             threads: previous.snapshot.threads,
+            model_messages,
             id,
         })
     }
 
     /// Reads the turn a new one continues, with the contexts this runtime kept from it when it ended here
     /// (if the store proves them current) instead of reading them back.
-    async fn read_predecessor(&self, key: &TurnKey) -> Result<Option<TurnRecord>, AgentError> {
+    async fn read_predecessor(&self, key: &TurnKey) -> Result<Option<ReadPredecessor>, AgentError> {
+        let from_store = |record: Option<TurnRecord>| record.map(|record| (record, BTreeMap::new()));
         let Some(mut kept) = self.kept.take(key) else {
-            return Ok(self.store.get_turn(key).await?);
+            return Ok(from_store(self.store.get_turn(key).await?));
         };
         let Some(reused) = self.store.get_turn_reusing(key, &kept.lengths()).await? else {
             return Ok(None);
         };
         if !reused.contexts_left_out {
-            return Ok(Some(reused.record));
+            return Ok(from_store(Some(reused.record)));
         }
         // Same lengths, but is it the same turn? Its stored end says so: a turn of the same ids made
         // again (its session deleted and created anew) ended at another time.
         if reused.record.turn.state.completed_at() != Some(kept.completed_at.as_str()) {
-            return Ok(self.store.get_turn(key).await?);
+            return Ok(from_store(self.store.get_turn(key).await?));
         }
         let mut record = reused.record;
         for (thread_id, thread) in &mut record.snapshot.threads {
@@ -231,7 +242,7 @@ impl Runtime {
         }
         #[cfg(debug_assertions)]
         self.check_kept_contexts(key, &record).await?;
-        Ok(Some(record))
+        Ok(Some((record, kept.model_messages)))
     }
 
     /// Debug builds (the tests) compare every kept context taken with the store's: a runtime whose memory

@@ -25,6 +25,7 @@ use trueforge_store::{SessionStore, StoreError};
 
 use crate::admission::{Admission, add_session_approvals, session_approvals};
 use crate::cancel::TurnCancel;
+use crate::context::ModelMessages;
 use crate::context_cache::{ContextCache, KeptContexts};
 use crate::error::AgentError;
 use crate::finish::{Finished, finish_turn};
@@ -265,7 +266,7 @@ impl Runtime {
         resources.known_mcp_sessions = record.snapshot.mcp_servers.unwrap_or_default();
         let threads = record.snapshot.threads;
         let approvals = standing_approvals(&threads, agent_approvals);
-        let built = self.build_threads(&resources, threads).await?;
+        let built = self.build_threads(&resources, threads, BTreeMap::new()).await?;
         // Numbering goes on right after everything the crashed run stored or streamed.
         let last_seq = record.turn.last_seq.max(record.snapshot.live_stream.seq);
         let open_messages = record.snapshot.live_stream.open_messages;
@@ -398,14 +399,19 @@ impl Runtime {
         &self,
         resources: &TurnResources,
         threads: BTreeMap<ThreadId, AgentThreadSnapshot>,
+        mut model_messages: BTreeMap<ThreadId, ModelMessages>,
     ) -> Result<Vec<AgentThread>, AgentError> {
         let mut built = Vec::with_capacity(threads.len());
-        for snapshot in threads.into_values() {
+        for (thread_id, snapshot) in threads {
             let setup = match &snapshot.agent_info {
                 Some(info) => resources.sub_agent_setup(info).await?,
                 None => resources.root_setup().await?,
             };
-            built.push(AgentThread::from_snapshot(snapshot, setup));
+            let mut thread = AgentThread::from_snapshot(snapshot, setup);
+            if let Some(converted) = model_messages.remove(&thread_id) {
+                thread.model_messages = converted;
+            }
+            built.push(thread);
         }
         Ok(built)
     }
@@ -566,7 +572,7 @@ async fn run_turn(
             let ran = Orchestrator::new(env.clone(), resources, threads).run().await;
             let mut metrics = ran.metrics;
             metrics.merge(&used_before);
-            contexts = Some(ran.contexts);
+            contexts = Some((ran.contexts, ran.model_messages));
             (ran.end, metrics)
         }
         Err(error) => (Err(error), ThreadMetrics::default()),
@@ -577,7 +583,7 @@ async fn run_turn(
     let finished = finish_turn(&env, end, &metrics).await;
     // Only an end this run wrote, and only `done`: then the store holds exactly these contexts (every row
     // was committed before the end), and they can no longer change.
-    if let (Some(kept), Some(contexts), Finished::Written(TurnState::Done { completed_at, .. })) =
+    if let (Some(kept), Some((contexts, model_messages)), Finished::Written(TurnState::Done { completed_at, .. })) =
         (kept, contexts, &finished)
     {
         kept.keep(
@@ -585,6 +591,7 @@ async fn run_turn(
             KeptContexts {
                 completed_at: completed_at.clone(),
                 contexts,
+                model_messages,
             },
         );
     }

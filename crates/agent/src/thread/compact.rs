@@ -70,6 +70,7 @@ impl AgentThread {
             .overwrite_thread_context(&env.journal.key, &self.id, context.clone(), usage)
             .await?;
         self.context = context;
+        self.model_messages.reset();
         self.usage = usage;
         self.metrics.summarizations += 1;
         Ok(())

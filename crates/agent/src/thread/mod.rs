@@ -20,7 +20,7 @@ use trueforge_protocol::{
 
 use crate::cancel::TurnCancel;
 use crate::capabilities::DeferredTools;
-use crate::context::{ThreadNeed, thread_need};
+use crate::context::{ModelMessages, ThreadNeed, thread_need};
 use crate::error::AgentError;
 use crate::journal::{Journal, Publish};
 use crate::metrics::ThreadMetrics;
@@ -115,6 +115,8 @@ pub struct AgentThread {
     pub agent_info: Option<AgentInfo>,
     pub completion: Option<SubAgentCompletion>,
     pub capability_state: Map<String, Value>,
+    /// The context converted into model messages, updated as it grows (see [`ModelMessages`]).
+    pub model_messages: ModelMessages,
     pub setup: Arc<ThreadSetup>,
     pub metrics: ThreadMetrics,
     /// Calls of this thread whose sub-agent is running.
@@ -136,6 +138,7 @@ impl AgentThread {
             agent_info: snapshot.agent_info,
             completion: snapshot.completion,
             capability_state: snapshot.capability_state.unwrap_or_default(),
+            model_messages: ModelMessages::default(),
             setup,
             metrics: ThreadMetrics::default(),
             spawned: HashSet::new(),

@@ -25,11 +25,20 @@ use crate::tools::{ToolKind, ToolSet, context_tool_info, error_json, wire_tool_i
 pub const EVENT_ID_KEY: &str = "tf_event_id";
 
 impl AgentThread {
-    pub(crate) fn model_request(&self) -> ModelRequest {
+    /// The request for the thread's next model call. Its messages are lent from the thread's converted
+    /// context: hand the request back with [`return_request`](Self::return_request).
+    pub(crate) fn model_request(&mut self) -> ModelRequest {
         let model = &self.setup.model;
         let origin = model.model.origin();
-        let mut messages = self.setup.seed.clone();
-        messages.extend(to_model_messages(&self.context, &model.name, &origin));
+        self.model_messages.update(&self.context, &model.name, &origin);
+        let messages = self.model_messages.lend(&self.setup.seed);
+        // The tests run debug builds: every request is checked against a conversion of the whole context.
+        debug_assert_eq!(
+            messages[self.setup.seed.len()..],
+            to_model_messages(&self.context, &model.name, &origin)[..],
+            "the converted context of thread {} strayed from its context",
+            self.id
+        );
         ModelRequest {
             instructions: Some(self.setup.system_prompt.clone()),
             messages,
@@ -52,7 +61,9 @@ impl AgentThread {
         env.journal
             .open_message(ModelMessageEvent::placeholder(&message_id, &self.id, &created_at))
             .await;
-        let response = match self.stream_answer(env, &request, &message_id, &created_at).await {
+        let answered = self.stream_answer(env, &request, &message_id, &created_at).await;
+        self.return_request(request);
+        let response = match answered {
             Ok(response) => response,
             Err(LlmError::Cancelled) => return Ok(Some(ThreadExit::Cancelled)),
             Err(error) => {
@@ -99,6 +110,11 @@ impl AgentThread {
         }
         self.reject_malformed_questions(env).await?;
         Ok(None)
+    }
+
+    /// Takes back the messages a request borrowed from the converted context.
+    pub(crate) fn return_request(&mut self, request: ModelRequest) {
+        self.model_messages.give_back(request.messages, self.setup.seed.len());
     }
 
     async fn stream_answer(
