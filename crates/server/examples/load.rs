@@ -86,27 +86,13 @@ async fn turn(http: &reqwest::Client, server: &str, steps: usize) -> bool {
     )
     .await;
     let session_id = session["data"]["id"].as_str().unwrap();
-    let text = http
-        .post(format!("{server}/api/v1/sessions/{session_id}/turns"))
-        .json(&json!({"input": [{"type": "user.message",
-            "content": format!("go #steps={} #tool=get_current_datetime", steps - 1)}]}))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let last = text.rsplit("data: ").next().unwrap_or_default();
-    last.contains("\"type\":\"turn.done\"") && last.contains("\"status\":\"done\"")
+    let content = format!("go #steps={} #tool=get_current_datetime", steps - 1);
+    let last = stream_turn(http, server, session_id, &content).await;
+    ended_done(&last)
 }
 
-fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * fraction).round() as usize]
-}
-
-/// Runs one streamed turn of an existing session (continuing its latest turn) to its end; panics unless it
-/// ended `done`.
-async fn continue_turn(http: &reqwest::Client, server: &str, session_id: &str, content: &str) {
+/// Streams one turn of a session (continuing its latest turn) to its end; returns its last frame.
+async fn stream_turn(http: &reqwest::Client, server: &str, session_id: &str, content: &str) -> String {
     let text = http
         .post(format!("{server}/api/v1/sessions/{session_id}/turns"))
         .json(&json!({"input": [{"type": "user.message", "content": content}]}))
@@ -116,11 +102,22 @@ async fn continue_turn(http: &reqwest::Client, server: &str, session_id: &str, c
         .text()
         .await
         .unwrap();
-    let last = text.rsplit("data: ").next().unwrap_or_default();
-    assert!(
-        last.contains("\"type\":\"turn.done\"") && last.contains("\"status\":\"done\""),
-        "a turn did not finish done: {last}"
-    );
+    text.rsplit("data: ").next().unwrap_or_default().to_owned()
+}
+
+fn ended_done(last_frame: &str) -> bool {
+    last_frame.contains("\"type\":\"turn.done\"") && last_frame.contains("\"status\":\"done\"")
+}
+
+fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * fraction).round() as usize]
+}
+
+/// Runs one streamed turn of an existing session (continuing its latest turn) to its end; panics unless it
+/// ended `done`.
+async fn continue_turn(http: &reqwest::Client, server: &str, session_id: &str, content: &str) {
+    let last = stream_turn(http, server, session_id, content).await;
+    assert!(ended_done(&last), "a turn did not finish done: {last}");
 }
 
 /// The `--conversation` mode: see the module's documentation.

@@ -202,7 +202,8 @@ impl Runtime {
         options: RuntimeOptions,
     ) -> Self {
         let ids = Arc::new(EventIds::new());
-        let options_kept = options.kept_context_messages;
+        // Read before `options` moves into the runtime.
+        let kept_capacity = options.kept_context_messages;
         let owner = options
             .lease
             .as_ref()
@@ -222,7 +223,7 @@ impl Runtime {
             options,
             ids,
             lifecycle,
-            kept: Arc::new(ContextCache::new(options_kept)),
+            kept: Arc::new(ContextCache::new(kept_capacity)),
         }
     }
 
