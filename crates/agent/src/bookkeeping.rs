@@ -6,9 +6,11 @@
 use std::collections::{BTreeSet, HashSet};
 
 use serde_json::{Map, Value, json};
+use trueforge_store::session::model::CapabilityStatePatch;
 
-/// Calls whose execution began. A call listed here but without a result after a crash may have run: it is
-/// closed as interrupted, never run again.
+/// Calls whose execution began, or was about to: when none of a model answer's calls waits for the user,
+/// they are listed with the answer itself, in its commit. A call listed here but without a result after a
+/// crash may have run: it is closed as interrupted, never run again (at most once).
 const STARTED_TOOL_CALLS: &str = "tf.started_tool_calls";
 /// Calls an MCP server refused for want of the user's authorization. They stay open, so the turn that
 /// continues the conversation once the user authorized (an empty input) runs them again; a new user
@@ -89,6 +91,14 @@ impl Record {
             Self::SessionApprovals(tools) => {
                 Value::Array(tools.iter().map(|(server, tool)| json!([server, tool])).collect())
             }
+        }
+    }
+
+    /// The record as a store patch of its key.
+    pub fn patch(&self) -> CapabilityStatePatch {
+        CapabilityStatePatch {
+            key: self.key().to_owned(),
+            value: self.value(),
         }
     }
 

@@ -18,7 +18,7 @@ use trueforge_protocol::{
     TurnStreamingEvent,
 };
 use trueforge_store::SessionStore;
-use trueforge_store::session::model::{OpenMessage, StoredEvent, ThreadStep, TurnKey};
+use trueforge_store::session::model::{CapabilityStatePatch, OpenMessage, StoredEvent, ThreadStep, TurnKey};
 
 use crate::error::AgentError;
 use crate::ids::EventIds;
@@ -177,6 +177,7 @@ impl Journal {
         messages: Vec<ContextMessage>,
         usage: Option<CurrentContextUsage>,
         completion: Option<SubAgentCompletion>,
+        state_patch: Option<CapabilityStatePatch>,
     ) -> Result<(), AgentError> {
         self.write(events, |stored| {
             let step = ThreadStep {
@@ -185,6 +186,7 @@ impl Journal {
                 messages,
                 usage,
                 completion,
+                state_patch,
             };
             self.store.commit_thread_step(&self.key, step)
         })

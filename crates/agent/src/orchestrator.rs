@@ -316,7 +316,14 @@ impl Orchestrator {
                 let rows = vec![ContextMessage::Tool(result)];
                 let usage = parent.usage_with(&rows);
                 parent
-                    .commit(&self.env, vec![(event.into(), Publish::Stream)], rows, usage, None)
+                    .commit(
+                        &self.env,
+                        vec![(event.into(), Publish::Stream)],
+                        rows,
+                        usage,
+                        None,
+                        None,
+                    )
                     .await?;
             }
             parent.spawned.remove(&parent_ref.tool_call_id);
@@ -412,7 +419,14 @@ impl Orchestrator {
         let rows = vec![ContextMessage::tool_result(call_id, content)];
         let usage = thread.usage_with(&rows);
         thread
-            .commit(&self.env, vec![(event.into(), Publish::Stream)], rows, usage, None)
+            .commit(
+                &self.env,
+                vec![(event.into(), Publish::Stream)],
+                rows,
+                usage,
+                None,
+                None,
+            )
             .await
     }
 }

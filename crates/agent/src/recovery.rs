@@ -74,7 +74,7 @@ pub async fn reconcile_open_calls(
             continue;
         }
         let usage = thread.usage_with(&rows);
-        thread.commit(env, closing, rows, usage, None).await?;
+        thread.commit(env, closing, rows, usage, None, None).await?;
     }
     Ok(used)
 }

@@ -18,6 +18,7 @@ use trueforge_protocol::{
     SubAgentCompletion, ThreadId,
 };
 
+use crate::bookkeeping::Record;
 use crate::cancel::TurnCancel;
 use crate::capabilities::DeferredTools;
 use crate::context::{ModelMessages, ThreadNeed, thread_need};
@@ -194,8 +195,8 @@ impl AgentThread {
         }
     }
 
-    /// Commits a step: its events and rows are stored in one transaction, then kept in memory (and the
-    /// streamed events sent live).
+    /// Commits a step: its events, rows and `record` are stored in one transaction, then kept in memory
+    /// (and the streamed events sent live).
     pub(crate) async fn commit(
         &mut self,
         env: &TurnEnv,
@@ -203,10 +204,15 @@ impl AgentThread {
         rows: Vec<ContextMessage>,
         usage: CurrentContextUsage,
         completion: Option<SubAgentCompletion>,
+        record: Option<Record>,
     ) -> Result<(), AgentError> {
+        let patch = record.as_ref().map(Record::patch);
         env.journal
-            .commit(&self.id, events, rows.clone(), Some(usage), completion.clone())
+            .commit(&self.id, events, rows.clone(), Some(usage), completion.clone(), patch)
             .await?;
+        if let Some(record) = record {
+            record.write_into(&mut self.capability_state);
+        }
         self.context.extend(rows);
         self.usage = usage;
         if completion.is_some() {

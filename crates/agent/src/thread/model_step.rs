@@ -1,5 +1,6 @@
 //! The model step: one streamed model call, committed as the thread's next assistant row.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -13,12 +14,21 @@ use trueforge_protocol::{
 };
 
 use super::{AgentThread, ThreadExit, TurnEnv};
+use crate::bookkeeping::Record;
 use crate::capabilities::validate_question_arguments;
-use crate::context::to_model_messages;
+use crate::context::{awaits_user, to_model_messages};
 use crate::error::AgentError;
 use crate::ids::now_iso;
 use crate::journal::Publish;
 use crate::tools::{ToolKind, ToolSet, context_tool_info, error_json, wire_tool_info};
+
+/// The calls of a new answer that the tool step runs right away (none waits for the user), as the record
+/// that they started: committed with the answer, it spares the tool step a store write of its own.
+fn starting_at_once(calls: &[ContextToolCall]) -> Option<Record> {
+    let no_decisions = HashMap::new();
+    let run_at_once = !calls.is_empty() && !calls.iter().any(|call| awaits_user(call, &no_decisions));
+    run_at_once.then(|| Record::StartedToolCalls(calls.iter().map(|call| call.id.clone()).collect()))
+}
 
 /// Key in an assistant row's extra fields holding the id of its `model.message` event, which pause events
 /// name as `source_event_id`.
@@ -96,9 +106,21 @@ impl AgentThread {
             prompt_tokens: response.usage.input_tokens,
             completion_tokens: response.usage.output_tokens,
         };
+        let started = if finished {
+            None
+        } else {
+            starting_at_once(row.tool_calls.as_deref().unwrap_or_default())
+        };
         let quiet = vec![(SessionEvent::from(event.clone()), Publish::Quiet)];
-        self.commit(env, quiet, vec![ContextMessage::Assistant(row)], usage, completion)
-            .await?;
+        self.commit(
+            env,
+            quiet,
+            vec![ContextMessage::Assistant(row)],
+            usage,
+            completion,
+            started,
+        )
+        .await?;
         if let Some(error) = failure {
             return Ok(Some(ThreadExit::Failed {
                 error,
@@ -396,7 +418,7 @@ impl AgentThread {
             return Ok(());
         }
         let usage = self.usage_with(&rows);
-        self.commit(env, events, rows, usage, None).await
+        self.commit(env, events, rows, usage, None, None).await
     }
 }
 

@@ -58,9 +58,10 @@ impl AgentThread {
                 _ => to_run.push(call),
             }
         }
-        if !to_run.is_empty() {
-            let started = Record::StartedToolCalls(to_run.iter().map(|call| call.id.clone()).collect());
-            self.write_record(env, started).await?;
+        let started: Vec<String> = to_run.iter().map(|call| call.id.clone()).collect();
+        // The model step already recorded them when they run right away.
+        if !started.is_empty() && ThreadRecords::read(Some(&self.capability_state)).started_tool_calls != started {
+            self.write_record(env, Record::StartedToolCalls(started)).await?;
         }
         let executed = futures::future::join_all(to_run.iter().map(|call| self.execute(env, call))).await;
         for (call, outcome) in to_run.iter().zip(executed) {
@@ -216,7 +217,7 @@ impl AgentThread {
             })
             .collect();
         let usage = self.usage_with(&rows);
-        self.commit(env, events, rows, usage, None).await
+        self.commit(env, events, rows, usage, None, None).await
     }
 }
 

@@ -269,6 +269,16 @@ pub struct ThreadStep {
     pub usage: Option<CurrentContextUsage>,
     /// Set once, as in `append_to_thread_context`.
     pub completion: Option<SubAgentCompletion>,
+    /// One key of the thread's capability state set with the step, as
+    /// [`patch_thread_capability_state`](crate::SessionStore::patch_thread_capability_state) would.
+    pub state_patch: Option<CapabilityStatePatch>,
+}
+
+/// One key of a thread's capability state and its new value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapabilityStatePatch {
+    pub key: String,
+    pub value: Value,
 }
 
 /// One event with its per-turn sequence number.

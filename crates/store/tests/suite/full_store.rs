@@ -73,6 +73,7 @@ fn big_step(salt: usize) -> ThreadStep {
             .collect(),
         usage: None,
         completion: None,
+        state_patch: None,
     }
 }
 

@@ -221,6 +221,7 @@ async fn a_file_migrated_by_sqlx_is_taken_over_and_keeps_working() {
                 messages: vec![ContextMessage::user_text("assistant said: both are crossings")],
                 usage: None,
                 completion: None,
+                state_patch: None,
             },
         )
         .await

@@ -85,7 +85,11 @@ impl State {
         self.fence(key)?;
         self.thread_mut(key, &step.thread_id)?;
         self.append_events(key, step.events)?;
-        self.append_to_thread_context(key, &step.thread_id, step.messages, step.usage, step.completion)
+        self.append_to_thread_context(key, &step.thread_id, step.messages, step.usage, step.completion)?;
+        if let Some(patch) = step.state_patch {
+            self.patch_thread_capability_state(key, &step.thread_id, &patch.key, patch.value)?;
+        }
+        Ok(())
     }
 
     pub(super) fn overwrite_thread_context(

@@ -293,6 +293,7 @@ where
             messages,
             usage,
             completion,
+            state_patch: None,
         };
         let key = key.clone();
         self.db

@@ -1,9 +1,10 @@
 //! A thread step's commit: its events and context rows in one transaction, all or nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use serde_json::json;
 use trueforge_protocol::{ContextMessage, ContextToolMessage, SubAgentCompletion};
 use trueforge_store::StoreError;
-use trueforge_store::session::{ThreadStep, TurnKey};
+use trueforge_store::session::{CapabilityStatePatch, ThreadStep, TurnKey};
 
 use super::fixtures::*;
 
@@ -26,6 +27,7 @@ fn step(thread_id: &str, seqs: &[u64], texts: &[&str]) -> ThreadStep {
         messages: texts.iter().map(|text| ContextMessage::assistant_text(*text)).collect(),
         usage: Some(usage(42)),
         completion: None,
+        state_patch: None,
     }
 }
 
@@ -132,6 +134,70 @@ pub async fn step_without_a_completion_keeps_the_stored_one(store: Store) {
     assert_eq!(main_context(&store, &turn_key).await, ["hello", "done", "again"]);
 }
 
+fn with_patch(mut step: ThreadStep, key: &str, value: serde_json::Value) -> ThreadStep {
+    step.state_patch = Some(CapabilityStatePatch { key: key.into(), value });
+    step
+}
+
+async fn main_state(store: &Store, turn_key: &TurnKey) -> Option<serde_json::Map<String, serde_json::Value>> {
+    store
+        .thread_capability_state(turn_key, &MAIN.into())
+        .await
+        .expect("capability state")
+}
+
+/// A step's capability-state key is set in the step's own transaction, next to the other keys, and a
+/// later step or patch of the same key replaces it.
+pub async fn step_sets_a_capability_key_with_its_rows(store: Store) {
+    let turn_key = running(&store).await;
+    store
+        .patch_thread_capability_state(&turn_key, &MAIN.into(), "plan", json!({"v": 1}))
+        .await
+        .unwrap();
+    store
+        .commit_thread_step(
+            &turn_key,
+            with_patch(step(MAIN, &[1], &["first"]), "tf.started_tool_calls", json!(["a"])),
+        )
+        .await
+        .expect("commit");
+    let state = main_state(&store, &turn_key).await.expect("a state");
+    assert_eq!(state.get("plan"), Some(&json!({"v": 1})), "other keys stay");
+    assert_eq!(state.get("tf.started_tool_calls"), Some(&json!(["a"])));
+    store
+        .commit_thread_step(
+            &turn_key,
+            with_patch(step(MAIN, &[2], &["second"]), "tf.started_tool_calls", json!([])),
+        )
+        .await
+        .expect("commit");
+    let state = main_state(&store, &turn_key).await.expect("a state");
+    assert_eq!(state.get("tf.started_tool_calls"), Some(&json!([])));
+    let record = store.get_turn(&turn_key).await.unwrap().unwrap();
+    assert_eq!(record.snapshot.threads[MAIN].capability_state, Some(state));
+}
+
+/// A refused step sets no key either.
+pub async fn refused_step_sets_no_capability_key(store: Store) {
+    let turn_key = running(&store).await;
+    store
+        .commit_thread_step(&turn_key, step(MAIN, &[1, 2], &["first"]))
+        .await
+        .unwrap();
+    let error = store
+        .commit_thread_step(&turn_key, with_patch(step(MAIN, &[2], &["stale"]), "k", json!(1)))
+        .await
+        .expect_err("seq 2 is taken");
+    assert!(matches!(error, StoreError::EventSequenceConflict { .. }), "{error:?}");
+    finish(&store, &turn_key).await;
+    let error = store
+        .commit_thread_step(&turn_key, with_patch(step(MAIN, &[9], &["late"]), "k", json!(2)))
+        .await
+        .expect_err("terminal turn");
+    assert!(matches!(error, StoreError::TurnNotRunning { .. }), "{error:?}");
+    assert_eq!(main_state(&store, &turn_key).await, None);
+}
+
 contract_group!(
     step_commits_events_and_rows_together,
     step_without_events_appends_rows_only,
@@ -139,4 +205,6 @@ contract_group!(
     step_with_a_stale_seq_writes_nothing,
     step_on_a_finished_turn_is_refused,
     step_without_a_completion_keeps_the_stored_one,
+    step_sets_a_capability_key_with_its_rows,
+    refused_step_sets_no_capability_key,
 );

@@ -296,7 +296,11 @@ pub(crate) async fn commit_thread_step<C: SessionSql>(conn: &mut C, key: TurnKey
         .await?;
     let (segment_id,) = segment_id.ok_or_else(|| thread_not_found(&key, &step.thread_id))?;
     insert_events(conn, &key, &step.events, now).await?;
-    append_messages(conn, &key, segment_id, &step.messages).await
+    append_messages(conn, &key, segment_id, &step.messages).await?;
+    if let Some(patch) = step.state_patch {
+        set_capability_key(conn, &key, &step.thread_id, patch.key, patch.value).await?;
+    }
+    Ok(())
 }
 
 pub(crate) async fn overwrite_thread_context<C: SessionSql>(
@@ -380,9 +384,7 @@ pub(crate) async fn patch_mcp_servers<C: SessionSql>(
     Ok(())
 }
 
-/// Sets one key in place when the engine can name it as a path: the runtime writes a key before every tool
-/// step, so a read and a rewrite of the whole map would cost a statement more each time. Other keys rewrite
-/// the whole map.
+/// Sets one key of a thread's capability state, fenced like every turn write.
 pub(crate) async fn patch_thread_capability_state<C: SessionSql>(
     conn: &mut C,
     key: TurnKey,
@@ -392,15 +394,28 @@ pub(crate) async fn patch_thread_capability_state<C: SessionSql>(
 ) -> StoreResult<()> {
     let now = conn.now().await?;
     fence(conn, &key, now).await?;
+    set_capability_key(conn, &key, &thread_id, state_key, state).await
+}
+
+/// Sets one key in place when the engine can name it as a path: the runtime writes a key before every tool
+/// step, so a read and a rewrite of the whole map would cost a statement more each time. Other keys rewrite
+/// the whole map. The caller has fenced the turn.
+async fn set_capability_key<C: SessionSql>(
+    conn: &mut C,
+    key: &TurnKey,
+    thread_id: &ThreadId,
+    state_key: String,
+    state: Value,
+) -> StoreResult<()> {
     let Some(path) = C::capability_key_path(&state_key) else {
-        let current = read_capability_state(conn, &key, &thread_id)
+        let current = read_capability_state(conn, key, thread_id)
             .await?
-            .ok_or_else(|| thread_not_found(&key, &thread_id))?;
+            .ok_or_else(|| thread_not_found(key, thread_id))?;
         let mut map = current.unwrap_or_default();
         map.insert(state_key, state);
         conn.execute(
             "UPDATE turn_thread SET capability_state = $4 WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3",
-            &params![&key.session_id, &key.turn_id, &thread_id, Param::json(&map)?],
+            &params![&key.session_id, &key.turn_id, thread_id, Param::json(&map)?],
         )
         .await?;
         return Ok(());
@@ -412,9 +427,9 @@ pub(crate) async fn patch_thread_capability_state<C: SessionSql>(
                  WHERE session_id = $1 AND turn_id = $2 AND thread_id = $3 RETURNING thread_id",
                 C::SET_CAPABILITY_KEY
             ),
-            &params![&key.session_id, &key.turn_id, &thread_id, Param::json(&state)?, path],
+            &params![&key.session_id, &key.turn_id, thread_id, Param::json(&state)?, path],
         )
         .await?;
-    updated.ok_or_else(|| thread_not_found(&key, &thread_id))?;
+    updated.ok_or_else(|| thread_not_found(key, thread_id))?;
     Ok(())
 }
