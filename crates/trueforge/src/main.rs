@@ -30,6 +30,8 @@ enum Command {
     Migrate,
     /// Checks the configuration, the database, the model providers and the sandbox prerequisites.
     Doctor,
+    /// Prints the HTTP API's OpenAPI document (the one `GET /api/v1/openapi.json` serves), pretty-printed.
+    Openapi,
     /// Chats with an agent in the terminal, over the API of a running server.
     Chat {
         /// Continue this session instead of starting one.
@@ -90,6 +92,7 @@ fn main() -> ExitCode {
             Command::Serve { port } => serve(port).await.map(|()| ExitCode::SUCCESS),
             Command::Migrate => migrate().await.map(|()| ExitCode::SUCCESS),
             Command::Doctor => doctor::run().await.map(|()| ExitCode::SUCCESS),
+            Command::Openapi => print_openapi().map(|()| ExitCode::SUCCESS),
             Command::Chat { session, agent, server } => chat::chat(chat::ChatArgs {
                 session,
                 agent: agent.choice(),
@@ -125,6 +128,15 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The document as the SDK generators read it: pretty JSON and a final newline, so a committed copy diffs
+/// line by line.
+fn print_openapi() -> Result<(), String> {
+    let json = serde_json::to_string_pretty(&trueforge_server::openapi::document())
+        .map_err(|error| format!("cannot serialise the OpenAPI document: {error}"))?;
+    println!("{json}");
+    Ok(())
 }
 
 fn config(port: Option<u16>) -> Result<ServerConfig, String> {

@@ -133,3 +133,20 @@ fn blocking_get(url: &str) -> Result<String, std::io::Error> {
     }
     Ok(body.to_owned())
 }
+
+/// The SDKs generate their types from `sdk/typescript/openapi.json`: it must be exactly what the server
+/// serves, so a change to the API that is not carried to the SDK fails here.
+#[test]
+fn the_sdk_openapi_document_is_the_served_one() {
+    let output = binary().arg("openapi").output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let printed = String::from_utf8(output.stdout).unwrap();
+    let document: serde_json::Value = serde_json::from_str(&printed).expect("the document is JSON");
+    assert!(document["paths"]["/api/v1/sessions/{session_id}/turns"]["post"].is_object());
+    let committed_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sdk/typescript/openapi.json");
+    let committed = std::fs::read_to_string(committed_path).unwrap();
+    assert!(
+        committed == printed,
+        "sdk/typescript/openapi.json is stale: run `cargo run -p trueforge -- openapi > sdk/typescript/openapi.json`"
+    );
+}
