@@ -1,0 +1,62 @@
+// The errors every call of the SDK may throw. One base class, so `catch (e) { if (e instanceof TrueForgeError) }`
+// covers the SDK; a subclass per cause, so callers can tell a refusal of the server from a lost connection.
+
+/** The `error` object of the server's error envelope (`{"error": {...}}`). */
+export interface ErrorBody {
+  readonly message: string;
+  readonly code?: string | undefined;
+  readonly param?: string | undefined;
+  readonly type?: string | undefined;
+}
+
+/** Base class of every error the SDK throws. */
+export class TrueForgeError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** The server answered with a status outside 2xx. */
+export class TrueForgeApiError extends TrueForgeError {
+  /** The HTTP status. */
+  readonly status: number;
+  /** The server's error, when it answered with its JSON envelope. */
+  readonly error: ErrorBody | undefined;
+  /** The raw body text when it was not the JSON envelope (an HTML page of a proxy, for example). */
+  readonly bodyText: string | undefined;
+  /** The `x-request-id` header, when the server sent one. */
+  readonly requestId: string | undefined;
+
+  constructor(init: {
+    status: number;
+    error?: ErrorBody | undefined;
+    bodyText?: string | undefined;
+    requestId?: string | undefined;
+    method: string;
+    path: string;
+  }) {
+    const reason =
+      init.error?.message ?? (init.bodyText ? "the answer was not TrueForge's JSON error" : "no body");
+    super(`${init.method} ${init.path} failed with ${init.status}: ${reason}`);
+    this.status = init.status;
+    this.error = init.error;
+    this.bodyText = init.bodyText;
+    this.requestId = init.requestId;
+  }
+}
+
+/** No answer: the connection failed or broke before the response (or the stream) was complete. */
+export class TrueForgeConnectionError extends TrueForgeError {}
+
+/** The call took longer than its timeout. */
+export class TrueForgeTimeoutError extends TrueForgeError {}
+
+/** The caller's `AbortSignal` aborted the call. */
+export class TrueForgeAbortError extends TrueForgeError {}
+
+/**
+ * The server answered something that is not the protocol: a 2xx that is not JSON (an HTML page), malformed JSON
+ * in an SSE frame, an SSE `id` that is not a sequence number.
+ */
+export class TrueForgeProtocolError extends TrueForgeError {}
