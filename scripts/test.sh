@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The one test command: provisions a throwaway Postgres 15 (installing it when missing and running as root),
 # exports its URL, runs the whole workspace's tests with nextest, and stops Postgres whatever happens; then
-# fuzzes a real server against its own OpenAPI document with schemathesis (see run_schemathesis below).
+# fuzzes a real server against its own OpenAPI document with schemathesis (see run_schemathesis below) and
+# runs the TypeScript SDK's checks and tests (run_sdk_typescript).
 #
 #   scripts/test.sh [nextest arguments]   everything (with arguments, a filtered nextest run and no fuzzing)
 #   scripts/test.sh --schemathesis-only   the fuzzing alone (no Postgres needed)
+#   scripts/test.sh --sdk-only            the TypeScript SDK's lint, type checks and tests alone
 #   (--schemathesis-isolated is the script calling itself inside the fuzzing's network namespace)
 #
-# TRUEFORGE_TEST_SCHEMATHESIS=0 skips the fuzzing.
+# TRUEFORGE_TEST_SCHEMATHESIS=0 skips the fuzzing; TRUEFORGE_TEST_SDK=0 skips the TypeScript SDK.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -140,7 +142,38 @@ TOML
   return "$status"
 )
 
+# The TypeScript SDK (sdk/typescript): lint, type checks and its tests, which run against the release
+# `trueforge` binary and the fake model server (no mocked HTTP) and drive Debian's Chromium for the browser
+# test. Its npm packages install from the package's lockfile through a cache under ~/.cache.
+NPM_CACHE_DIR="${TRUEFORGE_TEST_NPM_CACHE:-$HOME/.cache/trueforge-npm}"
+run_sdk_typescript() (
+  set -euo pipefail
+  command -v npm >/dev/null 2>&1 || { echo "test.sh: npm is needed for the TypeScript SDK's tests" >&2; return 1; }
+  if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" -ne 0 ]; then
+      echo "test.sh: the SDK's browser test needs Chromium; install the 'chromium' package (needs root)" >&2
+      return 1
+    fi
+    echo "test.sh: installing chromium from Debian packages" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+      || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+  fi
+  cargo build --quiet --release -p trueforge --bin trueforge -p trueforge-testkit --bin fake-llm
+  local target_dir
+  target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+  cd sdk/typescript
+  npm ci --cache "$NPM_CACHE_DIR" --prefer-offline --no-audit --no-fund --silent
+  npm run --silent typecheck
+  npm run --silent lint
+  echo "test.sh: the TypeScript SDK's tests against $target_dir/release/trueforge" >&2
+  TRUEFORGE_BIN="$target_dir/release/trueforge" FAKE_LLM_BIN="$target_dir/release/fake-llm" npm test
+)
+
 case "${1:-}" in
+  --sdk-only)
+    run_sdk_typescript
+    exit $?
+    ;;
   --schemathesis-only)
     run_schemathesis
     exit $?
@@ -243,10 +276,16 @@ cargo nextest run --workspace --no-fail-fast "$@" || nextest_status=$?
 if [ "$#" -gt 0 ] || [ "${TRUEFORGE_TEST_SCHEMATHESIS:-1}" = "0" ]; then
   exit "$nextest_status"
 fi
-# Called as a plain command (not in `||`), so `set -e` holds inside it.
+# Called as plain commands (not in `||`), so `set -e` holds inside them.
 set +e
 run_schemathesis
 schemathesis_status=$?
+sdk_status=0
+if [ "${TRUEFORGE_TEST_SDK:-1}" != "0" ]; then
+  run_sdk_typescript
+  sdk_status=$?
+fi
 set -e
 [ "$nextest_status" -eq 0 ] || exit "$nextest_status"
-exit "$schemathesis_status"
+[ "$schemathesis_status" -eq 0 ] || exit "$schemathesis_status"
+exit "$sdk_status"
