@@ -353,6 +353,16 @@ class ResumingTurnStream implements TurnStream {
         }
         throw error;
       }
+      if (response.headers.get("content-type") === null) {
+        // What a browser makes of a connection that broke inside the headers: the status line parsed, no
+        // headers, no body. The server always names its type, so this is a broken answer, not a protocol one.
+        response.body?.cancel().catch(() => {});
+        return new Retryable(
+          new TrueForgeConnectionError(
+            `${method} ${path} answered ${response.status} without headers (cut short?)`,
+          ),
+        );
+      }
       if (!isEventStream(response)) {
         let snippet = "";
         try {
@@ -361,7 +371,7 @@ class ResumingTurnStream implements TurnStream {
           // the type alone says enough
         }
         throw new TrueForgeProtocolError(
-          `${method} ${path} answered ${response.status} with ${response.headers.get("content-type") ?? "no content type"}, not an event stream${snippet ? `: ${snippet}` : ""}`,
+          `${method} ${path} answered ${response.status} with ${response.headers.get("content-type")}, not an event stream${snippet ? `: ${snippet}` : ""}`,
         );
       }
       if (response.body === null) {

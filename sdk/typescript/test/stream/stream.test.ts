@@ -153,6 +153,20 @@ describe("createTurnStream", () => {
     assert.equal(transport.requests.length, 1);
   });
 
+  test("a 2xx without any header (a browser's reading of an answer cut in its headers) is retried", async () => {
+    const events = turnEvents(4);
+    const headerless = () => new Response(null, { status: 200 });
+    const transport = new CannedTransport([
+      sse(frames(events, 1, 2), { end: "break" }),
+      headerless,
+      sse(frames(events, 3, 4)),
+    ]);
+    const { events: got, error } = await collect(createTurnStream(transport, SESSION, BODY, FAST));
+    assert.equal(error, undefined);
+    assert.deepEqual(seqs(got), range(1, 4));
+    assert.equal(transport.requests.length, 3);
+  });
+
   test("a 500 mid-stream, then 503 and 429 on resuming, then recovery", async () => {
     const events = turnEvents(6);
     const transport = new CannedTransport([
