@@ -90,12 +90,17 @@ before(async () => {
   const script = bundle.outputFiles[0]?.text ?? "";
   assert.ok(script.includes("trueforgeRun"), "the page script was bundled");
   server = await startServer();
+  // Chromium errors a body as soon as the connection breaks, dropping bytes that arrived just before and were
+  // not read yet: the connection lingers a little after a cut so that the page reads what it was sent.
   proxy = await CutProxy.start(server.baseUrl, {
-    "/": {
-      type: "text/html; charset=utf-8",
-      body: '<!doctype html><meta charset="utf-8"><title>stream</title><script type="module" src="/page.js"></script>',
+    lingerMs: 100,
+    files: {
+      "/": {
+        type: "text/html; charset=utf-8",
+        body: '<!doctype html><meta charset="utf-8"><title>stream</title><script type="module" src="/page.js"></script>',
+      },
+      "/page.js": { type: "text/javascript; charset=utf-8", body: script },
     },
-    "/page.js": { type: "text/javascript; charset=utf-8", body: script },
   });
   browser = await chromium.launch({
     executablePath: CHROMIUM,

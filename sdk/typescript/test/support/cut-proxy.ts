@@ -160,11 +160,20 @@ export class CutProxy {
     private readonly server: Server,
     private readonly upstream: { host: string; port: number },
     private readonly files: Map<string, StaticFile>,
+    private readonly lingerMs: number,
     readonly baseUrl: string,
   ) {}
 
-  /** Starts a proxy to `upstreamUrl` (e.g. `http://127.0.0.1:4000`) on a free port of 127.0.0.1. */
-  static async start(upstreamUrl: string, files: Record<string, StaticFile> = {}): Promise<CutProxy> {
+  /**
+   * Starts a proxy to `upstreamUrl` (e.g. `http://127.0.0.1:4000`) on a free port of 127.0.0.1. `files`: what
+   * it serves itself (by path). `lingerMs`: how long the client's connection stays open, silent, after the
+   * bytes before a cut were sent (0: closed at once; a browser may then drop bytes it had not read yet,
+   * since the error overtakes them).
+   */
+  static async start(
+    upstreamUrl: string,
+    options: { files?: Record<string, StaticFile>; lingerMs?: number } = {},
+  ): Promise<CutProxy> {
     const url = new URL(upstreamUrl);
     const server = createServer();
     await new Promise<void>((resolve, reject) => {
@@ -176,7 +185,8 @@ export class CutProxy {
     const proxy = new CutProxy(
       server,
       { host: url.hostname, port: Number(url.port) },
-      new Map(Object.entries(files)),
+      new Map(Object.entries(options.files ?? {})),
+      options.lingerMs ?? 0,
       `http://127.0.0.1:${port}`,
     );
     server.on("connection", (socket) => proxy.accept(socket));
@@ -219,6 +229,8 @@ export class CutProxy {
     let response: PassingResponse | undefined;
     let pending = Buffer.alloc(0);
     let closed = false;
+    /** Cut, closing after the linger: the upstream's end must not close the client sooner. */
+    let lingering = false;
 
     const closeAll = () => {
       if (closed) {
@@ -240,15 +252,17 @@ export class CutProxy {
       this.sockets.add(socket);
       socket.setNoDelay(true);
       socket.on("data", (chunk: Buffer) => response?.data(chunk));
-      socket.on("end", () => {
+      const upstreamGone = () => {
         response?.end();
-        closeAll();
-      });
-      socket.on("error", () => closeAll());
+        if (!lingering) {
+          closeAll();
+        }
+      };
+      socket.on("end", upstreamGone);
+      socket.on("error", upstreamGone);
       socket.on("close", () => {
         this.sockets.delete(socket);
-        response?.end();
-        closeAll();
+        upstreamGone();
       });
       return socket;
     };
@@ -296,7 +310,15 @@ export class CutProxy {
           this.requests.push(seen);
         }
         upstream ??= openUpstream();
-        response = new PassingResponse(seen, client, closeAll);
+        response = new PassingResponse(seen, client, () => {
+          if (this.lingerMs > 0) {
+            lingering = true;
+            upstream?.destroy();
+            setTimeout(closeAll, this.lingerMs);
+          } else {
+            closeAll();
+          }
+        });
         if (!response.done) {
           upstream.write(request);
         }
