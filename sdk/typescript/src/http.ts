@@ -284,12 +284,16 @@ async function apiError(response: Response, method: string, path: string): Promi
       const inner = (parsed as { error?: unknown } | null)?.error;
       if (typeof inner === "object" && inner !== null && typeof (inner as ErrorBody).message === "string") {
         const body = inner as Record<string, unknown>;
-        error = {
+        const found: { message: string; code?: string; param?: string; type?: string } = {
           message: body.message as string,
-          code: typeof body.code === "string" ? body.code : undefined,
-          param: typeof body.param === "string" ? body.param : undefined,
-          type: typeof body.type === "string" ? body.type : undefined,
         };
+        for (const key of ["code", "param", "type"] as const) {
+          const value = body[key];
+          if (typeof value === "string") {
+            found[key] = value;
+          }
+        }
+        error = found;
       }
     } catch {
       // Not JSON: kept as text below.

@@ -8,6 +8,7 @@ import {
   paginate,
   type Session,
   type SessionEventItem,
+  toStoredEvent,
   type UpdateSessionRequest,
   withPageToken,
 } from "./types.js";
@@ -78,16 +79,20 @@ export class Sessions {
   }
 
   /** One page of the persisted events of a branch of the session's turns, newest first. */
-  events(
+  async events(
     sessionId: string,
     query?: ListSessionEventsQuery,
     options?: RequestOptions,
   ): Promise<Page<SessionEventItem>> {
-    return this.#http.call("get", "/api/v1/sessions/{session_id}/events", {
+    const page = await this.#http.call("get", "/api/v1/sessions/{session_id}/events", {
       ...options,
       path: { session_id: sessionId },
       query,
     });
+    return {
+      ...page,
+      data: page.data.map((item) => ({ turn_id: item.turn_id, event: toStoredEvent(item.event) })),
+    };
   }
 
   /** Every page of the session's events, newest first, fetched as the loop asks. */

@@ -2,6 +2,7 @@
 // end, answer what it waits on. The streaming calls are added in `turn-streams.ts`.
 
 import type { ActionBatch } from "../actions.js";
+import type { StoredEvent } from "../events.js";
 import type { operations } from "../generated/schema.js";
 import { type HttpClient, type RequestOptions, randomId } from "../http.js";
 import { type TurnOutcome, type WaitOptions, waitForTurn } from "../poll.js";
@@ -9,8 +10,8 @@ import {
   type CreateTurnRequest,
   type Page,
   paginate,
-  type SessionEvent,
   type Turn,
+  toStoredEvent,
   withPageToken,
 } from "./types.js";
 
@@ -85,17 +86,18 @@ export class TurnCalls {
   }
 
   /** One page of a turn's persisted events (no deltas), in order by default. */
-  events(
+  async events(
     sessionId: string,
     turnId: string,
     query?: ListTurnEventsQuery,
     options?: RequestOptions,
-  ): Promise<Page<SessionEvent>> {
-    return this.http.call("get", "/api/v1/sessions/{session_id}/turns/{turn_id}/events", {
+  ): Promise<Page<StoredEvent>> {
+    const page = await this.http.call("get", "/api/v1/sessions/{session_id}/turns/{turn_id}/events", {
       ...options,
       path: { session_id: sessionId, turn_id: turnId },
       query,
     });
+    return { ...page, data: page.data.map(toStoredEvent) };
   }
 
   /** Every page of a turn's events, fetched as the loop asks. */
@@ -104,7 +106,7 @@ export class TurnCalls {
     turnId: string,
     query: ListTurnEventsQuery = {},
     options?: RequestOptions,
-  ): AsyncGenerator<Page<SessionEvent>, void, undefined> {
+  ): AsyncGenerator<Page<StoredEvent>, void, undefined> {
     return paginate(
       (token) => this.events(sessionId, turnId, withPageToken(query, token), options),
       query.page_token,

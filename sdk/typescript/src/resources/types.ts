@@ -1,5 +1,6 @@
 // Names for the API's shapes, all taken from the generated document.
 
+import { type StoredEvent, toTurnEvent, UNKNOWN_EVENT } from "../events.js";
 import type { components } from "../generated/schema.js";
 
 type Schemas = components["schemas"];
@@ -30,8 +31,11 @@ export type Me = Schemas["GetMeResponse"];
 export type ModelProviderManifest = Schemas["ModelProviderManifest"];
 export type SandboxProviderManifest = Schemas["SandboxProviderManifest"];
 export type Session = Schemas["Session"];
-export type SessionEvent = Schemas["SessionEvent"];
-export type SessionEventItem = Schemas["SessionEventItem"];
+/** A persisted event with the turn it belongs to; the event typed as a closed union (see `events.ts`). */
+export interface SessionEventItem {
+  readonly turn_id: Schemas["SessionEventItem"]["turn_id"];
+  readonly event: StoredEvent;
+}
 export type SkillManifest = Schemas["SkillManifest"];
 export type TokenPagination = Schemas["TokenPagination"];
 export type Turn = Schemas["Turn"];
@@ -70,4 +74,15 @@ export function withPageToken<Q extends { readonly page_token?: string }>(
 ): Q {
   const { page_token: _ignored, ...rest } = query;
   return (token === undefined ? rest : { ...rest, page_token: token }) as Q;
+}
+
+/** A persisted event as received, typed as a {@link StoredEvent} (an unknown `type` becomes an `UnknownEvent`). */
+export function toStoredEvent(value: Schemas["SessionEvent"]): StoredEvent {
+  return (
+    (toTurnEvent(value) as StoredEvent | null) ?? {
+      type: UNKNOWN_EVENT,
+      receivedType: String((value as { type?: unknown }).type),
+      data: value as Record<string, unknown>,
+    }
+  );
 }
