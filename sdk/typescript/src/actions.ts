@@ -130,7 +130,7 @@ export class ActionBatch {
       const wanted = call.kind === "approval" ? "approve or deny" : "answer";
       throw new TrueForgeActionError(
         "wrong_kind",
-        `the tool call ${toolCallId} waits for a ${call.kind}: ${wanted} it`,
+        `the tool call ${toolCallId} waits for ${call.kind === "approval" ? "an approval" : "an answer"}: ${wanted} it`,
         [toolCallId],
       );
     }
