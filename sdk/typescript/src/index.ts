@@ -1,4 +1,46 @@
 // @trueforge/sdk: the public surface.
 
+export * from "./actions.js";
+export { TrueForge, type TrueForgeOptions } from "./client.js";
+export * from "./errors.js";
 export * from "./events.js";
 export type { components, operations, paths } from "./generated/schema.js";
+export {
+  DEFAULT_MAX_RETRIES,
+  DEFAULT_TIMEOUT_MS,
+  type FetchFunction,
+  HttpClient,
+  type HttpOptions,
+  IDEMPOTENCY_HEADER,
+  isRepeatable,
+  isRetryableStatus,
+  parseRetryAfter,
+  type RequestOptions,
+  type RetryOptions,
+  retryDelay,
+  type StreamTransport,
+  type TokenSupplier,
+} from "./http.js";
+export { outcomeOf, type TurnOutcome, type TurnReader, type WaitOptions, waitForTurn } from "./poll.js";
+export type { Agents, AgentToolApprovals } from "./resources/agents.js";
+export type { Auth, LoginCallbackQuery } from "./resources/auth.js";
+export type { Catalogs } from "./resources/catalogs.js";
+export type { McpServers, OAuthCallbackQuery } from "./resources/mcp-servers.js";
+export type { ListSessionEventsQuery, ListSessionsQuery, Sessions } from "./resources/sessions.js";
+export type { Settings } from "./resources/settings.js";
+export type {
+  RespondStreamOptions,
+  SubscribeOptions,
+  TurnStream,
+  TurnStreamOptions,
+  Turns,
+} from "./resources/turn-streams.js";
+export type {
+  CreateTurnOptions,
+  ListTurnEventsQuery,
+  ListTurnsQuery,
+  RespondOptions,
+  TurnBody,
+  TurnCalls,
+} from "./resources/turns.js";
+export * from "./resources/types.js";

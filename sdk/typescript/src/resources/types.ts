@@ -1,0 +1,88 @@
+// Names for the API's shapes, all taken from the generated document.
+
+import { type StoredEvent, toTurnEvent, UNKNOWN_EVENT } from "../events.js";
+import type { components } from "../generated/schema.js";
+
+type Schemas = components["schemas"];
+
+export type Agent = Schemas["Agent"];
+export type AgentSpec = Schemas["AgentSpec"];
+export type AgentToolApproval = Schemas["AgentToolApproval"];
+export type AvailableMcpServer = Schemas["AvailableMCPServer"];
+export type AvailableModel = Schemas["AvailableModel"];
+export type AvailableSkill = Schemas["AvailableSkill"];
+export type Capabilities = Schemas["CapabilitiesData"];
+export type CatalogMcpServer = Schemas["CatalogMCPServer"];
+export type CatalogModelProvider = Schemas["CatalogModelProvider"];
+export type CatalogSandboxProvider = Schemas["CatalogSandboxProvider"];
+export type ConfiguredMcpServer = Schemas["ConfiguredMCPServer"];
+export type ConfiguredModelProvider = Schemas["ConfiguredModelProvider"];
+export type ConfiguredSandboxProvider = Schemas["ConfiguredSandboxProvider"];
+export type ConfiguredSkill = Schemas["ConfiguredSkill"];
+export type CreateAgentRequest = Schemas["CreateAgentRequest"];
+export type CreateSessionRequest = Schemas["CreateSessionRequest"];
+export type CreateTurnRequest = Schemas["CreateTurnRequest"];
+export type McpAuthStatus = Schemas["MCPAuthStatus"] & {
+  /** With `auth_required` for an OAuth server: where to send the user (missing from the document's schema). */
+  readonly authorization_url?: string;
+};
+export type McpServerManifest = Schemas["MCPServerManifest"];
+export type Me = Schemas["GetMeResponse"];
+export type ModelProviderManifest = Schemas["ModelProviderManifest"];
+export type SandboxProviderManifest = Schemas["SandboxProviderManifest"];
+export type Session = Schemas["Session"];
+/** A persisted event with the turn it belongs to; the event typed as a closed union (see `events.ts`). */
+export interface SessionEventItem {
+  readonly turn_id: Schemas["SessionEventItem"]["turn_id"];
+  readonly event: StoredEvent;
+}
+export type SkillManifest = Schemas["SkillManifest"];
+export type TokenPagination = Schemas["TokenPagination"];
+export type Turn = Schemas["Turn"];
+export type TurnState = Schemas["TurnState"];
+export type UpdateSessionRequest = Schemas["UpdateSessionRequest"];
+
+/** A page of a paged list: the items and where the next page starts. */
+export interface Page<T> {
+  readonly data: T[];
+  readonly pagination: TokenPagination;
+}
+
+/**
+ * The pages of a paged list, fetched one by one as the loop asks for them, from `pageToken` (the first page
+ * when absent) to the last.
+ */
+export async function* paginate<T>(
+  fetchPage: (pageToken: string | undefined) => Promise<Page<T>>,
+  pageToken?: string,
+): AsyncGenerator<Page<T>, void, undefined> {
+  let token = pageToken;
+  for (;;) {
+    const page = await fetchPage(token);
+    yield page;
+    token = page.pagination.next_page_token;
+    if (!token) {
+      return;
+    }
+  }
+}
+
+/** `query` with the page token `token` (without one when `undefined`). */
+export function withPageToken<Q extends { readonly page_token?: string }>(
+  query: Q,
+  token: string | undefined,
+): Q {
+  const { page_token: _ignored, ...rest } = query;
+  return (token === undefined ? rest : { ...rest, page_token: token }) as Q;
+}
+
+/** A persisted event as received, typed as a {@link StoredEvent} (an unknown `type` becomes an `UnknownEvent`). */
+export function toStoredEvent(value: Schemas["SessionEvent"]): StoredEvent {
+  return (
+    (toTurnEvent(value) as StoredEvent | null) ?? {
+      type: UNKNOWN_EVENT,
+      receivedType: String((value as { type?: unknown }).type),
+      data: value as Record<string, unknown>,
+    }
+  );
+}
