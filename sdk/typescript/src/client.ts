@@ -1,6 +1,6 @@
 // The client: one object with a property per resource of the API.
 
-import { HttpClient, type HttpOptions, type RequestOptions, type StreamTransport } from "./http.js";
+import { HttpClient, type HttpOptions, type RequestOptions } from "./http.js";
 import { Agents } from "./resources/agents.js";
 import { Auth } from "./resources/auth.js";
 import { Catalogs } from "./resources/catalogs.js";
@@ -9,6 +9,7 @@ import { Sessions } from "./resources/sessions.js";
 import { Settings } from "./resources/settings.js";
 import { type TurnStreamOptions, Turns } from "./resources/turn-streams.js";
 import type { AvailableModel, AvailableSkill, Capabilities } from "./resources/types.js";
+import type { StreamTransport } from "./stream.js";
 
 export interface TrueForgeOptions extends HttpOptions {
   /** Default options of every turn stream (reconnection and the like; see the stream module). */

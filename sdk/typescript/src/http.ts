@@ -12,6 +12,7 @@ import {
   TrueForgeTimeoutError,
 } from "./errors.js";
 import type { paths } from "./generated/schema.js";
+import type { StreamTransport } from "./stream.js";
 
 /** A bearer token, or a function that returns the current one (called before every attempt). */
 export type TokenSupplier = string | (() => string | null | undefined | Promise<string | null | undefined>);
@@ -59,15 +60,6 @@ export interface RequestOptions {
   readonly headers?: Readonly<Record<string, string>> | undefined;
   /** Retries for this call (default: the client's). */
   readonly maxRetries?: number | undefined;
-}
-
-/**
- * What the turn stream module needs to talk to the server: the client's base URL, credentials and default
- * headers, and nothing else (no timeout, no retry, no status check). Rejects with `TrueForgeConnectionError`
- * when no answer came, `TrueForgeAbortError` when `init.signal` aborted; answers with any status.
- */
-export interface StreamTransport {
-  request(path: string, init: RequestInit): Promise<Response>;
 }
 
 export const DEFAULT_TIMEOUT_MS = 60_000;

@@ -18,7 +18,6 @@ export {
   type RequestOptions,
   type RetryOptions,
   retryDelay,
-  type StreamTransport,
   type TokenSupplier,
 } from "./http.js";
 export { outcomeOf, type TurnOutcome, type TurnReader, type WaitOptions, waitForTurn } from "./poll.js";
@@ -31,7 +30,6 @@ export type { Settings } from "./resources/settings.js";
 export type {
   RespondStreamOptions,
   SubscribeOptions,
-  TurnStream,
   TurnStreamOptions,
   Turns,
 } from "./resources/turn-streams.js";
@@ -44,3 +42,12 @@ export type {
   TurnCalls,
 } from "./resources/turns.js";
 export * from "./resources/types.js";
+export { type SseEvent, SseParser } from "./sse.js";
+export {
+  type CreateTurnBody,
+  createTurnStream,
+  type StreamOptions,
+  type StreamTransport,
+  subscribeTurnStream,
+  type TurnStream,
+} from "./stream.js";

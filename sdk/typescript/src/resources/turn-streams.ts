@@ -3,16 +3,14 @@
 
 import type { ActionBatch } from "../actions.js";
 import type { HttpClient } from "../http.js";
-import { createTurnStream, subscribeTurnStream } from "../stream.js";
+import { createTurnStream, type StreamOptions, subscribeTurnStream, type TurnStream } from "../stream.js";
 import { type RespondOptions, type TurnBody, TurnCalls } from "./turns.js";
 import type { Turn } from "./types.js";
 
-/** A turn's live events (`for await`), with its `turnId`, `lastSeq`, `done` and `close()`. */
-export type TurnStream = ReturnType<typeof createTurnStream>;
-/** Options of a new turn's stream. */
-export type TurnStreamOptions = NonNullable<Parameters<typeof createTurnStream>[3]>;
+/** Options of a new turn's stream: `idempotencyKey` (a random UUID by default) besides the stream's own. */
+export type TurnStreamOptions = StreamOptions & { idempotencyKey?: string };
 /** Options of a subscription: `after`, the last sequence number seen. */
-export type SubscribeOptions = NonNullable<Parameters<typeof subscribeTurnStream>[3]>;
+export type SubscribeOptions = StreamOptions & { after?: number };
 
 /** `respond` with a stream. */
 export interface RespondStreamOptions {
@@ -44,11 +42,7 @@ export class Turns extends TurnCalls {
   }
 
   /** Follows a turn's events, from the start or after `after` (the `seq` of the last event seen). */
-  subscribe(
-    sessionId: string,
-    turnId: string,
-    options?: SubscribeOptions,
-  ): ReturnType<typeof subscribeTurnStream> {
+  subscribe(sessionId: string, turnId: string, options?: SubscribeOptions): TurnStream {
     const merged = this.#streamDefaults
       ? ({ ...this.#streamDefaults, ...options } as SubscribeOptions)
       : options;

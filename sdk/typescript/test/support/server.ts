@@ -6,6 +6,7 @@
 // (`cargo build --release -p trueforge --bin trueforge -p trueforge-testkit --bin fake-llm`).
 
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -26,7 +27,13 @@ export interface RunningServer {
 }
 
 function binary(variable: string, name: string): string {
-  return process.env[variable] ?? join(WORKSPACE, "target", "release", name);
+  const path = process.env[variable] ?? join(WORKSPACE, "target", "release", name);
+  if (!existsSync(path)) {
+    throw new Error(
+      `${path} does not exist: build it (cargo build --release -p trueforge --bin trueforge -p trueforge-testkit --bin fake-llm) or set ${variable}`,
+    );
+  }
+  return path;
 }
 
 export async function freePort(): Promise<number> {
@@ -67,6 +74,10 @@ function start(
 ): { child: ChildProcess; log: () => string } {
   const child = spawn(command, args, { env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
+  // A process that cannot start (not executable) reports it here; `waitUntil` then sees it never answered.
+  child.on("error", (error) => {
+    output += `cannot start ${command}: ${error.message}\n`;
+  });
   child.stdout?.on("data", (chunk: Buffer) => {
     output += chunk.toString();
   });
