@@ -48,6 +48,8 @@ import {
   type ThreadView,
   type TurnStatus,
   type TurnView,
+  type UserToolApprovalEvent,
+  type UserToolResponseEvent,
 } from "./types.js";
 
 // ---- what the fold keeps off the view ----------------------------------------------------------------
@@ -83,7 +85,7 @@ function finished(message: ModelMessageEvent): boolean {
   return message.finish_reason !== undefined && message.finish_reason !== null;
 }
 
-function messageView(id: string, turnId: string | null, threadId: string, track: Track): MessageView {
+function messageView(id: string, turnId: string, threadId: string, track: Track): MessageView {
   let message = track.merged.message;
   if (!track.final && finished(message) && message.reasoning_content !== undefined) {
     const { reasoning_content: _moved, ...rest } = message;
@@ -100,11 +102,8 @@ function messageView(id: string, turnId: string | null, threadId: string, track:
 export function emptyConversation(): ConversationState {
   return {
     turns: [],
-    messages: {},
     threads: { [ROOT_THREAD_ID]: emptyThread(ROOT_THREAD_ID) },
-    toolResponses: {},
     subAgentThreads: {},
-    answers: {},
     pendingActions: [],
     mcpServers: {},
     sandbox: null,
@@ -136,6 +135,8 @@ function stubTurn(id: string): TurnView {
     state: null,
     error: null,
     metrics: null,
+    messages: {},
+    toolResponses: {},
   };
 }
 
@@ -154,14 +155,128 @@ function emptyThread(id: string): ThreadView {
 }
 
 function ensureTurn(state: ConversationState, turnId: string | null): ConversationState {
-  if (turnId === null || state.turns.some((turn) => turn.id === turnId)) {
+  if (turnId === null || turnIndex(state, turnId) >= 0) {
     return state;
   }
   return withTurns(state, [...state.turns, stubTurn(turnId)]);
 }
 
+function turnIndex(state: ConversationState, turnId: string | null): number {
+  if (turnId !== null) {
+    for (let index = state.turns.length - 1; index >= 0; index -= 1) {
+      if (state.turns[index]?.id === turnId) {
+        return index;
+      }
+    }
+  }
+  return -1;
+}
+
 function turnById(state: ConversationState, turnId: string | null): TurnView | undefined {
-  return turnId === null ? undefined : state.turns.find((turn) => turn.id === turnId);
+  const index = turnIndex(state, turnId);
+  return index < 0 ? undefined : state.turns[index];
+}
+
+function replaceTurn(state: ConversationState, index: number, turn: TurnView): ConversationState {
+  const turns = state.turns.slice();
+  turns[index] = turn;
+  return withTurns(state, turns);
+}
+
+// ---- where things are -------------------------------------------------------------------------------------
+//
+// Which turn holds a message, a tool response or an answer never changes once known, so an index of it is
+// shared, append-only, by a state and every state folded from it (off the view, like the tracks). An id
+// the index lacks is in none of these states; an id it has is looked up in its turn, and only if that
+// state lacks it there (a state of another branch of folds) are all turns searched.
+
+interface Index {
+  readonly messages: Map<string, string>;
+  readonly responses: Map<string, string>;
+}
+
+const INDEX: unique symbol = Symbol("trueforge.fold.index");
+
+/** The index of the state being folded (set by `fold` for the helpers it calls). */
+let current: Index = { messages: new Map(), responses: new Map() };
+
+function indexOf(state: ConversationState): Index {
+  const existing = (state as { [INDEX]?: Index })[INDEX];
+  if (existing !== undefined) {
+    return existing;
+  }
+  const index: Index = { messages: new Map(), responses: new Map() };
+  for (const turn of state.turns) {
+    for (const id of Object.keys(turn.messages)) {
+      index.messages.set(id, turn.id);
+    }
+    for (const id of Object.keys(turn.toolResponses)) {
+      index.responses.set(id, turn.id);
+    }
+  }
+  if (Object.isExtensible(state)) {
+    // Cached on the state (invisibly); a frozen state (e.g. from a store that freezes) is indexed anew.
+    Object.defineProperty(state, INDEX, { value: index, enumerable: false });
+  }
+  return index;
+}
+
+function lookUp<Value>(
+  state: ConversationState,
+  known: Map<string, string>,
+  id: string,
+  inTurn: (turn: TurnView) => Value | undefined,
+): Value | undefined {
+  const turnId = known.get(id);
+  if (turnId === undefined) {
+    return undefined;
+  }
+  const turn = turnById(state, turnId);
+  const found = turn === undefined ? undefined : inTurn(turn);
+  if (found !== undefined) {
+    return found;
+  }
+  for (let at = state.turns.length - 1; at >= 0; at -= 1) {
+    const candidate = state.turns[at];
+    const value = candidate === undefined ? undefined : inTurn(candidate);
+    if (value !== undefined) {
+      return value;
+    }
+  }
+  return undefined;
+}
+
+function findMessage(state: ConversationState, messageId: string): MessageView | undefined {
+  return lookUp(state, current.messages, messageId, (turn) => turn.messages[messageId]);
+}
+
+function findResponse(state: ConversationState, toolCallId: string): ToolResponseEvent | undefined {
+  return lookUp(state, current.responses, toolCallId, (turn) => turn.toolResponses[toolCallId]);
+}
+
+/** The message with this id, whichever turn it belongs to. */
+export function messageById(state: ConversationState, messageId: string): MessageView | undefined {
+  return lookUp(state, indexOf(state).messages, messageId, (turn) => turn.messages[messageId]);
+}
+
+/** The response to a tool call, whichever turn it came in. */
+export function toolResponseOf(state: ConversationState, toolCallId: string): ToolResponseEvent | undefined {
+  return lookUp(state, indexOf(state).responses, toolCallId, (turn) => turn.toolResponses[toolCallId]);
+}
+
+/** The user's answer to a tool call that waited on one (from the input of a later turn). */
+export function answerOf(
+  state: ConversationState,
+  toolCallId: string,
+): UserToolApprovalEvent | UserToolResponseEvent | undefined {
+  for (let index = state.turns.length - 1; index >= 0; index -= 1) {
+    for (const item of state.turns[index]?.input ?? []) {
+      if (item.type !== "user.message" && item.tool_call_id === toolCallId) {
+        return item;
+      }
+    }
+  }
+  return undefined;
 }
 
 function isTerminal(turn: TurnView | undefined): boolean {
@@ -217,6 +332,16 @@ function classify(state: ConversationState, input: FoldInput): Classified {
 
 /** Folds one input into the state. Returns `state` itself when the input adds nothing. */
 export function fold(state: ConversationState, input: FoldInput): ConversationState {
+  const index = indexOf(state);
+  const next = dispatch(state, input, index);
+  if (next !== state && !Object.hasOwn(next, INDEX)) {
+    Object.defineProperty(next, INDEX, { value: index, enumerable: false });
+  }
+  return next;
+}
+
+function dispatch(state: ConversationState, input: FoldInput, index: Index): ConversationState {
+  current = index;
   const { event, seq, turnId, live } = classify(state, input);
   switch (event.type) {
     case "turn.created":
@@ -230,7 +355,7 @@ export function fold(state: ConversationState, input: FoldInput): ConversationSt
     case "model.message.delta":
       return delta(state, event, seq, turnId);
     case "tool.response":
-      return toolResponse(ensureTurn(state, turnId), event);
+      return toolResponse(state, event, turnId);
     case "thread.created":
       return threadCreated(ensureTurn(state, turnId), event);
     case "thread.done":
@@ -298,17 +423,6 @@ function turnCreated(state: ConversationState, event: TurnCreatedEvent): Convers
   };
   const created: TurnView = existing?.state ? turn : { ...turn, state: event.state, status: "running" };
   let next = withTurns(state, placeTurn(state.turns, created));
-  const answers = { ...next.answers };
-  let answered = false;
-  for (const item of created.input) {
-    if (item.type === "user.tool_approval" || item.type === "user.tool_response") {
-      answers[item.tool_call_id] = item;
-      answered = true;
-    }
-  }
-  if (answered) {
-    next = { ...next, answers };
-  }
   if (lastTurn(next)?.id === created.id && next.pendingActions.length > 0) {
     // The conversation moved on: what it waited on is answered by this turn's input, or abandoned (the
     // server raises again whatever it still needs).
@@ -357,21 +471,23 @@ function turnDone(state: ConversationState, event: TurnDoneEvent, turnId: string
 
 /** Drops the messages of `turnId` whose model call never finished: the server does not store them. */
 function discardUnfinished(state: ConversationState, turnId: string): ConversationState {
+  const index = turnIndex(state, turnId);
+  const turn = state.turns[index];
+  if (turn === undefined) {
+    return state;
+  }
   const dropped = new Set<string>();
-  for (const view of Object.values(state.messages)) {
+  const kept: Record<string, MessageView> = {};
+  for (const [id, view] of Object.entries(turn.messages)) {
     const track = trackOf(view);
-    if (view.turnId === turnId && track !== undefined && !track.final && !finished(track.merged.message)) {
-      dropped.add(view.id);
+    if (track !== undefined && !track.final && !finished(track.merged.message)) {
+      dropped.add(id);
+    } else {
+      kept[id] = view;
     }
   }
   if (dropped.size === 0) {
     return state;
-  }
-  const messages: Record<string, MessageView> = {};
-  for (const [id, view] of Object.entries(state.messages)) {
-    if (!dropped.has(id)) {
-      messages[id] = view;
-    }
   }
   const threads: Record<string, ThreadView> = {};
   for (const [id, thread] of Object.entries(state.threads)) {
@@ -379,7 +495,7 @@ function discardUnfinished(state: ConversationState, turnId: string): Conversati
       ? { ...thread, messageIds: thread.messageIds.filter((messageId) => !dropped.has(messageId)) }
       : thread;
   }
-  return { ...state, messages, threads };
+  return { ...replaceTurn(state, index, { ...turn, messages: kept }), threads };
 }
 
 // ---- messages ------------------------------------------------------------------------------------------
@@ -391,10 +507,15 @@ function putMessage(
   turnId: string | null,
   track: Track,
 ): ConversationState {
-  const existing = state.messages[id];
-  const view = messageView(id, existing?.turnId ?? turnId, existing?.threadId ?? threadId, track);
-  let next: ConversationState = { ...state, messages: { ...state.messages, [id]: view } };
+  const existing = findMessage(state, id);
+  const owner = existing?.turnId ?? turnId ?? "";
+  let next = ensureTurn(state, owner);
+  const index = turnIndex(next, owner);
+  const turn = next.turns[index] as TurnView;
+  const view = messageView(id, owner, existing?.threadId ?? threadId, track);
+  next = replaceTurn(next, index, { ...turn, messages: { ...turn.messages, [id]: view } });
   if (existing === undefined) {
+    current.messages.set(id, owner);
     const thread = next.threads[view.threadId] ?? emptyThread(view.threadId);
     next = setThread(next, { ...thread, messageIds: [...thread.messageIds, id] });
   }
@@ -411,9 +532,9 @@ function placeholder(
   event: ModelMessageEvent,
   turnId: string | null,
 ): ConversationState {
-  const track = trackOf(state.messages[event.id]);
+  const track = trackOf(findMessage(state, event.id));
   if (track === undefined) {
-    if (state.messages[event.id] !== undefined || !mayStream(state, turnId)) {
+    if (findMessage(state, event.id) !== undefined || !mayStream(state, turnId)) {
       return state;
     }
     return putMessage(state, event.id, event.thread_id, turnId, {
@@ -441,7 +562,7 @@ function storedMessage(
   event: ModelMessageEvent,
   turnId: string | null,
 ): ConversationState {
-  const existing = state.messages[event.id];
+  const existing = findMessage(state, event.id);
   const track = trackOf(existing);
   if (existing !== undefined && (track === undefined || track.final) && sameJson(existing.message, event)) {
     return state;
@@ -469,9 +590,9 @@ function delta(
   seq: number | null,
   turnId: string | null,
 ): ConversationState {
-  const track = trackOf(state.messages[event.id]);
+  const track = trackOf(findMessage(state, event.id));
   if (track === undefined) {
-    if (state.messages[event.id] !== undefined || !mayStream(state, turnId)) {
+    if (findMessage(state, event.id) !== undefined || !mayStream(state, turnId)) {
       return state;
     }
     const merged = applyDelta(mergeAll(provisionalBase(event), []), event);
@@ -523,7 +644,7 @@ function delta(
 // ---- tools, threads, required actions ------------------------------------------------------------------
 
 function answeredCall(state: ConversationState, callId: string): boolean {
-  return state.answers[callId] !== undefined || state.toolResponses[callId] !== undefined;
+  return answerOf(state, callId) !== undefined || findResponse(state, callId) !== undefined;
 }
 
 function withoutAnswered(state: ConversationState): readonly ActionRequiredEvent[] {
@@ -547,13 +668,26 @@ function withoutAnswered(state: ConversationState): readonly ActionRequiredEvent
   return changed ? pending : state.pendingActions;
 }
 
-function toolResponse(state: ConversationState, event: ToolResponseEvent): ConversationState {
-  const existing = state.toolResponses[event.tool_call_id];
+function toolResponse(
+  state: ConversationState,
+  event: ToolResponseEvent,
+  turnId: string | null,
+): ConversationState {
+  const existing = findResponse(state, event.tool_call_id);
   if (existing !== undefined && sameJson(existing, event)) {
     return state;
   }
-  const next = { ...state, toolResponses: { ...state.toolResponses, [event.tool_call_id]: event } };
-  return { ...next, pendingActions: withoutAnswered(next) };
+  const owner = turnId ?? "";
+  let next = ensureTurn(state, owner);
+  const index = turnIndex(next, owner);
+  const turn = next.turns[index] as TurnView;
+  next = replaceTurn(next, index, {
+    ...turn,
+    toolResponses: { ...turn.toolResponses, [event.tool_call_id]: event },
+  });
+  current.responses.set(event.tool_call_id, owner);
+  const pendingActions = withoutAnswered(next);
+  return pendingActions === next.pendingActions ? next : { ...next, pendingActions };
 }
 
 function threadCreated(state: ConversationState, event: ThreadCreatedEvent): ConversationState {
@@ -656,7 +790,7 @@ function unknown(state: ConversationState, event: UnknownEvent, turnId: string |
  * not store reasoning, so a finished message keeps it only here). `null` when there is none.
  */
 export function reasoningOf(state: ConversationState, messageId: string): string | null {
-  const view = state.messages[messageId];
+  const view = messageById(state, messageId);
   if (view === undefined) {
     return null;
   }

@@ -1,6 +1,14 @@
 // The event fold: from a turn stream or stored history to the conversation a chat UI renders.
 
-export { emptyConversation, fold, foldAll, reasoningOf } from "./fold.js";
+export {
+  answerOf,
+  emptyConversation,
+  fold,
+  foldAll,
+  messageById,
+  reasoningOf,
+  toolResponseOf,
+} from "./fold.js";
 export { foldHistoryPages, foldTurnEvents } from "./history.js";
 export { applyDelta, type Merged, mergeAll } from "./merge.js";
 export {

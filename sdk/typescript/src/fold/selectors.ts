@@ -2,6 +2,7 @@
 
 import type { ToolResponseEvent } from "../events.js";
 import type { components } from "../generated/schema.js";
+import { answerOf, messageById, toolResponseOf } from "./fold.js";
 import {
   type ActionRequiredEvent,
   type ConversationState,
@@ -33,7 +34,7 @@ export interface ToolCallView {
 
 /** The tool calls of a message, in the message's order, joined with their responses and sub-agents. */
 export function toolCallsOf(state: ConversationState, messageId: string): ToolCallView[] {
-  const view = state.messages[messageId];
+  const view = messageById(state, messageId);
   if (view === undefined) {
     return [];
   }
@@ -46,9 +47,9 @@ export function toolCallsOf(state: ConversationState, messageId: string): ToolCa
       call,
       messageId,
       threadId: view.threadId,
-      response: state.toolResponses[call.id] ?? null,
+      response: toolResponseOf(state, call.id) ?? null,
       subAgentThread: threadId === undefined ? null : (state.threads[threadId] ?? null),
-      answer: state.answers[call.id] ?? null,
+      answer: answerOf(state, call.id) ?? null,
       waitingFor:
         pending === undefined ? null : pending.type === "tool.approval_required" ? "approval" : "response",
     };
@@ -62,7 +63,7 @@ export function threadMessages(state: ConversationState, threadId: string = ROOT
     return [];
   }
   return thread.messageIds.flatMap((id) => {
-    const view = state.messages[id];
+    const view = messageById(state, id);
     return view === undefined ? [] : [view];
   });
 }

@@ -61,13 +61,20 @@ export interface TurnView {
   readonly error: string | null;
   /** The turn's billable totals, when its `turn.done` gave them. */
   readonly metrics: TurnMetrics | null;
+  /** The assistant messages of the turn (every thread), by id; `messageById` finds one in any turn. */
+  readonly messages: Readonly<Record<string, MessageView>>;
+  /** The tool responses of the turn (every thread), by `tool_call_id`; `toolResponseOf` finds one in any turn. */
+  readonly toolResponses: Readonly<Record<string, ToolResponseEvent>>;
 }
 
 /** An assistant message: the stored `model.message`, or the streamed one with its deltas merged. */
 export interface MessageView {
   readonly id: string;
-  /** The turn the message belongs to (`null` for a stream folded before any turn was known). */
-  readonly turnId: string | null;
+  /**
+   * The turn the message belongs to. Frames of a stream folded before any turn is known go to a turn with
+   * the id `""`.
+   */
+  readonly turnId: string;
   readonly threadId: string;
   readonly message: ModelMessageEvent;
 }
@@ -85,7 +92,7 @@ export interface ThreadView {
   readonly status: ThreadStatus;
   /** The error of a sub-agent that failed. */
   readonly error: string | null;
-  /** The thread's messages, oldest first (ids into `ConversationState.messages`). */
+  /** The thread's messages, oldest first (see `messageById`). */
   readonly messageIds: readonly string[];
   /** The `thread.created` and `thread.done` events as received. */
   readonly created: ThreadCreatedEvent | null;
@@ -103,18 +110,15 @@ export type ConversationStatus = "idle" | TurnStatus;
 
 /** The fold's state: the conversation as a chat UI renders it. */
 export interface ConversationState {
-  /** Turns in conversation order (each after the turn it continues). */
+  /**
+   * Turns in conversation order (each after the turn it continues), with their messages and tool responses.
+   * Keeping those by turn lets a streamed delta copy one turn's messages rather than the conversation's.
+   */
   readonly turns: readonly TurnView[];
-  /** Messages by id. */
-  readonly messages: Readonly<Record<string, MessageView>>;
   /** Threads by id; the root is `"main"`. */
   readonly threads: Readonly<Record<string, ThreadView>>;
-  /** Tool responses by `tool_call_id`. */
-  readonly toolResponses: Readonly<Record<string, ToolResponseEvent>>;
   /** The sub-agent thread each `create_sub_agent` call started, by `tool_call_id`. */
   readonly subAgentThreads: Readonly<Record<string, string>>;
-  /** The user's answers to required actions (approvals and client tool results), by `tool_call_id`. */
-  readonly answers: Readonly<Record<string, UserToolApprovalEvent | UserToolResponseEvent>>;
   /**
    * The required actions the conversation waits on, in the order they were raised. A tool action lists
    * only its calls still unanswered.

@@ -14,12 +14,14 @@ import {
   isFailed,
   isFinished,
   isPaused,
+  messageById,
   pendingOf,
   reasoningOf,
   type StoredEventItem,
   subAgentsOf,
   threadMessages,
   toolCallsOf,
+  toolResponseOf,
   turnMessages,
 } from "../../src/fold/index.js";
 
@@ -69,6 +71,10 @@ function live(...events: TurnEvent[]): SequencedEvent[] {
 
 const USER = [{ type: "user.message", content: "hi" }];
 
+function msg(state: ConversationState, id: string) {
+  return messageById(state, id);
+}
+
 function streamed(...events: TurnEvent[]): ConversationState {
   return foldAll(live(turnCreated("t1", USER), ...events));
 }
@@ -76,21 +82,21 @@ function streamed(...events: TurnEvent[]): ConversationState {
 describe("delta merge", () => {
   test("content is appended to a string", () => {
     const state = streamed(placeholder("m"), delta("m", { content: "Hel" }), delta("m", { content: "lo" }));
-    assert.equal(state.messages.m?.message.content, "Hello");
+    assert.equal(msg(state, "m")?.message.content, "Hello");
     assert.deepEqual(state.threads.main?.messageIds, ["m"]);
-    assert.equal(state.messages.m?.turnId, "t1");
+    assert.equal(msg(state, "m")?.turnId, "t1");
   });
 
   test("content is appended to the last text part of an array, or as a new text part", () => {
     const base = { ...placeholder("m"), content: [{ type: "text", text: "a" }] } as TurnEvent;
     let state = streamed(base, delta("m", { content: "b" }));
-    assert.deepEqual(state.messages.m?.message.content, [{ type: "text", text: "ab" }]);
+    assert.deepEqual(msg(state, "m")?.message.content, [{ type: "text", text: "ab" }]);
     const refusalLast = {
       ...placeholder("r"),
       content: [{ type: "refusal", refusal: "no" }],
     } as TurnEvent;
     state = streamed(refusalLast, delta("r", { content: "c" }));
-    assert.deepEqual(state.messages.r?.message.content, [
+    assert.deepEqual(msg(state, "r")?.message.content, [
       { type: "refusal", refusal: "no" },
       { type: "text", text: "c" },
     ]);
@@ -104,10 +110,10 @@ describe("delta merge", () => {
       delta("m", { refusal: "I can" }),
       delta("m", { refusal: "not." }),
     );
-    assert.equal(state.messages.m?.message.reasoning_content, "Thinking");
-    assert.equal(state.messages.m?.message.refusal, "I cannot.");
+    assert.equal(msg(state, "m")?.message.reasoning_content, "Thinking");
+    assert.equal(msg(state, "m")?.message.refusal, "I cannot.");
     state = fold(state, { seq: 10, event: delta("m", { finish_reason: "stop" }) });
-    assert.equal(state.messages.m?.message.reasoning_content, undefined);
+    assert.equal(msg(state, "m")?.message.reasoning_content, undefined);
     assert.equal(reasoningOf(state, "m"), "Thinking");
     assert.equal(reasoningOf(state, "nope"), null);
   });
@@ -142,7 +148,7 @@ describe("delta merge", () => {
         ],
       }),
     );
-    assert.deepEqual(state.messages.m?.message.tool_calls, [
+    assert.deepEqual(msg(state, "m")?.message.tool_calls, [
       {
         id: "c5",
         type: "function",
@@ -166,15 +172,15 @@ describe("delta merge", () => {
       delta("m", { finish_reason: "stop", usage: USAGE }),
       delta("m", { finish_reason: null }),
     );
-    assert.equal(state.messages.m?.message.finish_reason, "stop");
-    assert.deepEqual(state.messages.m?.message.usage, USAGE);
+    assert.equal(msg(state, "m")?.message.finish_reason, "stop");
+    assert.deepEqual(msg(state, "m")?.message.usage, USAGE);
   });
 
   test("the stored message replaces the merged one; later placeholders and deltas are ignored", () => {
     const stored = { ...placeholder("m"), content: "Final", finish_reason: "stop" } as StoredEvent;
     let state = streamed(placeholder("m"), delta("m", { content: "Fin" }));
     state = fold(state, stored);
-    assert.equal(state.messages.m?.message.content, "Final");
+    assert.equal(msg(state, "m")?.message.content, "Final");
     const after = foldAll(
       [
         { seq: 3, event: placeholder("m") },
@@ -190,12 +196,12 @@ describe("delta merge", () => {
       { seq: 1, event: turnCreated("t1", USER) },
       { seq: 3, event: delta("m", { content: "lo", created_at: "2026-01-01T00:00:01Z" }) },
     ]);
-    assert.equal(state.messages.m?.message.content, "lo");
-    assert.equal(state.messages.m?.message.created_at, "2026-01-01T00:00:01Z");
+    assert.equal(msg(state, "m")?.message.content, "lo");
+    assert.equal(msg(state, "m")?.message.created_at, "2026-01-01T00:00:01Z");
     state = fold(state, { seq: 2, event: { ...placeholder("m"), name: "agent" } as TurnEvent });
-    assert.equal(state.messages.m?.message.content, "lo");
-    assert.equal(state.messages.m?.message.name, "agent");
-    assert.equal(state.messages.m?.message.created_at, T);
+    assert.equal(msg(state, "m")?.message.content, "lo");
+    assert.equal(msg(state, "m")?.message.name, "agent");
+    assert.equal(msg(state, "m")?.message.created_at, T);
   });
 
   test("an out-of-order delta takes its place by seq; a replayed one changes nothing", () => {
@@ -208,7 +214,7 @@ describe("delta merge", () => {
       ],
       start,
     );
-    assert.equal(state.messages.m?.message.content, "abc");
+    assert.equal(msg(state, "m")?.message.content, "abc");
     const replayed = foldAll(
       [
         { seq: 4, event: delta("m", { content: "b" }) },
@@ -218,7 +224,17 @@ describe("delta merge", () => {
     );
     assert.equal(replayed, state);
     state = fold(state, { seq: 2, event: placeholder("m") });
-    assert.equal(state.messages.m?.message.content, "abc");
+    assert.equal(msg(state, "m")?.message.content, "abc");
+  });
+
+  test("a frozen state folds like any other", () => {
+    const frozen = Object.freeze(emptyConversation());
+    const state = foldAll(
+      live(turnCreated("t1", USER), placeholder("m"), delta("m", { content: "a" })),
+      frozen,
+    );
+    assert.equal(msg(state, "m")?.message.content, "a");
+    assert.equal(messageById(Object.freeze({ ...state }), "m")?.message.content, "a");
   });
 
   test("folding never changes the state it is given", () => {
@@ -284,7 +300,7 @@ describe("threads", () => {
       } as TurnEvent,
     });
     assert.equal(state.threads.sub?.status, "done");
-    assert.equal(state.messages.s1?.message.content, "result");
+    assert.equal(msg(state, "s1")?.message.content, "result");
     const failed = fold(state, {
       type: "thread.done",
       id: "td2",
@@ -398,7 +414,7 @@ describe("turn status", () => {
     );
     assert.equal(state.status, "done");
     assert.deepEqual(state.turns[0]?.metrics, metrics);
-    assert.equal(state.messages.m?.message.content, "Hi");
+    assert.equal(msg(state, "m")?.message.content, "Hi");
     assert.ok(isFinished(state) && !isPaused(state) && !isFailed(state));
   });
 
@@ -411,7 +427,7 @@ describe("turn status", () => {
     assert.equal(state.status, "failed");
     assert.ok(isFailed(state));
     assert.equal(state.turns[0]?.error, "boom");
-    assert.deepEqual(state.messages, {});
+    assert.deepEqual(state.turns[0]?.messages, {});
     assert.deepEqual(state.threads.main?.messageIds, []);
     // A replay of the discarded call does not bring it back.
     assert.equal(
@@ -428,7 +444,7 @@ describe("turn status", () => {
       turnDone("t1", { status: "cancelled", reason: "client-cancelled" }),
     );
     assert.equal(state.status, "cancelled");
-    assert.deepEqual(Object.keys(state.messages), ["a"]);
+    assert.deepEqual(Object.keys(state.turns[0]?.messages ?? {}), ["a"]);
     assert.equal(state.turns[0]?.state?.status, "cancelled");
   });
 
@@ -540,6 +556,7 @@ describe("history", () => {
     } as StoredEvent;
     const once = fold(state, response);
     assert.equal(fold(once, response), once);
-    assert.equal(once.toolResponses.c?.content, "x");
+    assert.equal(toolResponseOf(once, "c")?.content, "x");
+    assert.equal(once.turns[0]?.toolResponses.c?.id, "r");
   });
 });
