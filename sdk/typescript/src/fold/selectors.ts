@@ -1,0 +1,113 @@
+// Reading the conversation view: the joins a chat UI needs, computed from the state.
+
+import type { ToolResponseEvent } from "../events.js";
+import type { components } from "../generated/schema.js";
+import { answerOf, messageById, toolResponseOf } from "./fold.js";
+import {
+  type ActionRequiredEvent,
+  type ConversationState,
+  type MessageView,
+  ROOT_THREAD_ID,
+  type ThreadView,
+  type TurnView,
+  type UserToolApprovalEvent,
+  type UserToolResponseEvent,
+} from "./types.js";
+
+type ToolCall = components["schemas"]["ToolCall"];
+
+/** A tool call of a message with what became of it. */
+export interface ToolCallView {
+  readonly call: ToolCall;
+  /** The message that made the call. */
+  readonly messageId: string;
+  readonly threadId: string;
+  /** The tool's response, once there is one (a finished sub-agent's call gets one too). */
+  readonly response: ToolResponseEvent | null;
+  /** The sub-agent thread a `create_sub_agent` call started. */
+  readonly subAgentThread: ThreadView | null;
+  /** The user's answer, when the call waited on one. */
+  readonly answer: UserToolApprovalEvent | UserToolResponseEvent | null;
+  /** What the call waits on now: the user's approval, the user's (client's) response, or nothing. */
+  readonly waitingFor: "approval" | "response" | null;
+}
+
+/** The tool calls of a message, in the message's order, joined with their responses and sub-agents. */
+export function toolCallsOf(state: ConversationState, messageId: string): ToolCallView[] {
+  const view = messageById(state, messageId);
+  if (view === undefined) {
+    return [];
+  }
+  return (view.message.tool_calls ?? []).map((call) => {
+    const threadId = state.subAgentThreads[call.id];
+    const pending = state.pendingActions.find(
+      (action) => action.type !== "mcp.auth_required" && action.tool_calls.some((ref) => ref.id === call.id),
+    );
+    return {
+      call,
+      messageId,
+      threadId: view.threadId,
+      response: toolResponseOf(state, call.id) ?? null,
+      subAgentThread: threadId === undefined ? null : (state.threads[threadId] ?? null),
+      answer: answerOf(state, call.id) ?? null,
+      waitingFor:
+        pending === undefined ? null : pending.type === "tool.approval_required" ? "approval" : "response",
+    };
+  });
+}
+
+/** The messages of a thread (the root by default), oldest first. */
+export function threadMessages(state: ConversationState, threadId: string = ROOT_THREAD_ID): MessageView[] {
+  const thread = state.threads[threadId];
+  if (thread === undefined) {
+    return [];
+  }
+  return thread.messageIds.flatMap((id) => {
+    const view = messageById(state, id);
+    return view === undefined ? [] : [view];
+  });
+}
+
+/** The messages a turn added to a thread (the root by default), oldest first. */
+export function turnMessages(
+  state: ConversationState,
+  turnId: string,
+  threadId: string = ROOT_THREAD_ID,
+): MessageView[] {
+  return threadMessages(state, threadId).filter((view) => view.turnId === turnId);
+}
+
+/** The sub-agent threads a thread started (the root's by default), in the order they were created. */
+export function subAgentsOf(state: ConversationState, threadId: string = ROOT_THREAD_ID): ThreadView[] {
+  return Object.values(state.threads).filter((thread) => thread.parent?.thread_id === threadId);
+}
+
+/** The last turn, if any. */
+export function lastTurn(state: ConversationState): TurnView | null {
+  return state.turns.at(-1) ?? null;
+}
+
+/** Whether the last turn ended: done, paused on required actions, failed or cancelled. */
+export function isFinished(state: ConversationState): boolean {
+  return state.status !== "idle" && state.status !== "running";
+}
+
+/** Whether the conversation waits on the user: the last turn paused and actions are still pending. */
+export function isPaused(state: ConversationState): boolean {
+  return state.status === "requires_action" && state.pendingActions.length > 0;
+}
+
+/** Whether the last turn failed; its message is `lastTurn(state)?.error`. */
+export function isFailed(state: ConversationState): boolean {
+  return state.status === "failed";
+}
+
+/** The pending required actions of one kind. */
+export function pendingOf<Type extends ActionRequiredEvent["type"]>(
+  state: ConversationState,
+  type: Type,
+): Extract<ActionRequiredEvent, { type: Type }>[] {
+  return state.pendingActions.filter(
+    (action): action is Extract<ActionRequiredEvent, { type: Type }> => action.type === type,
+  );
+}
