@@ -8,11 +8,14 @@
 import { TrueForgeError } from "./errors.js";
 import type { components } from "./generated/schema.js";
 
+import type {
+  ActionRequiredEvent,
+  ApprovalScope,
+  McpServerAuthInfo,
+  TurnInputItem,
+} from "./resources/types.js";
+
 type Schemas = components["schemas"];
-export type ActionRequiredEvent = Schemas["ActionRequiredEvent"];
-export type ApprovalScope = Schemas["ApprovalScope"];
-export type TurnInputItem = Schemas["TurnInputItem"];
-export type McpServerAuthInfo = Schemas["MCPServerAuthInfo"];
 
 /** Why a batch refused something. */
 export type ActionErrorCode =

@@ -4,6 +4,7 @@ export * from "./actions.js";
 export { TrueForge, type TrueForgeOptions } from "./client.js";
 export * from "./errors.js";
 export * from "./events.js";
+export * from "./fold/index.js";
 export type { components, operations, paths } from "./generated/schema.js";
 export {
   DEFAULT_MAX_RETRIES,

@@ -6,8 +6,9 @@ import { TrueForgeAbortError, TrueForgeTimeoutError } from "./errors.js";
 import type { components } from "./generated/schema.js";
 import type { RequestOptions } from "./http.js";
 
+import type { Turn } from "./resources/types.js";
+
 type Schemas = components["schemas"];
-export type Turn = Schemas["Turn"];
 type State<S extends Turn["state"]["status"]> = Extract<Turn["state"], { status: S }>;
 
 /** How a turn ended, for its caller. */

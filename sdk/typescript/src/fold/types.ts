@@ -13,19 +13,29 @@ import type {
   ToolResponseEvent,
   UnknownEvent,
 } from "../events.js";
-import type { components } from "../generated/schema.js";
+import type {
+  ActionRequiredEvent,
+  AgentInfo,
+  AgentParent,
+  McpServerInitInfo,
+  TurnInputItem,
+  TurnMetrics,
+  TurnState,
+  UserToolApprovalEvent,
+  UserToolResponseEvent,
+} from "../resources/types.js";
 
-type Schemas = components["schemas"];
-
-export type ActionRequiredEvent = Schemas["ActionRequiredEvent"];
-export type TurnInputItem = Schemas["TurnInputItem"];
-export type TurnState = Schemas["TurnState"];
-export type TurnMetrics = Schemas["TurnMetrics"];
-export type UserToolApprovalEvent = Schemas["UserToolApprovalEvent"];
-export type UserToolResponseEvent = Schemas["UserToolResponseEvent"];
-export type McpServerInitInfo = Schemas["MCPServerInitInfo"];
-export type AgentParent = Schemas["AgentParent"];
-export type AgentInfo = Schemas["AgentInfo"];
+export type {
+  ActionRequiredEvent,
+  AgentInfo,
+  AgentParent,
+  McpServerInitInfo,
+  TurnInputItem,
+  TurnMetrics,
+  TurnState,
+  UserToolApprovalEvent,
+  UserToolResponseEvent,
+};
 
 /** A stored event with the turn it belongs to: one item of `GET /sessions/{id}/events`. */
 export interface StoredEventItem {

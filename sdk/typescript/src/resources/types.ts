@@ -5,7 +5,11 @@ import type { components } from "../generated/schema.js";
 
 type Schemas = components["schemas"];
 
+export type ActionRequiredEvent = Schemas["ActionRequiredEvent"];
 export type Agent = Schemas["Agent"];
+export type AgentInfo = Schemas["AgentInfo"];
+export type AgentParent = Schemas["AgentParent"];
+export type ApprovalScope = Schemas["ApprovalScope"];
 export type AgentSpec = Schemas["AgentSpec"];
 export type AgentToolApproval = Schemas["AgentToolApproval"];
 export type AvailableMcpServer = Schemas["AvailableMCPServer"];
@@ -26,6 +30,8 @@ export type McpAuthStatus = Schemas["MCPAuthStatus"] & {
   /** With `auth_required` for an OAuth server: where to send the user (missing from the document's schema). */
   readonly authorization_url?: string;
 };
+export type McpServerAuthInfo = Schemas["MCPServerAuthInfo"];
+export type McpServerInitInfo = Schemas["MCPServerInitInfo"];
 export type McpServerManifest = Schemas["MCPServerManifest"];
 export type Me = Schemas["GetMeResponse"];
 export type ModelProviderManifest = Schemas["ModelProviderManifest"];
@@ -39,8 +45,12 @@ export interface SessionEventItem {
 export type SkillManifest = Schemas["SkillManifest"];
 export type TokenPagination = Schemas["TokenPagination"];
 export type Turn = Schemas["Turn"];
+export type TurnInputItem = Schemas["TurnInputItem"];
+export type TurnMetrics = Schemas["TurnMetrics"];
 export type TurnState = Schemas["TurnState"];
 export type UpdateSessionRequest = Schemas["UpdateSessionRequest"];
+export type UserToolApprovalEvent = Schemas["UserToolApprovalEvent"];
+export type UserToolResponseEvent = Schemas["UserToolResponseEvent"];
 
 /** A page of a paged list: the items and where the next page starts. */
 export interface Page<T> {
