@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use trueforge_protocol::McpServerAuth;
 
-use super::settings::{GetMCPServerResponse, auth_status, configured_mcp_server};
+use super::settings::{AuthStatus, GetMCPServerResponse, auth_status, configured_mcp_server};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
 use crate::mcp_oauth::{FlowError, Resolution, safe_return_to, with_outcome};
@@ -34,7 +34,7 @@ pub(crate) struct AvailableMcpServer {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<MCPServerAuthPublic>, nullable = false)]
     auth: Option<AuthKind>,
-    auth_status: super::settings::AuthStatus,
+    auth_status: AuthStatus,
 }
 
 #[derive(Serialize)]
@@ -139,7 +139,7 @@ pub struct AuthorizeQuery {
     tag = TAG_MCP,
     params(("name" = String, Path, min_length = 1, description = "The MCP server's name."), AuthorizeQuery),
     responses(
-        (status = 200, description = "The authorization state; with OAuth, where to send the user.", body = super::settings::AuthStatus),
+        (status = 200, description = "The authorization state; with OAuth, where to send the user.", body = AuthStatus),
         (status = 400, description = "A parameter is invalid.", body = RequestErrorResponse),
         (status = 404, description = "No such MCP server.", body = RequestErrorResponse),
         (status = 422, description = "The server's authorization server cannot be used as MCP requires (no client registration, no S256 PKCE).", body = RequestErrorResponse),
@@ -155,8 +155,8 @@ pub async fn authorize(
     let caller = state.caller();
     let record = known_server(&state, &name).await?;
     let answer = match record.manifest.auth {
-        None => json!({"status": "not_required"}),
-        Some(McpServerAuth::Header { .. }) => json!({"status": "authenticated"}),
+        None => AuthStatus::NOT_REQUIRED,
+        Some(McpServerAuth::Header { .. }) => AuthStatus::AUTHENTICATED,
         Some(McpServerAuth::Dcr {}) => {
             if let Some(return_to) = &query.return_to
                 && !safe_return_to(return_to)
@@ -172,10 +172,8 @@ pub async fn authorize(
                 .await
                 .map_err(flow_error)?;
             match resolution {
-                Resolution::Authenticated { .. } => json!({"status": "authenticated"}),
-                Resolution::Required { authorization_url } => {
-                    json!({"status": "auth_required", "authorization_url": authorization_url})
-                }
+                Resolution::Authenticated { .. } => AuthStatus::AUTHENTICATED,
+                Resolution::Required { authorization_url } => AuthStatus::required_at(authorization_url),
             }
         }
     };

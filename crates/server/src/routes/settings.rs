@@ -195,26 +195,50 @@ pub struct AuthStatus {
     /// `not_required` without auth, `authenticated` with headers or a token, `auth_required` otherwise.
     #[schema(schema_with = crate::schemas::auth_status_values)]
     status: &'static str,
+    /// With `auth_required`, from the authorize route: where to send the user to authorize the server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, format = "uri")]
+    authorization_url: Option<String>,
+}
+
+impl AuthStatus {
+    pub(crate) const NOT_REQUIRED: Self = Self::plain("not_required");
+    pub(crate) const AUTHENTICATED: Self = Self::plain("authenticated");
+    pub(crate) const AUTH_REQUIRED: Self = Self::plain("auth_required");
+
+    const fn plain(status: &'static str) -> Self {
+        Self {
+            status,
+            authorization_url: None,
+        }
+    }
+
+    /// `auth_required`, with where the user authorizes the server.
+    pub(crate) fn required_at(authorization_url: String) -> Self {
+        Self {
+            status: "auth_required",
+            authorization_url: Some(authorization_url),
+        }
+    }
 }
 
 /// The caller's authorisation state for a server: OAuth servers need the caller's own token.
 pub async fn auth_status(state: &AppState, caller: &Caller, record: &McpServerRecord) -> ApiResult<AuthStatus> {
-    let status = match &record.manifest.auth {
-        None => "not_required",
-        Some(McpServerAuth::Header { .. }) => "authenticated",
+    Ok(match &record.manifest.auth {
+        None => AuthStatus::NOT_REQUIRED,
+        Some(McpServerAuth::Header { .. }) => AuthStatus::AUTHENTICATED,
         Some(McpServerAuth::Dcr {}) => {
             let token = state
                 .settings
                 .get_oauth_token(&caller.tenant, &record.id, &caller.user)
                 .await?;
             if token.is_some() {
-                "authenticated"
+                AuthStatus::AUTHENTICATED
             } else {
-                "auth_required"
+                AuthStatus::AUTH_REQUIRED
             }
         }
-    };
-    Ok(AuthStatus { status })
+    })
 }
 
 pub async fn configured_mcp_server(

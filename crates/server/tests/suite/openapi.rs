@@ -335,6 +335,24 @@ fn the_answer_check_reports_what_does_not_fit() {
     );
 }
 
+/// Clients generate their types from the document (the TypeScript SDK does): a response property the
+/// reference documents and our server sends must be documented by ours too, or those clients cannot read it.
+/// Checked for the schemas whose answers carry optional fields a client acts on.
+#[test]
+fn optional_response_fields_the_reference_documents_are_documented() {
+    let reference = reference_document();
+    let ours = our_document();
+    for schema in ["MCPAuthStatus"] {
+        let theirs = properties(&reference["components"]["schemas"][schema]);
+        let mine = properties(&ours["components"]["schemas"][schema]);
+        for name in theirs.keys() {
+            assert!(mine.contains_key(name), "{schema}.{name} is not in our document");
+        }
+    }
+    let url = &ours["components"]["schemas"]["MCPAuthStatus"]["properties"]["authorization_url"];
+    assert_eq!(url["format"], "uri", "{url}");
+}
+
 #[test]
 fn every_reference_in_the_document_resolves() {
     let ours = our_document();

@@ -26,10 +26,7 @@ export type ConfiguredSkill = Schemas["ConfiguredSkill"];
 export type CreateAgentRequest = Schemas["CreateAgentRequest"];
 export type CreateSessionRequest = Schemas["CreateSessionRequest"];
 export type CreateTurnRequest = Schemas["CreateTurnRequest"];
-export type McpAuthStatus = Schemas["MCPAuthStatus"] & {
-  /** With `auth_required` for an OAuth server: where to send the user (missing from the document's schema). */
-  readonly authorization_url?: string;
-};
+export type McpAuthStatus = Schemas["MCPAuthStatus"];
 export type McpServerAuthInfo = Schemas["MCPServerAuthInfo"];
 export type McpServerInitInfo = Schemas["MCPServerInitInfo"];
 export type McpServerManifest = Schemas["MCPServerManifest"];
