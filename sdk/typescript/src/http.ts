@@ -242,7 +242,8 @@ export function randomId(): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Sleeps `ms`, or until `signal` aborts (then rejects with its reason). */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(signal.reason);
@@ -261,7 +262,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 }
 
 /** Reads an error answer: the server's `{"error": {...}}` envelope, or the raw text of anything else. */
-async function apiError(response: Response, method: string, path: string): Promise<TrueForgeApiError> {
+export async function apiError(response: Response, method: string, path: string): Promise<TrueForgeApiError> {
   let text: string | undefined;
   try {
     text = await response.text();

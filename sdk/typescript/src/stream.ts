@@ -7,13 +7,13 @@
 
 import {
   TrueForgeAbortError,
-  TrueForgeApiError,
   TrueForgeConnectionError,
   TrueForgeError,
   TrueForgeProtocolError,
 } from "./errors.js";
 import { type SequencedEvent, type TurnDoneEvent, toTurnEvent } from "./events.js";
 import type { components } from "./generated/schema.js";
+import { apiError, isRetryableStatus, parseRetryAfter, randomId, sleep } from "./http.js";
 import { type SseEvent, SseParser } from "./sse.js";
 
 type CreateTurnRequest = components["schemas"]["CreateTurnRequest"];
@@ -69,10 +69,6 @@ function turnsPath(sessionId: string): string {
   return `/api/v1/sessions/${encodeURIComponent(sessionId)}/turns`;
 }
 
-function newIdempotencyKey(): string {
-  return globalThis.crypto.randomUUID();
-}
-
 /** Starts a turn and streams its events (`POST /api/v1/sessions/{sessionId}/turns` with `stream: true`). */
 export function createTurnStream(
   transport: StreamTransport,
@@ -82,7 +78,7 @@ export function createTurnStream(
 ): TurnStream {
   return new ResumingTurnStream(transport, sessionId, undefined, 0, options, {
     body: JSON.stringify({ ...body, stream: true }),
-    idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(),
+    idempotencyKey: options.idempotencyKey ?? randomId(),
   });
 }
 
@@ -109,80 +105,23 @@ class Retryable {
   ) {}
 }
 
+/**
+ * Whether a stream tries again after this status: the client's retryable ones and any other 5xx too, since a
+ * turn runs on whatever its stream's connection does and a subscription only reads.
+ */
+function isRetryableForStream(status: number): boolean {
+  return isRetryableStatus(status) || status >= 500;
+}
+
+/** The server's `Retry-After`, in milliseconds, at most {@link MAX_RETRY_AFTER_MS}. */
 function retryAfterMs(response: Response): number | undefined {
-  const value = response.headers.get("retry-after");
-  if (value === null) {
-    return undefined;
-  }
-  const seconds = Number(value.trim());
-  if (value.trim() !== "" && Number.isFinite(seconds) && seconds >= 0) {
-    return Math.min(seconds * 1000, MAX_RETRY_AFTER_MS);
-  }
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.min(Math.max(0, date - Date.now()), MAX_RETRY_AFTER_MS);
-}
-
-async function apiError(response: Response, method: string, path: string): Promise<TrueForgeApiError> {
-  let text: string | undefined;
-  try {
-    text = await response.text();
-  } catch {
-    text = undefined;
-  }
-  let error: TrueForgeApiError["error"];
-  if (text !== undefined && text.length > 0) {
-    try {
-      const parsed: unknown = JSON.parse(text);
-      const inner = (parsed as { error?: unknown } | null)?.error;
-      if (
-        typeof inner === "object" &&
-        inner !== null &&
-        typeof (inner as { message?: unknown }).message === "string"
-      ) {
-        const e = inner as Record<string, unknown>;
-        const str = (v: unknown) => (typeof v === "string" ? v : undefined);
-        error = { message: e.message as string, code: str(e.code), param: str(e.param), type: str(e.type) };
-      }
-    } catch {
-      // not JSON: kept as text
-    }
-  }
-  return new TrueForgeApiError({
-    status: response.status,
-    error,
-    bodyText: error === undefined && text !== undefined && text.length > 0 ? text : undefined,
-    requestId: response.headers.get("x-request-id") ?? undefined,
-    method,
-    path,
-  });
-}
-
-function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || status >= 500;
+  const delay = parseRetryAfter(response.headers.get("retry-after"));
+  return delay === undefined ? undefined : Math.min(delay, MAX_RETRY_AFTER_MS);
 }
 
 function isEventStream(response: Response): boolean {
   const type = response.headers.get("content-type");
   return type !== null && type.split(";")[0]?.trim().toLowerCase() === "text/event-stream";
-}
-
-/** Sleeps `ms`, or until `signal` aborts (then rejects with its reason). */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 class ResumingTurnStream implements TurnStream {
@@ -348,7 +287,7 @@ class ResumingTurnStream implements TurnStream {
         if (this.lifetime.signal.aborted) {
           return "aborted";
         }
-        if (isRetryableStatus(response.status)) {
+        if (isRetryableForStream(response.status)) {
           return new Retryable(error, retryAfterMs(response));
         }
         throw error;
