@@ -30,6 +30,21 @@ fn starting_at_once(calls: &[ContextToolCall]) -> Option<Record> {
     run_at_once.then(|| Record::StartedToolCalls(calls.iter().map(|call| call.id.clone()).collect()))
 }
 
+/// The readable part of an answer's reasoning (thinking text, reasoning summaries), blocks apart by a
+/// blank line; encrypted-only blocks have none.
+fn readable_reasoning(message: &trueforge_llm::AssistantMessage) -> String {
+    message
+        .reasoning
+        .iter()
+        .filter_map(|block| match block {
+            trueforge_llm::ReasoningBlock::Thinking { text, .. } => Some(text.as_str()),
+            trueforge_llm::ReasoningBlock::Encrypted { summary, .. } => Some(summary.as_str()),
+            trueforge_llm::ReasoningBlock::Redacted { .. } => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
 /// Key in an assistant row's extra fields holding the id of its `model.message` event, which pause events
 /// name as `source_event_id`.
 pub const EVENT_ID_KEY: &str = "tf_event_id";
@@ -297,16 +312,7 @@ impl AgentThread {
                 extra: Map::new(),
             });
         }
-        let reasoning_text: String = message
-            .reasoning
-            .iter()
-            .filter_map(|block| match block {
-                trueforge_llm::ReasoningBlock::Thinking { text, .. } => Some(text.as_str()),
-                trueforge_llm::ReasoningBlock::Encrypted { summary, .. } => Some(summary.as_str()),
-                trueforge_llm::ReasoningBlock::Redacted { .. } => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n\n");
+        let reasoning_text = readable_reasoning(message);
         let mut extra = Map::new();
         extra.insert(EVENT_ID_KEY.to_owned(), json!(message_id));
         ContextAssistantMessage {
@@ -371,8 +377,12 @@ impl AgentThread {
                 tool_info: self.wire_info(&call.name),
             })
             .collect();
+        let reasoning_text = readable_reasoning(message);
         ModelMessageEvent {
             content: (!message.text.is_empty()).then(|| Some(AssistantContent::Text(message.text.clone()))),
+            // Stored with the answer, so a client reading the history shows the reasoning the live stream
+            // showed as deltas.
+            reasoning_content: (!reasoning_text.is_empty()).then_some(reasoning_text),
             tool_calls: (!tool_calls.is_empty()).then_some(tool_calls),
             finish_reason: Some(wire_finish(&response.finish_reason)),
             usage: Some(self.message_usage(&response.usage)),
