@@ -397,6 +397,7 @@ impl Runtime {
             title_if_unset: admission.title.clone(),
             lease: self.options.lease.clone(),
             events,
+            idempotency: None,
         };
         self.store.create_turn(new_turn).await.map_err(|error| match error {
             StoreError::SessionNotFound { .. } => AgentError::SessionNotFound,
