@@ -208,7 +208,7 @@ pub async fn concurrent_creations_with_one_key_create_one_turn(store: Store) {
             (winner.as_str(), winner_fingerprint.as_str())
         );
     }
-    assert_eq!(turn_ids(&store, SESSION).await, [winner.clone()]);
+    assert_eq!(turn_ids(&store, SESSION).await, std::slice::from_ref(&winner));
     let session = store
         .get_session(&TENANT.into(), &SESSION.into())
         .await
