@@ -231,6 +231,7 @@ impl Bench {
             previous_turn_id: PreviousTurn::None,
             custom: None,
             requested_by: None,
+            idempotency_key: None,
         };
         let mut started = self.runtime.create_turn(request).await.unwrap();
         // Read as an SSE writer does: the entries as published, not parsed back.

@@ -1,6 +1,6 @@
 //! Errors of the runtime's entry points.
 
-use trueforge_protocol::{ApprovalScope, ProtocolError, ThreadId, TurnId};
+use trueforge_protocol::{ApprovalScope, IdempotencyKey, ProtocolError, ThreadId, TurnId};
 use trueforge_store::StoreError;
 
 use crate::model::ModelResolveError;
@@ -33,6 +33,16 @@ pub enum AgentError {
     Tool(#[from] ToolError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The request's idempotency key already created this turn, for the same request: nothing was started.
+    /// [`Runtime::start_turn`](crate::Runtime::start_turn) answers with that turn instead.
+    #[error("the idempotency key already created turn {0}")]
+    AlreadyCreated(TurnId),
+    /// The idempotency key already created a turn in this session, for another request.
+    #[error(
+        "the Idempotency-Key '{0}' was already used in this session with a different request; \
+         a retry must repeat the original request, a new request needs a new key"
+    )]
+    IdempotencyKeyReused(IdempotencyKey),
     /// Shutdown has begun: no turn starts or resumes any more.
     #[error("The server is shutting down")]
     ShuttingDown,
@@ -74,4 +84,7 @@ pub enum InputError {
     /// The calls (by id) that wait for the user and the input left unanswered.
     #[error("the input must resolve every tool call waiting for the user; missing: {}", .0.join(", "))]
     UnresolvedCalls(Vec<String>),
+    /// The input could not be written as JSON to fingerprint it for its idempotency key.
+    #[error("the input cannot be written as JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
 }

@@ -20,6 +20,7 @@ mod tagged;
 pub mod whole_number;
 
 mod error;
+mod idempotency_key;
 mod ids;
 
 mod agent_spec;
@@ -49,6 +50,7 @@ mod sandbox_provider;
 mod skill_manifest;
 
 pub use error::ProtocolError;
+pub use idempotency_key::{IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_MAX_LEN, IdempotencyKey, IdempotencyKeyError};
 pub use ids::{SessionId, TenantId, ThreadId, TurnId};
 pub use rules::is_resource_name;
 pub use turn_key::TurnKey;

@@ -116,6 +116,9 @@ impl From<AgentError> for ApiError {
             AgentError::Model(error) => Self::unprocessable(error.message),
             AgentError::Tool(error) => Self::unprocessable(error.to_string()),
             AgentError::Store(error) => error.into(),
+            reused @ AgentError::IdempotencyKeyReused(_) => Self::unprocessable(reused.to_string()),
+            // `start_turn` answers with the turn instead; a caller that surfaces it asked to create it anew.
+            created @ AgentError::AlreadyCreated(_) => Self::conflict(created.to_string()),
             AgentError::ShuttingDown => Self::new(StatusCode::SERVICE_UNAVAILABLE, "The server is shutting down"),
             other @ (AgentError::TurnNotRunning(_) | AgentError::Internal(_)) => Self::internal(other),
         }

@@ -58,6 +58,7 @@ fn new_turn(session: &str, turn_id: &str, previous: Option<&str>, messages: Vec<
         title_if_unset: None,
         lease: None,
         events: Vec::new(),
+        idempotency: None,
     }
 }
 

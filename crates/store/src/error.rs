@@ -33,6 +33,10 @@ pub enum StoreError {
     TurnNotRunning { turn_id: TurnId, state: Box<TurnState> },
     #[error("turn '{turn_id}' is leased by another owner")]
     LeaseHeldByOther { turn_id: TurnId, owner: Option<String> },
+    /// The session already has a turn created with this idempotency key; `fingerprint` is the one stored
+    /// with it, so the caller can tell a retry of that request from another request reusing the key.
+    #[error("the idempotency key already created turn '{turn_id}'")]
+    IdempotencyKeyUsed { turn_id: TurnId, fingerprint: String },
 
     // ---- session store: caller misuse ----
     #[error("invalid input: {0}")]
@@ -90,6 +94,7 @@ impl StoreError {
                 | Self::PreviousTurnRunning { .. }
                 | Self::TurnNotRunning { .. }
                 | Self::LeaseHeldByOther { .. }
+                | Self::IdempotencyKeyUsed { .. }
                 | Self::NameConflict { .. }
         )
     }

@@ -344,6 +344,7 @@ mod tests {
                 title_if_unset: None,
                 lease: None,
                 events: Vec::new(),
+                idempotency: None,
             })
             .await
             .unwrap();

@@ -6,13 +6,14 @@
 use std::collections::{BTreeMap, HashSet};
 
 use trueforge_protocol::{
-    AgentSpec, AgentThreadSnapshot, CancellationReason, MAIN_THREAD_ID, McpServerInitInfo, SessionEvent,
-    ThreadDoneEvent, ThreadId, ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnId, TurnState,
+    AgentSpec, AgentThreadSnapshot, CancellationReason, IdempotencyKey, MAIN_THREAD_ID, McpServerInitInfo,
+    SessionEvent, ThreadDoneEvent, ThreadId, ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnId, TurnState,
     validate_turn_input,
 };
 use trueforge_store::StoreError;
 use trueforge_store::session::model::{
-    ContextAppend, FreezeTurn, NewThread, NewTurn, SessionRecord, StoredEvent, TurnDone, TurnKey, TurnRecord,
+    ContextAppend, FreezeTurn, KeyedTurn, NewThread, NewTurn, SessionRecord, StoredEvent, TurnDone, TurnIdempotency,
+    TurnKey, TurnRecord,
 };
 
 use super::{PreviousTurn, Runtime, Start, StartedTurn, TurnRequest, standing_approvals, with_root};
@@ -21,6 +22,7 @@ use crate::approvals::{agent_scope_target, check_max_scope};
 use crate::cancel::TurnCancel;
 use crate::context::ModelMessages;
 use crate::error::{AgentError, InputError};
+use crate::idempotency::request_fingerprint;
 use crate::ids::now_iso;
 
 /// What a request is, once checked: its session, the agent's spec, and the approvals it brings.
@@ -56,6 +58,8 @@ impl Runtime {
             return Err(AgentError::ShuttingDown);
         }
         let checked = self.check_request(&request).await?;
+        // Before anything that writes or cancels: a retry must leave the turn its key created alone.
+        let idempotency = self.check_idempotency_key(&request).await?;
         let key = TurnKey::new(&request.tenant_id, &request.session_id, &request.turn_id);
         let cancel = TurnCancel::new();
         let mut resources = self
@@ -106,6 +110,7 @@ impl Runtime {
             &shells,
             &admission,
             first_events.clone(),
+            idempotency,
         )
         .await?;
         if !admission.stopped_threads.is_empty() {
@@ -154,6 +159,29 @@ impl Runtime {
             approving_agent,
             agent_approvals,
         })
+    }
+
+    /// The request's idempotency key with its fingerprint, once the store shows the key unused in the
+    /// session; a key already used answers with its turn (the same request) or is refused (another one).
+    /// The session was read before this, so a concurrent creation with the key that this read misses had
+    /// not committed when the session was read: its turn is not the predecessor this request may freeze,
+    /// and the store refuses this request's commit for the key.
+    async fn check_idempotency_key(&self, request: &TurnRequest) -> Result<Option<TurnIdempotency>, AgentError> {
+        let Some(key) = &request.idempotency_key else {
+            return Ok(None);
+        };
+        let fingerprint = request_fingerprint(request)?;
+        let keyed = self
+            .store
+            .turn_by_idempotency_key(&request.tenant_id, &request.session_id, key)
+            .await?;
+        if let Some(keyed) = keyed {
+            return Err(key_used(key, &fingerprint, keyed));
+        }
+        Ok(Some(TurnIdempotency {
+            key: key.clone(),
+            fingerprint,
+        }))
     }
 
     /// Reads the turn this one continues and, if it is still running, checks the input against it and
@@ -355,6 +383,9 @@ impl Runtime {
 
     /// Writes the turn: its threads' new rows and capability states, its lease and its first events, in
     /// one store transaction. `threads` need no contexts (see [`without_context`]).
+    // The values the earlier steps of `create_turn` computed, handed over as they are: a struct made for
+    // this one call would only rename them.
+    #[allow(clippy::too_many_arguments)]
     async fn commit_turn(
         &self,
         request: &TurnRequest,
@@ -363,6 +394,7 @@ impl Runtime {
         threads: &BTreeMap<ThreadId, AgentThreadSnapshot>,
         admission: &Admission,
         events: Vec<StoredEvent>,
+        idempotency: Option<TurnIdempotency>,
     ) -> Result<(), AgentError> {
         let new_turn = NewTurn {
             tenant_id: request.tenant_id.clone(),
@@ -397,13 +429,29 @@ impl Runtime {
             title_if_unset: admission.title.clone(),
             lease: self.options.lease.clone(),
             events,
+            idempotency: idempotency.clone(),
         };
         self.store.create_turn(new_turn).await.map_err(|error| match error {
             StoreError::SessionNotFound { .. } => AgentError::SessionNotFound,
             StoreError::PreviousTurnNotFound { turn_id } => AgentError::TurnNotFound(turn_id),
+            // A concurrent request with the key committed first: this one answers as a later retry would.
+            StoreError::IdempotencyKeyUsed { turn_id, fingerprint } => match &idempotency {
+                Some(ours) => key_used(&ours.key, &ours.fingerprint, KeyedTurn { turn_id, fingerprint }),
+                None => AgentError::Store(StoreError::IdempotencyKeyUsed { turn_id, fingerprint }),
+            },
             other => AgentError::Store(other),
         })?;
         Ok(())
+    }
+}
+
+/// The answer to a request whose key already created `keyed`: that turn when the request is the same,
+/// a refusal otherwise.
+fn key_used(key: &IdempotencyKey, fingerprint: &str, keyed: KeyedTurn) -> AgentError {
+    if keyed.fingerprint == fingerprint {
+        AgentError::AlreadyCreated(keyed.turn_id)
+    } else {
+        AgentError::IdempotencyKeyReused(key.clone())
     }
 }
 

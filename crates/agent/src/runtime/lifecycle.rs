@@ -9,7 +9,7 @@ use trueforge_protocol::{CancellationReason, SessionId, TenantId};
 use trueforge_store::StoreError;
 use trueforge_store::session::model::TurnKey;
 
-use super::{Runtime, TurnRequest};
+use super::{Runtime, TurnRequest, TurnStart};
 use crate::error::AgentError;
 
 /// How long a lease lasts, and how often the runtime renews its turns' leases and looks for orphans.
@@ -32,10 +32,21 @@ impl LeaseTiming {
 impl Runtime {
     /// Creates the turn and starts it; returns once its first event (`turn.created`) is on the bus, so a
     /// subscriber right after finds the stream. From here the turn runs whatever the caller does.
-    pub async fn start_turn(&self, request: TurnRequest) -> Result<TurnKey, AgentError> {
-        let mut started = self.create_turn(request).await?;
-        started.first_event().await;
-        Ok(started.key)
+    ///
+    /// A request whose idempotency key already created a turn in the session, with the same request (a
+    /// client's retry), creates, starts and cancels nothing: it answers with that turn.
+    pub async fn start_turn(&self, request: TurnRequest) -> Result<TurnStart, AgentError> {
+        let (tenant_id, session_id) = (request.tenant_id.clone(), request.session_id.clone());
+        match self.create_turn(request).await {
+            Ok(mut started) => {
+                started.first_event().await;
+                Ok(TurnStart::Started(started.key))
+            }
+            Err(AgentError::AlreadyCreated(turn_id)) => {
+                Ok(TurnStart::Existing(TurnKey::new(&tenant_id, &session_id, &turn_id)))
+            }
+            Err(other) => Err(other),
+        }
     }
 
     /// Whether shutdown has begun (new turns are refused).

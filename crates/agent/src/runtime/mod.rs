@@ -17,8 +17,9 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use trueforge_bus::{BusEvent, Subscription};
 use trueforge_protocol::{
-    AgentSpec, AgentThreadSnapshot, ApprovalScope, CancellationReason, MAIN_THREAD_ID, McpInitializeEvent,
-    McpServerInitInfo, SessionAgent, SessionEvent, SessionId, TenantId, ThreadId, TurnId, TurnInputItem, TurnState,
+    AgentSpec, AgentThreadSnapshot, ApprovalScope, CancellationReason, IdempotencyKey, MAIN_THREAD_ID,
+    McpInitializeEvent, McpServerInitInfo, SessionAgent, SessionEvent, SessionId, TenantId, ThreadId, TurnId,
+    TurnInputItem, TurnState,
 };
 use trueforge_store::session::model::{LeaseRequest, OpenMessage, StoredEvent, TurnKey};
 use trueforge_store::{SessionStore, StoreError};
@@ -100,6 +101,19 @@ pub struct TurnRequest {
     /// The user asking for the turn; it must be the session's creator. `None`: the host checked already
     /// (or has no users).
     pub requested_by: Option<String>,
+    /// The client's key for this creation: a request whose key already created a turn in the session
+    /// starts nothing (see [`Runtime::start_turn`]). `None`: every request creates a turn.
+    pub idempotency_key: Option<IdempotencyKey>,
+}
+
+/// What [`Runtime::start_turn`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnStart {
+    /// The turn was created and runs; its first event is on the bus.
+    Started(TurnKey),
+    /// The request's idempotency key had already created this turn (for the same request): nothing was
+    /// started or cancelled. The turn may be running or over.
+    Existing(TurnKey),
 }
 
 /// A turn running in the background, registered and supervised by the runtime: its cancel handle, its live

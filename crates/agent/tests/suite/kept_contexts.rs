@@ -145,6 +145,7 @@ async fn a_kept_copy_of_another_turn_with_the_same_ids_and_lengths_is_not_used()
             title_if_unset: None,
             lease: None,
             events: Vec::new(),
+            idempotency: None,
         })
         .await
         .unwrap();

@@ -9,10 +9,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use async_trait::async_trait;
 use serde_json::Value;
 use trueforge_protocol::{
-    AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion, TurnState,
+    AgentThreadSnapshot, ContextMessage, CurrentContextUsage, IdempotencyKey, McpServerInitInfo, SubAgentCompletion,
+    TurnState,
 };
 use trueforge_store::session::model::{
-    ExpiredLease, FreezeTurn, HistoryEntry, Lease, LiveStreamMark, NewSession, NewTurn, Page, PageRequest,
+    ExpiredLease, FreezeTurn, HistoryEntry, KeyedTurn, Lease, LiveStreamMark, NewSession, NewTurn, Page, PageRequest,
     ReusedTurnRecord, SessionEventItem, SessionFilter, SessionId, SessionRecord, SessionUpdate, SortOrder, StoredEvent,
     TenantId, ThreadId, ThreadStep, TurnDone, TurnId, TurnKey, TurnRecord, TurnSummary,
 };
@@ -87,6 +88,14 @@ impl SessionStore for CrashingStore {
     async fn create_turn(&self, turn: NewTurn) -> StoreResult<TurnSummary> {
         self.check()?;
         self.inner.create_turn(turn).await
+    }
+    async fn turn_by_idempotency_key(
+        &self,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
+        key: &IdempotencyKey,
+    ) -> StoreResult<Option<KeyedTurn>> {
+        self.inner.turn_by_idempotency_key(tenant_id, session_id, key).await
     }
     async fn get_turn(&self, key: &TurnKey) -> StoreResult<Option<TurnRecord>> {
         self.inner.get_turn(key).await

@@ -145,6 +145,7 @@ impl Harness {
             previous_turn_id: previous,
             custom: None,
             requested_by: None,
+            idempotency_key: None,
         }
     }
 

@@ -5,9 +5,11 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use trueforge_agent::{AgentError, PreviousTurn, TurnRequest};
+use trueforge_agent::{AgentError, PreviousTurn, TurnRequest, TurnStart};
 use trueforge_protocol::api::{CreateTurnRequest, PreviousTurn as WirePreviousTurn};
-use trueforge_protocol::{SessionEvent, SessionId, TurnId, TurnInputItem, TurnStreamingEvent};
+use trueforge_protocol::{
+    IDEMPOTENCY_KEY_HEADER, IdempotencyKey, SessionEvent, SessionId, TurnId, TurnInputItem, TurnStreamingEvent,
+};
 use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey, TurnSummary};
 
 use super::sessions::{EVENT_PAGE_MAX, SESSION_PAGE_MAX, owned_session, page_limit};
@@ -51,25 +53,36 @@ fn previous_turn(value: Option<WirePreviousTurn>) -> ApiResult<PreviousTurn> {
     path = "/api/v1/sessions/{session_id}/turns",
     operation_id = "create_turn",
     tag = TAG_SESSIONS,
-    params(("session_id" = String, Path, min_length = 1, max_length = 64, description = "The session's id.")),
+    params(
+        ("session_id" = String, Path, min_length = 1, max_length = 64, description = "The session's id."),
+        ("Idempotency-Key" = Option<String>, Header, nullable = false, min_length = 1, max_length = 255, pattern = "^[\\x21-\\x7E]+$", description = "A key of the client's (a UUID) for this creation, so that a retry cannot create the turn twice. The first request with the key creates the turn; a later one with the key and the same request (`input`, `previous_turn_id`; `stream` may differ) in the session starts and cancels nothing and answers with that turn: its events from the start (or after `Last-Event-ID`) with `stream`, otherwise the turn as it now is. The key with another request is refused (422)."),
+        ("Last-Event-ID" = Option<u64>, Header, nullable = false, description = "With an `Idempotency-Key` that already created the turn: the `id` of the last frame seen, so the stream resumes after it (as `subscribe` does). Ignored otherwise.")
+    ),
     request_body = CreateTurnRequest,
     responses(
-        (status = 200, description = "With `stream` (the default), the turn's events as Server-Sent Events, each frame's `id` its sequence number; otherwise the turn.", content((GetTurnResponse = "application/json"), (TurnStreamingEvent = "text/event-stream"))),
-        (status = 400, description = "The body does not fit the schema.", body = RequestErrorResponse),
+        (status = 200, description = "With `stream` (the default), the turn's events as Server-Sent Events, each frame's `id` its sequence number; otherwise the turn. A retry under an `Idempotency-Key` gets the turn the key created.", content((GetTurnResponse = "application/json"), (TurnStreamingEvent = "text/event-stream"))),
+        (status = 400, description = "The body does not fit the schema, or the `Idempotency-Key` or `Last-Event-ID` header is malformed.", body = RequestErrorResponse),
         (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
         (status = 404, description = "No such session, or no such previous turn.", body = RequestErrorResponse),
         (status = 412, description = "The previous turn cannot be continued yet.", body = RequestErrorResponse),
         (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
-        (status = 422, description = "The input does not fit the conversation (e.g. approvals nothing waits for), or the agent cannot run.", body = RequestErrorResponse),
+        (status = 422, description = "The input does not fit the conversation (e.g. approvals nothing waits for), the agent cannot run, or the `Idempotency-Key` was used in this session with another request.", body = RequestErrorResponse),
     )
 )]
 pub async fn create(
     State(state): State<AppState>,
     Path(session_id): Path<SessionId>,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<CreateTurnRequest>,
 ) -> ApiResult<Response> {
     let caller = state.caller();
     super::sessions::check_session_id(&session_id)?;
+    let idempotency_key = idempotency_key(&headers)?;
+    // Only a retry resumes a stream; checked with the other headers, before anything is read or written.
+    let retry_after = match idempotency_key {
+        Some(_) => last_event_id(&headers)?,
+        None => None,
+    };
     check_input_kinds(&body.input)?;
     // The input's value rules are the schema's (400); whether it fits the conversation is the runtime's
     // (422).
@@ -82,7 +95,7 @@ pub async fn create(
     ));
     // One call: the runtime checks, commits and starts the turn, and answers once `turn.created` is on the
     // bus, so an immediate subscribe finds the stream. From then on the turn runs whatever the client does.
-    let key = state
+    let start = state
         .runtime
         .start_turn(TurnRequest {
             tenant_id: caller.tenant.clone(),
@@ -93,20 +106,58 @@ pub async fn create(
             custom: None,
             // The runtime reads the session once, and refuses a caller who did not create it.
             requested_by: Some(caller.user.clone()),
+            idempotency_key,
         })
         .await
         .map_err(|error| match error {
             AgentError::SessionNotFound => ApiError::session_not_found(&session_id),
             other => ApiError::from(other),
         })?;
-    if body.stream.unwrap_or(true) {
-        // The stream of a new turn lives as long as the turn can (reference clients do not reconnect it).
-        let mut source = state.event_source();
-        source.max_life = state.config.execution_timeout + std::time::Duration::from_secs(60);
-        return Ok(sse::response(source, key, 0));
-    }
+    let stream = body.stream.unwrap_or(true);
+    let key = match start {
+        TurnStart::Started(key) if stream => {
+            // The stream of a new turn lives as long as the turn can (reference clients do not reconnect it).
+            let mut source = state.event_source();
+            source.max_life = state.config.execution_timeout + std::time::Duration::from_secs(60);
+            return Ok(sse::response(source, key, 0));
+        }
+        // A retry gets what subscribing to the turn gives: its stream from the start or the client's cursor.
+        TurnStart::Existing(key) if stream => {
+            return Ok(sse::response(state.event_source(), key, retry_after.unwrap_or(0)));
+        }
+        TurnStart::Started(key) | TurnStart::Existing(key) => key,
+    };
     let turn = turn_summary(&state, &key).await?;
     Ok(Data::ok(Turn::from(turn)).into_response())
+}
+
+/// The `Idempotency-Key` header, if sent: once, and of the key's form.
+fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<IdempotencyKey>> {
+    let mut values = headers.get_all(IDEMPOTENCY_KEY_HEADER).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(ApiError::bad_request("the Idempotency-Key header must be sent once"));
+    }
+    IdempotencyKey::parse(value.as_bytes())
+        .map(Some)
+        .map_err(|error| ApiError::bad_request(error.to_string()))
+}
+
+/// The `Last-Event-ID` header, if sent: the `id` of a frame we sent, resent verbatim by browsers, so digits
+/// only, as the reference reads it.
+fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<u64>> {
+    headers
+        .get("last-event-id")
+        .map(|value| {
+            value
+                .to_str()
+                .ok()
+                .and_then(|text| text.trim().parse::<u64>().ok())
+                .ok_or_else(|| ApiError::bad_request("Invalid Last-Event-Id header"))
+        })
+        .transpose()
 }
 
 /// The turn without its snapshot: one row, however long its conversation.
@@ -294,20 +345,7 @@ pub async fn subscribe(
     QueryParams(query): QueryParams<SubscribeQuery>,
 ) -> ApiResult<Response> {
     // The header wins over the query (clients resend it on reconnect); both are checked before lookups.
-    let header = headers
-        .get("last-event-id")
-        .map(|value| {
-            value
-                .to_str()
-                .map_err(|_| ApiError::bad_request("Invalid Last-Event-Id header"))
-                // The `id` of a frame we sent, resent verbatim by browsers: digits only, as the reference reads it.
-                .and_then(|text| {
-                    text.trim()
-                        .parse::<u64>()
-                        .map_err(|_| ApiError::bad_request("Invalid Last-Event-Id header"))
-                })
-        })
-        .transpose()?;
+    let header = last_event_id(&headers)?;
     let from_query = match query.after_sequence_number.as_deref() {
         None | Some("") => None,
         // A query integer like every other: a whole float (`3.0`) is that integer.

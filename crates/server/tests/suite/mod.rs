@@ -2,6 +2,7 @@ mod agent_approvals;
 mod api;
 mod full_store;
 mod hardening;
+mod idempotency;
 mod mcp;
 mod mcp_oauth;
 mod models;

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 use trueforge_protocol::{
     AgentInfo, AgentParent, AgentSpec, AgentThreadSnapshot, CancellationReason, ContextMessage, CurrentContextUsage,
-    McpServerInitInfo, SessionAgent, SessionEvent, SubAgentCompletion, TurnInputItem, TurnMetrics, TurnState,
+    IdempotencyKey, McpServerInitInfo, SessionAgent, SessionEvent, SubAgentCompletion, TurnInputItem, TurnMetrics,
+    TurnState,
 };
 
 use crate::time::Timestamp;
@@ -233,6 +234,25 @@ pub struct NewTurn {
     /// The turn's first events (its `turn.created`, …), stored in the same transaction as the turn, so a
     /// turn never exists without them. Their seqs start at 1.
     pub events: Vec<StoredEvent>,
+    /// The client's idempotency key, stored with the turn in its transaction: when the session already has
+    /// a turn with this key, nothing is written and the call fails with
+    /// [`IdempotencyKeyUsed`](crate::StoreError::IdempotencyKeyUsed).
+    pub idempotency: Option<TurnIdempotency>,
+}
+
+/// An idempotency key and the fingerprint of the request that carried it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnIdempotency {
+    pub key: IdempotencyKey,
+    /// Opaque to the store (the caller's digest of what defines the turn); compared byte-wise.
+    pub fingerprint: String,
+}
+
+/// The turn a session's idempotency key created, and the fingerprint stored with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyedTurn {
+    pub turn_id: TurnId,
+    pub fingerprint: String,
 }
 
 // Defined with the wire types, so crates below the store (the tool-set interface) can address a turn too.

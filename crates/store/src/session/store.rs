@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use trueforge_protocol::{
-    AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion, TurnState,
+    AgentThreadSnapshot, ContextMessage, CurrentContextUsage, IdempotencyKey, McpServerInitInfo, SubAgentCompletion,
+    TurnState,
 };
 
 use super::model::{
-    ExpiredLease, FreezeTurn, HistoryEntry, Lease, LiveStreamMark, NewSession, NewTurn, Page, PageRequest,
+    ExpiredLease, FreezeTurn, HistoryEntry, KeyedTurn, Lease, LiveStreamMark, NewSession, NewTurn, Page, PageRequest,
     ReusedTurnRecord, SessionEventItem, SessionFilter, SessionId, SessionRecord, SessionUpdate, SortOrder, StoredEvent,
     TenantId, ThreadId, ThreadStep, TurnDone, TurnId, TurnKey, TurnRecord, TurnSummary,
 };
@@ -55,8 +56,18 @@ pub trait SessionStore: Send + Sync {
 
     /// Creates a running turn, continuing or forking from `previous_turn_id` (which must be terminal), and
     /// makes it the session's tip, in one transaction. Costs O(threads + new messages), whatever the length
-    /// of the inherited context.
+    /// of the inherited context. A turn with an idempotency key the session already has is not created
+    /// (`IdempotencyKeyUsed`, naming the turn that has it); of concurrent calls with one key, one creates.
     async fn create_turn(&self, turn: NewTurn) -> StoreResult<TurnSummary>;
+
+    /// The turn of the session created with this idempotency key (see [`NewTurn::idempotency`]), if any.
+    /// A session of another tenant has none.
+    async fn turn_by_idempotency_key(
+        &self,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
+        key: &IdempotencyKey,
+    ) -> StoreResult<Option<KeyedTurn>>;
 
     /// Reads a turn with its full snapshot.
     async fn get_turn(&self, key: &TurnKey) -> StoreResult<Option<TurnRecord>>;

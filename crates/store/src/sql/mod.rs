@@ -289,6 +289,12 @@ impl SqlError {
         matches!(self, Self::Unique(_))
     }
 
+    /// Whether a unique violation's message names `fragment`: SQLite names the columns of the constraint,
+    /// Postgres its index, so a column name that is part of the index name matches on both.
+    pub(crate) fn unique_violation_names(&self, fragment: &str) -> bool {
+        matches!(self, Self::Unique(error) if error.to_string().contains(fragment))
+    }
+
     pub(crate) fn is_foreign_key_violation(&self) -> bool {
         matches!(self, Self::ForeignKey(_))
     }

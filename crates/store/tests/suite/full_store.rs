@@ -59,6 +59,7 @@ fn root_turn(session_id: &str, turn_id: &str) -> NewTurn {
         title_if_unset: None,
         lease: None,
         events: Vec::new(),
+        idempotency: None,
     }
 }
 

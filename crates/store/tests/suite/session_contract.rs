@@ -62,6 +62,7 @@ macro_rules! contract_group {
 pub mod fixtures;
 
 pub mod freeze;
+pub mod idempotency;
 pub mod leases;
 pub mod pagination;
 pub mod parallel;

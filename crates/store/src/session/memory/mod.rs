@@ -17,7 +17,8 @@ use std::sync::{Mutex, MutexGuard};
 use async_trait::async_trait;
 use serde_json::Value;
 use trueforge_protocol::{
-    AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion, TurnState,
+    AgentThreadSnapshot, ContextMessage, CurrentContextUsage, IdempotencyKey, McpServerInitInfo, SubAgentCompletion,
+    TurnState,
 };
 
 use self::state::State;
@@ -97,6 +98,15 @@ impl SessionStore for MemorySessionStore {
         let now = Timestamp::now();
         let lease = lease_of(&turn.lease, now)?;
         self.lock().create_turn(turn, now, lease)
+    }
+
+    async fn turn_by_idempotency_key(
+        &self,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
+        key: &IdempotencyKey,
+    ) -> StoreResult<Option<KeyedTurn>> {
+        Ok(self.lock().turn_by_idempotency_key(tenant_id, session_id, key))
     }
 
     async fn get_turn(&self, key: &TurnKey) -> StoreResult<Option<TurnRecord>> {
@@ -303,6 +313,7 @@ mod tests {
             title_if_unset: None,
             lease: None,
             events: Vec::new(),
+            idempotency: None,
         }
     }
 

@@ -39,6 +39,7 @@ impl State {
         self.turns.retain(|(session, _), _| session != session_id);
         self.threads.retain(|(session, _, _), _| session != session_id);
         self.events.retain(|(session, _, _), _| session != session_id);
+        self.idempotency_keys.retain(|(session, _), _| session != session_id);
         let segments: Vec<i64> = self
             .segments
             .iter()

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 use trueforge_protocol::{
-    ContextMessage, CurrentContextUsage, McpServerInitInfo, SessionId, SubAgentCompletion, TenantId, ThreadId, TurnId,
+    ContextMessage, CurrentContextUsage, IdempotencyKey, McpServerInitInfo, SessionId, SubAgentCompletion, TenantId,
+    ThreadId, TurnId,
 };
 
 use crate::error::{StoreError, StoreResult};
@@ -62,6 +63,8 @@ pub(super) struct State {
     pub(super) messages: BTreeMap<i64, MessageRow>,
     pub(super) next_message: i64,
     pub(super) events: BTreeMap<(SessionId, TurnId, u64), StoredEvent>,
+    /// The SQL backends' unique index on `(session_id, idempotency_key)`.
+    pub(super) idempotency_keys: BTreeMap<(SessionId, IdempotencyKey), KeyedTurn>,
 }
 
 pub(super) fn turn_map_key(key: &TurnKey) -> (SessionId, TurnId) {

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
-use trueforge_protocol::{AgentThreadSnapshot, CurrentContextUsage, TurnState};
+use trueforge_protocol::{AgentThreadSnapshot, CurrentContextUsage, IdempotencyKey, TurnState};
 
 use super::state::{State, ThreadRow, TurnRow, thread_key, turn_map_key};
 use crate::error::{StoreError, StoreResult};
@@ -104,6 +104,16 @@ impl State {
         {
             return Err(StoreError::TurnAlreadyExists { turn_id: turn.turn_id });
         }
+        if let Some(idempotency) = &turn.idempotency
+            && let Some(keyed) = self
+                .idempotency_keys
+                .get(&(turn.session_id.clone(), idempotency.key.clone()))
+        {
+            return Err(StoreError::IdempotencyKeyUsed {
+                turn_id: keyed.turn_id.clone(),
+                fingerprint: keyed.fingerprint.clone(),
+            });
+        }
         let previous = match &turn.previous_turn_id {
             None => None,
             Some(previous_id) => {
@@ -201,6 +211,15 @@ impl State {
             live_stream: LiveStreamMark::default(),
         };
         self.turns.insert((turn.session_id.clone(), turn.turn_id.clone()), row);
+        if let Some(idempotency) = turn.idempotency {
+            self.idempotency_keys.insert(
+                (turn.session_id.clone(), idempotency.key),
+                KeyedTurn {
+                    turn_id: turn.turn_id.clone(),
+                    fingerprint: idempotency.fingerprint,
+                },
+            );
+        }
         for stored in events {
             self.events
                 .insert((turn.session_id.clone(), turn.turn_id.clone(), stored.seq), stored);
@@ -213,6 +232,16 @@ impl State {
             }
         }
         Ok(summary)
+    }
+
+    pub(super) fn turn_by_idempotency_key(
+        &self,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
+        key: &IdempotencyKey,
+    ) -> Option<KeyedTurn> {
+        self.session(tenant_id, session_id)?;
+        self.idempotency_keys.get(&(session_id.clone(), key.clone())).cloned()
     }
 
     pub(super) fn list_turns(

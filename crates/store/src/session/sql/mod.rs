@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use trueforge_protocol::{
-    AgentThreadSnapshot, ContextMessage, CurrentContextUsage, McpServerInitInfo, SubAgentCompletion, TurnState,
+    AgentThreadSnapshot, ContextMessage, CurrentContextUsage, IdempotencyKey, McpServerInitInfo, SubAgentCompletion,
+    TurnState,
 };
 
 use self::ops::{context, events, history, leases, sessions, turns};
@@ -141,6 +142,20 @@ where
                 result => return result,
             }
         }
+    }
+
+    async fn turn_by_idempotency_key(
+        &self,
+        tenant_id: &TenantId,
+        session_id: &SessionId,
+        key: &IdempotencyKey,
+    ) -> StoreResult<Option<KeyedTurn>> {
+        let (tenant_id, session_id, key) = (tenant_id.to_owned(), session_id.to_owned(), key.clone());
+        self.db
+            .run(Access::ReadOne, move |conn| {
+                Box::pin(turns::turn_by_idempotency_key(conn, tenant_id, session_id, key))
+            })
+            .await
     }
 
     async fn get_turn(&self, key: &TurnKey) -> StoreResult<Option<TurnRecord>> {

@@ -77,6 +77,7 @@ pub fn turn_in(tenant: &str, session: &str, turn_id: &str, previous: Option<&str
         title_if_unset: None,
         lease: None,
         events: Vec::new(),
+        idempotency: None,
     }
 }
 

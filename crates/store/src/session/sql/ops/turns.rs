@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
-use trueforge_protocol::{AgentThreadSnapshot, CurrentContextUsage, McpServerInitInfo, TurnState};
+use trueforge_protocol::{AgentThreadSnapshot, CurrentContextUsage, IdempotencyKey, McpServerInitInfo, TurnState};
 
 use super::context::{append_messages, insert_thread, load_contexts, new_segment};
 use super::events::insert_events;
@@ -308,6 +308,16 @@ pub(crate) async fn create_turn<C: SessionSql>(conn: &mut C, turn: NewTurn) -> S
             session_id: turn.session_id.clone(),
         });
     }
+    // After the session row: on Postgres a concurrent creation with the same key has committed by now (it
+    // held the row), so this read sees it; the unique index stays the last word.
+    if let Some(idempotency) = &turn.idempotency
+        && let Some(keyed) = keyed_turn(conn, &turn.tenant_id, &turn.session_id, &idempotency.key).await?
+    {
+        return Err(StoreError::IdempotencyKeyUsed {
+            turn_id: keyed.turn_id,
+            fingerprint: keyed.fingerprint,
+        });
+    }
     let key = TurnKey::new(&turn.tenant_id, &turn.session_id, &turn.turn_id);
     let previous = match &turn.previous_turn_id {
         None => None,
@@ -340,11 +350,12 @@ pub(crate) async fn create_turn<C: SessionSql>(conn: &mut C, turn: NewTurn) -> S
         .map(|lease| (lease.owner.as_str(), now.plus_millis(lease.ttl_ms).millis()));
     let sql = format!(
         "INSERT INTO turn (session_id, turn_id, tenant_id, first_turn_id, previous_turn_id, ancestor_ids, status, \
-         state, input, custom, mcp_servers, sandbox_info, last_seq, lease_owner, lease_expires_at, created_at, updated_at) \
+         state, input, custom, mcp_servers, sandbox_info, last_seq, lease_owner, lease_expires_at, created_at, updated_at, \
+         idempotency_key, request_fingerprint) \
          SELECT $1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, \
                 (SELECT mcp_servers FROM turn WHERE session_id = $1 AND turn_id = $5), \
                 (SELECT sandbox_info FROM turn WHERE session_id = $1 AND turn_id = $5), \
-                $13, $10, $11, $12, $12 \
+                $13, $10, $11, $12, $12, $14, $15 \
          RETURNING {TURN_COLUMNS}"
     );
     let params = params![
@@ -361,14 +372,22 @@ pub(crate) async fn create_turn<C: SessionSql>(conn: &mut C, turn: NewTurn) -> S
         lease.map(|(_, expires)| expires),
         now.millis(),
         last_seq,
+        turn.idempotency.as_ref().map(|idempotency| idempotency.key.as_str()),
+        turn.idempotency
+            .as_ref()
+            .map(|idempotency| idempotency.fingerprint.as_str()),
     ];
     let row: TurnRow = conn.fetch_one(&sql, &params).await.map_err(|error| {
-        if error.is_unique_violation() {
+        if !error.is_unique_violation() {
+            StoreError::from(error)
+        } else if turn.idempotency.is_some() && error.unique_violation_names(IDEMPOTENCY_KEY_COLUMN) {
+            // The read above missed a concurrent creation with the same key (it cannot while creations are
+            // serialised on the session row); the retry reads the key and answers with its turn.
+            StoreError::Transient("a concurrent request created a turn with the same idempotency key".to_owned())
+        } else {
             StoreError::TurnAlreadyExists {
                 turn_id: turn.turn_id.clone(),
             }
-        } else {
-            error.into()
         }
     })?;
 
@@ -426,6 +445,39 @@ pub(crate) async fn create_turn<C: SessionSql>(conn: &mut C, turn: NewTurn) -> S
     // A new turn has no events yet, so ids can only clash within the batch, which was checked above.
     insert_events(conn, &key, &events, now).await?;
     Ok(row.into())
+}
+
+/// The column of the unique index `turn_idempotency_key_idx` on `(session_id, idempotency_key)`: the
+/// engines' messages name one or the other, and both contain it.
+const IDEMPOTENCY_KEY_COLUMN: &str = "idempotency_key";
+
+async fn keyed_turn<C: SessionSql>(
+    conn: &mut C,
+    tenant_id: &TenantId,
+    session_id: &SessionId,
+    key: &IdempotencyKey,
+) -> StoreResult<Option<KeyedTurn>> {
+    let row: Option<(TurnId, Option<String>)> = conn
+        .fetch_optional(
+            "SELECT turn_id, request_fingerprint FROM turn \
+             WHERE tenant_id = $1 AND session_id = $2 AND idempotency_key = $3",
+            &params![tenant_id, session_id, key.as_str()],
+        )
+        .await?;
+    Ok(row.map(|(turn_id, fingerprint)| KeyedTurn {
+        turn_id,
+        // Written with the key, always; an absent one only matches nothing.
+        fingerprint: fingerprint.unwrap_or_default(),
+    }))
+}
+
+pub(crate) async fn turn_by_idempotency_key<C: SessionSql>(
+    conn: &mut C,
+    tenant_id: TenantId,
+    session_id: SessionId,
+    key: IdempotencyKey,
+) -> StoreResult<Option<KeyedTurn>> {
+    keyed_turn(conn, &tenant_id, &session_id, &key).await
 }
 
 pub(crate) async fn get_turn<C: SessionSql>(conn: &mut C, key: TurnKey) -> StoreResult<Option<TurnRecord>> {
