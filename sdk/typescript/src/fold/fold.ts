@@ -12,9 +12,6 @@
 //   ignored, and one that arrives out of order is put in its place (the message is rebuilt from its base);
 // - a delta that arrives before its placeholder is kept, merged into a provisional base (its id, thread and
 //   `created_at`), and the message is rebuilt when the placeholder arrives;
-// - `reasoning_content` streams but is not stored by the server: it is part of the message while the call
-//   streams, and once the call finished (a `finish_reason`) it moves off the view (`reasoningOf` still
-//   gives it), so a finished message equals its stored copy;
 // - model calls that never finished (a failed or cancelled turn) are not stored: at its `turn.done` a
 //   turn's unfinished messages leave the view, and a replayed placeholder of a finished turn is ignored.
 
@@ -67,10 +64,8 @@ interface Track {
   readonly deltas: AppliedDelta | null;
   /** Whether the complete stored copy replaced the merged message. */
   readonly final: boolean;
-  /** The merged message, reasoning included. */
+  /** The merged message. */
   readonly merged: Merged;
-  /** The reasoning streamed for the message (kept when the stored copy, which lacks it, replaces it). */
-  readonly reasoning: string | null;
 }
 
 const TRACK: unique symbol = Symbol("trueforge.fold.track");
@@ -86,12 +81,7 @@ function finished(message: ModelMessageEvent): boolean {
 }
 
 function messageView(id: string, turnId: string, threadId: string, track: Track): MessageView {
-  let message = track.merged.message;
-  if (!track.final && finished(message) && message.reasoning_content !== undefined) {
-    const { reasoning_content: _moved, ...rest } = message;
-    message = rest;
-  }
-  const view: MessageView = { id, turnId, threadId, message };
+  const view: MessageView = { id, turnId, threadId, message: track.merged.message };
   Object.defineProperty(view, TRACK, { value: track, enumerable: false });
   return view;
 }
@@ -542,7 +532,6 @@ function placeholder(
       deltas: null,
       final: false,
       merged: mergeAll(event, []),
-      reasoning: null,
     });
   }
   if (track.final || (track.base !== null && sameJson(track.base, event))) {
@@ -553,7 +542,6 @@ function placeholder(
     ...track,
     base: event,
     merged,
-    reasoning: merged.message.reasoning_content ?? null,
   });
 }
 
@@ -572,7 +560,6 @@ function storedMessage(
     deltas: null,
     final: true,
     merged: { message: event, toolIndexes: [] },
-    reasoning: track?.reasoning ?? null,
   });
 }
 
@@ -601,7 +588,6 @@ function delta(
       deltas: { seq, delta: event, next: null },
       final: false,
       merged,
-      reasoning: merged.message.reasoning_content ?? null,
     });
   }
   if (track.final) {
@@ -637,7 +623,6 @@ function delta(
     ...track,
     deltas,
     merged,
-    reasoning: merged.message.reasoning_content ?? null,
   });
 }
 
@@ -785,14 +770,7 @@ function unknown(state: ConversationState, event: UnknownEvent, turnId: string |
 
 // ---- reading the hidden parts --------------------------------------------------------------------------
 
-/**
- * The reasoning of a message: its own `reasoning_content`, else what was streamed for it (the server does
- * not store reasoning, so a finished message keeps it only here). `null` when there is none.
- */
+/** The reasoning of a message (its `reasoning_content`, streamed or stored); `null` when there is none. */
 export function reasoningOf(state: ConversationState, messageId: string): string | null {
-  const view = messageById(state, messageId);
-  if (view === undefined) {
-    return null;
-  }
-  return view.message.reasoning_content ?? trackOf(view)?.reasoning ?? null;
+  return messageById(state, messageId)?.message.reasoning_content ?? null;
 }

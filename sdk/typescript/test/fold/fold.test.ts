@@ -102,7 +102,7 @@ describe("delta merge", () => {
     ]);
   });
 
-  test("reasoning and refusal are appended; reasoning leaves the view once the call finished", () => {
+  test("reasoning and refusal are appended; the reasoning stays once the call finished", () => {
     let state = streamed(
       placeholder("m"),
       delta("m", { reasoning_content: "Thin" }),
@@ -113,7 +113,7 @@ describe("delta merge", () => {
     assert.equal(msg(state, "m")?.message.reasoning_content, "Thinking");
     assert.equal(msg(state, "m")?.message.refusal, "I cannot.");
     state = fold(state, { seq: 10, event: delta("m", { finish_reason: "stop" }) });
-    assert.equal(msg(state, "m")?.message.reasoning_content, undefined);
+    assert.equal(msg(state, "m")?.message.reasoning_content, "Thinking");
     assert.equal(reasoningOf(state, "m"), "Thinking");
     assert.equal(reasoningOf(state, "nope"), null);
   });
