@@ -17,7 +17,6 @@ use trueforge_protocol::{
 use crate::context::open_calls;
 use crate::error::AgentError;
 use crate::ids::now_iso;
-use crate::journal::Publish;
 use crate::metrics::ThreadMetrics;
 use crate::thread::{AgentThread, ThreadExit, ThreadSetup, TurnEnv, sub_agent_failure_text};
 
@@ -313,17 +312,8 @@ impl Orchestrator {
                     tool_call_id: result.tool_call_id.clone(),
                     content: result.content.clone(),
                 };
-                let rows = vec![ContextMessage::Tool(result)];
-                let usage = parent.usage_with(&rows);
                 parent
-                    .commit(
-                        &self.env,
-                        vec![(event.into(), Publish::Stream)],
-                        rows,
-                        usage,
-                        None,
-                        None,
-                    )
+                    .commit_tool_result(&self.env, event, ContextMessage::Tool(result))
                     .await?;
             }
             parent.spawned.remove(&parent_ref.tool_call_id);
@@ -416,17 +406,8 @@ impl Orchestrator {
             tool_call_id: call_id.to_owned(),
             content: content.clone(),
         };
-        let rows = vec![ContextMessage::tool_result(call_id, content)];
-        let usage = thread.usage_with(&rows);
         thread
-            .commit(
-                &self.env,
-                vec![(event.into(), Publish::Stream)],
-                rows,
-                usage,
-                None,
-                None,
-            )
+            .commit_tool_result(&self.env, event, ContextMessage::tool_result(call_id, content))
             .await
     }
 }

@@ -15,7 +15,7 @@ use trueforge_llm::{Message, SamplingParams};
 use trueforge_protocol::{
     ActionRequiredEvent, AgentInfo, AgentParent, AgentThreadSnapshot, ContextMessage, CurrentContextUsage,
     InputTokensBreakdown, McpAuthRequiredEvent, McpServerAuthInfo, ModelMessageEvent, ResponseFormat, SessionEvent,
-    SubAgentCompletion, ThreadId,
+    SubAgentCompletion, ThreadId, ToolResponseEvent,
 };
 
 use crate::bookkeeping::Record;
@@ -219,6 +219,20 @@ impl AgentThread {
             self.completion = completion;
         }
         Ok(())
+    }
+
+    /// Commits one tool result the runtime itself gives a call (a sub-agent's answer, a refusal), with its
+    /// streamed `tool.response`.
+    pub(crate) async fn commit_tool_result(
+        &mut self,
+        env: &TurnEnv,
+        event: ToolResponseEvent,
+        row: ContextMessage,
+    ) -> Result<(), AgentError> {
+        let rows = vec![row];
+        let usage = self.usage_with(&rows);
+        self.commit(env, vec![(event.into(), Publish::Stream)], rows, usage, None, None)
+            .await
     }
 
     /// The usage after appending `rows`: the last known size plus an estimate of the new rows.

@@ -35,9 +35,13 @@ import {
   UNKNOWN_EVENT,
   type UnknownEvent,
 } from "../events.js";
+import type {
+  ActionRequiredEvent,
+  UserToolApprovalEvent,
+  UserToolResponseEvent,
+} from "../resources/types.js";
 import { applyDelta, type Merged, mergeAll, provisionalBase } from "./merge.js";
 import {
-  type ActionRequiredEvent,
   type ConversationState,
   type FoldInput,
   type MessageView,
@@ -45,8 +49,6 @@ import {
   type ThreadView,
   type TurnStatus,
   type TurnView,
-  type UserToolApprovalEvent,
-  type UserToolResponseEvent,
 } from "./types.js";
 
 // ---- what the fold keeps off the view ----------------------------------------------------------------

@@ -2,16 +2,18 @@
 
 import type { ToolResponseEvent } from "../events.js";
 import type { components } from "../generated/schema.js";
+import type {
+  ActionRequiredEvent,
+  UserToolApprovalEvent,
+  UserToolResponseEvent,
+} from "../resources/types.js";
 import { answerOf, messageById, toolResponseOf } from "./fold.js";
 import {
-  type ActionRequiredEvent,
   type ConversationState,
   type MessageView,
   ROOT_THREAD_ID,
   type ThreadView,
   type TurnView,
-  type UserToolApprovalEvent,
-  type UserToolResponseEvent,
 } from "./types.js";
 
 type ToolCall = components["schemas"]["ToolCall"];

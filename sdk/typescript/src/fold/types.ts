@@ -21,21 +21,7 @@ import type {
   TurnInputItem,
   TurnMetrics,
   TurnState,
-  UserToolApprovalEvent,
-  UserToolResponseEvent,
 } from "../resources/types.js";
-
-export type {
-  ActionRequiredEvent,
-  AgentInfo,
-  AgentParent,
-  McpServerInitInfo,
-  TurnInputItem,
-  TurnMetrics,
-  TurnState,
-  UserToolApprovalEvent,
-  UserToolResponseEvent,
-};
 
 /** A stored event with the turn it belongs to: one item of `GET /sessions/{id}/events`. */
 export interface StoredEventItem {
