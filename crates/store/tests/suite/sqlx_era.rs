@@ -12,6 +12,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
+use crate::suite::recall_index::{check_index, indexed_with, unindexed};
 
 use std::path::{Path, PathBuf};
 
@@ -85,7 +86,7 @@ async fn a_file_migrated_by_sqlx_is_taken_over_and_keeps_working() {
     assert_eq!(sqlx_rows, 7);
 
     let db = SqliteDb::open(&path, MigrateOnOpen::Yes).await.unwrap();
-    assert_eq!(user_version(&path), 10, "every migration of ours ran");
+    assert_eq!(user_version(&path), 11, "every migration of ours ran");
     let names: Vec<String> = schema(&path).into_iter().map(|(_, name, _)| name).collect();
     for gone in [
         "_sqlx_migrations",
@@ -308,4 +309,98 @@ async fn a_file_from_an_unknown_sqlx_migration_is_refused() {
     let error = SqliteDb::open(&path, MigrateOnOpen::Yes).await.unwrap_err();
     assert!(error.to_string().contains("another version"), "{error}");
     assert_eq!(user_version(&path), 0, "nothing was migrated");
+}
+
+/// The batched recall index (migration 11) on a file whose rows the per-row trigger indexed: the migration
+/// indexes nothing again, recall reads the old rows through the index and the new ones from the tail until
+/// their turn ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recall_over_a_migrated_file_reads_the_index_and_the_new_tail() {
+    let (_dir, path) = copy_fixture();
+    let db = SqliteDb::open(&path, MigrateOnOpen::Yes).await.unwrap();
+    let (mark, highest): (i64, i64) = common::raw_sqlite(&path)
+        .query_row(
+            "SELECT (SELECT indexed_through FROM context_message_fts_mark), (SELECT MAX(message_id) FROM context_message)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(mark, highest, "every existing row counts as indexed");
+    assert_eq!(unindexed(&path), 0);
+    check_index(&path);
+    let with_zebra: i64 = common::raw_sqlite(&path)
+        .query_row(
+            "SELECT count(*) FROM context_message WHERE instr(' ' || index_text || ' ', ' zebra ') > 0",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        indexed_with(&path, "zebra"),
+        with_zebra,
+        "the index holds the old rows once"
+    );
+
+    let sessions = SqliteSessionStore::new(db.clone());
+    let turn_2 = TurnKey::new(TENANT, "s1", "turn-2");
+    sessions
+        .claim_expired_lease(&turn_2, "new-server", 60_000)
+        .await
+        .unwrap();
+    sessions
+        .commit_thread_step(
+            &turn_2,
+            ThreadStep {
+                thread_id: "main".into(),
+                events: Vec::new(),
+                messages: vec![ContextMessage::user_text("a zebra after the migration")],
+                usage: None,
+                completion: None,
+                state_patch: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(unindexed(&path), 1);
+    let expected = [
+        "what is a zebra crossing",
+        "summary: zebra and pelican crossings",
+        "a zebra after the migration",
+    ];
+    let found = sessions
+        .search_thread_history(&turn_2, &"main".into(), "zebra", 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        texts(&found.into_iter().map(|entry| entry.message).collect::<Vec<_>>()),
+        expected
+    );
+
+    sessions
+        .update_turn_state(
+            &turn_2,
+            TurnState::Done {
+                output: None,
+                required_actions: Vec::new(),
+                completed_at: String::new(),
+                metrics: None,
+            },
+            TurnDone {
+                event_id: "e2-done".into(),
+                min_seq: 0,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(unindexed(&path), 0);
+    check_index(&path);
+    assert_eq!(indexed_with(&path, "zebra"), with_zebra + 1);
+    let found = sessions
+        .search_thread_history(&turn_2, &"main".into(), "zebra", 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        texts(&found.into_iter().map(|entry| entry.message).collect::<Vec<_>>()),
+        expected
+    );
 }

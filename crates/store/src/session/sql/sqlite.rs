@@ -1,6 +1,7 @@
 //! SQLite's dialect of the session store: `json_set` for a capability key, FTS5 for recall.
 
 use rusqlite::Connection;
+use serde_json::Value;
 
 use super::SessionSql;
 
@@ -12,15 +13,23 @@ impl SessionSql for Connection {
         (!key.contains(['"', '\\'])).then(|| format!("$.\"{key}\""))
     }
 
-    const SEARCH_CONDITION: &'static str =
-        "m.message_id IN (SELECT rowid FROM context_message_fts WHERE context_message_fts MATCH $4)";
+    /// The rows the index holds that match, plus the rows written since its last batch (the tail above
+    /// `context_message_fts_mark`, at most a few hundred rows: migration 11) that hold every term. The tail
+    /// is matched with the index's own rule: a term is a whole token of `index_text`, whose tokens are
+    /// separated by single spaces and, like the terms, already lowercased (so the `ascii` tokenizer's ASCII
+    /// case folding changes nothing, and an exact `instr` is the same test). Every term quoted (terms are
+    /// alphanumeric, so quoting is exact): FTS5 ANDs juxtaposed terms.
+    const SEARCH_CONDITION: &'static str = "m.message_id IN ( \
+             SELECT rowid FROM context_message_fts WHERE context_message_fts MATCH \
+                 (SELECT group_concat('\"' || value || '\"', ' ') FROM json_each($4)) \
+           UNION ALL \
+             SELECT t.message_id FROM context_message t \
+             WHERE t.message_id > (SELECT indexed_through FROM context_message_fts_mark) \
+               AND NOT EXISTS (SELECT 1 FROM json_each($4) AS term \
+                               WHERE instr(' ' || t.index_text || ' ', ' ' || term.value || ' ') = 0))";
 
-    /// Every term quoted (terms are alphanumeric, so quoting is exact): FTS5 ANDs juxtaposed terms.
+    /// The terms as a JSON array: the condition builds the FTS5 query and the tail's test from it.
     fn search_expression(terms: &[String]) -> String {
-        terms
-            .iter()
-            .map(|term| format!("\"{term}\""))
-            .collect::<Vec<_>>()
-            .join(" ")
+        Value::from(terms.to_vec()).to_string()
     }
 }

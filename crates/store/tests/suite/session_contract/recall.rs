@@ -4,7 +4,7 @@
 
 use trueforge_protocol::CancellationReason;
 use trueforge_store::StoreError;
-use trueforge_store::session::{FreezeTurn, HistoryEntry, TurnDone, TurnKey};
+use trueforge_store::session::{FreezeTurn, HistoryEntry, ThreadStep, TurnDone, TurnKey};
 
 use super::fixtures::*;
 
@@ -499,6 +499,231 @@ pub async fn recall_works_on_terminal_turns(store: Store) {
     assert_eq!(search(&store, &key("turn-1"), "alpha").await, owned(&["alpha one"]));
 }
 
+/// A step of the running turn.
+async fn step(store: &Store, turn_key: &TurnKey, texts: &[&str]) {
+    store
+        .commit_thread_step(
+            turn_key,
+            ThreadStep {
+                thread_id: MAIN.into(),
+                events: Vec::new(),
+                messages: texts.iter().map(|text| user(text)).collect(),
+                usage: None,
+                completion: None,
+                state_patch: None,
+            },
+        )
+        .await
+        .expect("commit thread step");
+}
+
+/// turn-1 (done): [crossing]; turn-2 (running): created with [tail], then one step and one append. Words
+/// sit first, last, alone and beside longer or shorter words, in any case.
+async fn running_tail(store: &Store) -> TurnKey {
+    seed_session(store, TENANT, SESSION).await;
+    finished_turn(
+        store,
+        with_messages(turn("turn-1", None), MAIN, &["Zebra crossing ahead"]),
+    )
+    .await;
+    let turn_2 = key("turn-2");
+    store
+        .create_turn(with_messages(
+            turn("turn-2", Some("turn-1")),
+            MAIN,
+            &["a zebra in the tail"],
+        ))
+        .await
+        .unwrap();
+    step(store, &turn_2, &["ZEBRAS and a Zebra", "zebrafish", "zebra"]).await;
+    append(store, &turn_2, &["crossing the tail", "ebra", "x² zebra_crossing"]).await;
+    turn_2
+}
+
+/// What [`running_tail`]'s branch answers, whether its rows are indexed yet or not.
+async fn assert_tail_found(store: &Store, turn_2: &TurnKey) {
+    assert_eq!(
+        search(store, turn_2, "zebra").await,
+        owned(&[
+            "Zebra crossing ahead",
+            "a zebra in the tail",
+            "ZEBRAS and a Zebra",
+            "zebra",
+            "x² zebra_crossing"
+        ])
+    );
+    assert_eq!(
+        search(store, turn_2, "CROSSING").await,
+        owned(&["Zebra crossing ahead", "crossing the tail", "x² zebra_crossing"])
+    );
+    assert_eq!(
+        search(store, turn_2, "tail zebra").await,
+        owned(&["a zebra in the tail"])
+    );
+    assert_eq!(search(store, turn_2, "zebras").await, owned(&["ZEBRAS and a Zebra"]));
+    assert_eq!(search(store, turn_2, "x²").await, owned(&["x² zebra_crossing"]));
+    assert_eq!(search(store, turn_2, "ebra").await, owned(&["ebra"]));
+    assert!(search(store, turn_2, "zebr").await.is_empty(), "no prefix matches");
+    assert!(
+        search(store, turn_2, "tail ahead").await.is_empty(),
+        "every word in one row"
+    );
+    assert_eq!(
+        search(store, &key("turn-1"), "zebra").await,
+        owned(&["Zebra crossing ahead"]),
+        "the earlier turn does not see its continuation"
+    );
+}
+
+/// A row is found the moment its write commits, while its turn still runs (SQLite indexes rows in batches
+/// and searches the rows written since the last one without the index).
+pub async fn recall_search_finds_rows_right_after_their_commit(store: Store) {
+    let turn_2 = running_tail(&store).await;
+    assert_tail_found(&store, &turn_2).await;
+}
+
+/// The same rows, found the same way, once their turn ended (done, or frozen by a cancel).
+pub async fn recall_search_finds_rows_after_their_turn_ended(store: Store) {
+    let turn_2 = running_tail(&store).await;
+    finish(&store, &turn_2).await;
+    assert_tail_found(&store, &turn_2).await;
+
+    let turn_3 = key("turn-3");
+    store
+        .create_turn(with_messages(turn("turn-3", Some("turn-2")), MAIN, &["zebra frozen"]))
+        .await
+        .unwrap();
+    step(&store, &turn_3, &["frozen Zebra step"]).await;
+    let freeze = FreezeTurn {
+        reason: CancellationReason::ClientCancelled,
+        metrics: None,
+        done: TurnDone {
+            event_id: event_id(),
+            min_seq: 0,
+        },
+    };
+    store.freeze_and_get_turn(&turn_3, freeze).await.unwrap();
+    assert_eq!(
+        search(&store, &turn_3, "frozen zebra").await,
+        owned(&["zebra frozen", "frozen Zebra step"])
+    );
+    assert_eq!(search(&store, &turn_3, "zebra").await.len(), 7);
+}
+
+/// A turn writing more rows than SQLite leaves unindexed (512; the bound is crossed inside a step's
+/// multi-row insert): every row is found while it runs and after it ended.
+pub async fn recall_search_finds_rows_of_a_long_running_turn(store: Store) {
+    /// Row `index` of the turn: every 97th from 300 on holds a needle.
+    fn row(index: usize) -> String {
+        let word = if index >= 300 && index.is_multiple_of(97) {
+            "needle"
+        } else {
+            "filler"
+        };
+        format!("row {index} {word}")
+    }
+    seed_session(&store, TENANT, SESSION).await;
+    let created: Vec<String> = (0..300).map(row).collect();
+    let turn_1 = key("turn-1");
+    store
+        .create_turn(with_messages(
+            turn("turn-1", None),
+            MAIN,
+            &created.iter().map(String::as_str).collect::<Vec<_>>(),
+        ))
+        .await
+        .unwrap();
+    for first in (300..1000).step_by(50) {
+        let texts: Vec<String> = (first..first + 50).map(row).collect();
+        step(&store, &turn_1, &texts.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    }
+    let needles: Vec<String> = (300..1000_usize)
+        .filter(|index| index.is_multiple_of(97))
+        .map(row)
+        .collect();
+    assert_eq!(needles.len(), 7);
+    for ended in [false, true] {
+        if ended {
+            finish(&store, &turn_1).await;
+        }
+        assert_eq!(search(&store, &turn_1, "needle").await, needles, "ended: {ended}");
+        for index in [0, 299, 300, 511, 512, 513, 582, 700, 999] {
+            assert_eq!(
+                search(&store, &turn_1, &format!("{index} row")).await,
+                [row(index)],
+                "ended: {ended}"
+            );
+        }
+        let all = store
+            .search_thread_history(&turn_1, &MAIN.into(), "row", 1000)
+            .await
+            .unwrap();
+        assert_eq!(all.len(), 1000, "ended: {ended}");
+    }
+}
+
+/// Deleting a session takes its rows out of recall, those of its ended turns and those of its running one
+/// alike, and leaves every other session's recall as it was, before and after the next batch; a session
+/// made again with the same id starts empty.
+pub async fn recall_leaves_nothing_of_a_deleted_session(store: Store) {
+    const GONE: &str = "gone";
+    seed_session(&store, TENANT, GONE).await;
+    finished_turn(
+        &store,
+        with_messages(turn_in(TENANT, GONE, "turn-1", None), MAIN, &["ghost ended"]),
+    )
+    .await;
+    let gone_running = key_in(TENANT, GONE, "turn-2");
+    store
+        .create_turn(with_messages(
+            turn_in(TENANT, GONE, "turn-2", Some("turn-1")),
+            MAIN,
+            &["ghost running"],
+        ))
+        .await
+        .unwrap();
+    step(&store, &gone_running, &["ghost step"]).await;
+
+    seed_session(&store, TENANT, SESSION).await;
+    finished_turn(&store, with_messages(turn("turn-1", None), MAIN, &["ghost kept ended"])).await;
+    let kept = key("turn-2");
+    store
+        .create_turn(with_messages(
+            turn("turn-2", Some("turn-1")),
+            MAIN,
+            &["ghost kept running"],
+        ))
+        .await
+        .unwrap();
+
+    store.delete_session(&TENANT.into(), &GONE.into()).await.unwrap();
+    let error = store
+        .search_thread_history(&gone_running, &MAIN.into(), "ghost", 10)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, StoreError::TurnNotFound { .. }), "{error:?}");
+    let both_kept = owned(&["ghost kept ended", "ghost kept running"]);
+    assert_eq!(search(&store, &kept, "ghost").await, both_kept);
+    finish(&store, &kept).await;
+    assert_eq!(search(&store, &kept, "ghost").await, both_kept);
+
+    seed_session(&store, TENANT, GONE).await;
+    let reborn = key_in(TENANT, GONE, "turn-1");
+    store
+        .create_turn(with_messages(
+            turn_in(TENANT, GONE, "turn-1", None),
+            MAIN,
+            &["ghost reborn"],
+        ))
+        .await
+        .unwrap();
+    assert_eq!(search(&store, &reborn, "ghost").await, owned(&["ghost reborn"]));
+    finish(&store, &reborn).await;
+    assert_eq!(search(&store, &reborn, "ghost").await, owned(&["ghost reborn"]));
+    assert!(search(&store, &reborn, "running").await.is_empty());
+    assert!(search(&store, &reborn, "step").await.is_empty());
+}
+
 contract_group!(
     recall_history_flags_superseded_bodies_in_write_order,
     recall_history_excludes_sibling_forks,
@@ -516,4 +741,8 @@ contract_group!(
     recall_unknown_thread_is_thread_not_found,
     recall_unknown_turn_is_turn_not_found,
     recall_works_on_terminal_turns,
+    recall_search_finds_rows_right_after_their_commit,
+    recall_search_finds_rows_after_their_turn_ended,
+    recall_search_finds_rows_of_a_long_running_turn,
+    recall_leaves_nothing_of_a_deleted_session,
 );
