@@ -59,7 +59,8 @@ pub(crate) trait SessionSql: Sql {
     /// engine cannot name the key that way (the whole map is then rewritten).
     fn capability_key_path(key: &str) -> Option<String>;
 
-    /// A full-text filter on `$4`, a query made by [`search_expression`](Self::search_expression).
+    /// A full-text filter on `$4`, a query made by [`search_expression`](Self::search_expression), in a
+    /// query over the rows of session `$2`.
     const SEARCH_CONDITION: &'static str;
 
     /// The full-text query matching rows that hold every term.

@@ -14,17 +14,19 @@ impl SessionSql for Connection {
     }
 
     /// The rows the index holds that match, plus the rows written since its last batch (the tail above
-    /// `context_message_fts_mark`, at most a few hundred rows: migration 11) that hold every term. The tail
-    /// is matched with the index's own rule: a term is a whole token of `index_text`, whose tokens are
-    /// separated by single spaces and, like the terms, already lowercased (so the `ascii` tokenizer's ASCII
-    /// case folding changes nothing, and an exact `instr` is the same test). Every term quoted (terms are
-    /// alphanumeric, so quoting is exact): FTS5 ANDs juxtaposed terms.
+    /// `context_message_fts_mark`, at most 512 rows: migration 11) that hold every term. Of the tail only
+    /// the searched session's rows (`$2`) are tested: the caller keeps no others, and the tail is shared by
+    /// every running turn. The tail is matched with the index's own rule: a term is a whole token of
+    /// `index_text`, whose tokens are separated by single spaces and, like the terms, already lowercased
+    /// (so the `ascii` tokenizer's ASCII case folding changes nothing, and an exact `instr` is the same
+    /// test). Every term quoted for FTS5 (terms are alphanumeric, so quoting is exact): it ANDs juxtaposed
+    /// terms.
     const SEARCH_CONDITION: &'static str = "m.message_id IN ( \
              SELECT rowid FROM context_message_fts WHERE context_message_fts MATCH \
                  (SELECT group_concat('\"' || value || '\"', ' ') FROM json_each($4)) \
            UNION ALL \
              SELECT t.message_id FROM context_message t \
-             WHERE t.message_id > (SELECT indexed_through FROM context_message_fts_mark) \
+             WHERE t.message_id > (SELECT indexed_through FROM context_message_fts_mark) AND t.session_id = $2 \
                AND NOT EXISTS (SELECT 1 FROM json_each($4) AS term \
                                WHERE instr(' ' || t.index_text || ' ', ' ' || term.value || ' ') = 0))";
 
