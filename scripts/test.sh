@@ -162,7 +162,7 @@ run_sdk_typescript() (
   local target_dir
   target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
   cd sdk/typescript
-  npm ci --cache "$NPM_CACHE_DIR" --prefer-offline --no-audit --no-fund --silent
+  npm ci --cache "$NPM_CACHE_DIR" --prefer-offline --no-audit --no-fund --loglevel=error
   npm run --silent typecheck
   npm run --silent lint
   echo "test.sh: the TypeScript SDK's tests against $target_dir/release/trueforge" >&2
