@@ -1,0 +1,198 @@
+// `<TrueForgeUI/>`: the whole chat app as one component. The bundled app is this component with the
+// server at the page's own origin and the route in the address bar; a host app embeds it with its own server
+// (or a port of its own), layout, mode, theme tokens and slot components.
+
+import * as Tooltip from "@radix-ui/react-tooltip";
+import type { Me } from "@trueforge/sdk";
+import { type ReactNode, useEffect, useMemo, useState } from "react";
+import { Toaster } from "sonner";
+import { type Route, RouterProvider, type Routing } from "../app/router.js";
+import type { AgentUIServer } from "../server/port.js";
+import { createTrueForgeServer, type TrueForgeServerOptions } from "../server/trueforge.js";
+import { describeError, isUnreachable } from "../state/errors.js";
+import { type ThemePreference, ThemeProvider, type ThemeTokens } from "../theme/theme.js";
+import { type ChatMode, ServerContext, ShellContext, type ShellOptions, SlotsContext } from "./context.js";
+import { type Layout, Shell } from "./Shell.js";
+import { defaultSlots, type SlotOverrides } from "./slots.js";
+
+export interface TrueForgeUIProps {
+  /** Our server (its URL and credentials) or a port of the host's own. */
+  readonly server: TrueForgeServerOptions | AgentUIServer;
+  /** `sidebar` (default; a drawer at phone width), `drawer`, `dock`, `widget`, or a component of the host's. */
+  readonly layout?: Layout;
+  /** Free chat with any model (default), one saved agent, or the library of saved agents. */
+  readonly mode?: ChatMode;
+  /** `url`: the route lives in the address bar (the bundled app); `memory` (default): it never touches it. */
+  readonly routing?: Routing;
+  readonly initialRoute?: Route;
+  readonly theme?: ThemePreference;
+  /** CSS variables over the theme's, e.g. `{"--tf-accent": "#0a7"}`. */
+  readonly tokens?: ThemeTokens;
+  readonly slots?: SlotOverrides;
+  readonly brand?: string;
+  /** Offer the agent builder (default true) and the settings screens (default true, when the server has them). */
+  readonly builder?: boolean;
+  readonly settings?: boolean;
+  readonly className?: string;
+}
+
+function isPort(server: TrueForgeServerOptions | AgentUIServer): server is AgentUIServer {
+  return "chat" in server;
+}
+
+function useNarrow(): boolean {
+  const [narrow, setNarrow] = useState(
+    () => typeof matchMedia === "function" && matchMedia("(max-width: 767px)").matches,
+  );
+  useEffect(() => {
+    if (typeof matchMedia !== "function") {
+      return;
+    }
+    const query = matchMedia("(max-width: 767px)");
+    const onChange = () => setNarrow(query.matches);
+    query.addEventListener("change", onChange);
+    return () => query.removeEventListener("change", onChange);
+  }, []);
+  return narrow;
+}
+
+type Gate =
+  | { state: "checking" }
+  | { state: "in"; me: Me | null }
+  | { state: "out" }
+  | { state: "down"; message: string };
+
+/** Asks who is signed in: the login screen when nobody is and the server has login, a clear state when it is down. */
+function AuthGate({
+  server,
+  children,
+}: {
+  readonly server: AgentUIServer;
+  readonly children: (me: Me | null) => ReactNode;
+}) {
+  const [gate, setGate] = useState<Gate>({ state: "checking" });
+  const [attempt, setAttempt] = useState(0);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `attempt` re-runs the check on Retry.
+  useEffect(() => {
+    const auth = server.auth;
+    if (auth === undefined) {
+      setGate({ state: "in", me: null });
+      return;
+    }
+    let live = true;
+    auth
+      .me()
+      .then((me) => live && setGate(me === null ? { state: "out" } : { state: "in", me }))
+      .catch((error: unknown) => {
+        if (!live) {
+          return;
+        }
+        // A server without login routes (a custom port) is simply open; only a server that is down blocks.
+        setGate(
+          isUnreachable(error) ? { state: "down", message: describeError(error) } : { state: "in", me: null },
+        );
+      });
+    return () => {
+      live = false;
+    };
+  }, [server, attempt]);
+  switch (gate.state) {
+    case "checking":
+      return (
+        <div className="tf-state tf-fill" role="status">
+          Connecting…
+        </div>
+      );
+    case "down":
+      return (
+        <div className="tf-state tf-fill" role="alert">
+          <p>{gate.message}</p>
+          <button
+            type="button"
+            className="tf-button tf-button-primary"
+            onClick={() => setAttempt((n) => n + 1)}
+          >
+            Retry
+          </button>
+        </div>
+      );
+    case "out":
+      return (
+        <div className="tf-state tf-fill">
+          <p>Sign in to use the agents.</p>
+          <a className="tf-button tf-button-primary" href={server.auth?.loginUrl(window.location.pathname)}>
+            Sign in
+          </a>
+        </div>
+      );
+    case "in":
+      return children(gate.me);
+  }
+}
+
+export function TrueForgeUI(props: TrueForgeUIProps) {
+  const { server: serverProp } = props;
+  const server = useMemo(
+    () => (isPort(serverProp) ? serverProp : createTrueForgeServer(serverProp)),
+    [serverProp],
+  );
+  const slots = useMemo(() => ({ ...defaultSlots, ...props.slots }), [props.slots]);
+  const shell: ShellOptions = useMemo(
+    () => ({
+      mode: props.mode ?? { type: "free" },
+      brand: props.brand ?? "TrueForge",
+      builder: props.builder ?? true,
+      settings: props.settings ?? true,
+    }),
+    [props.mode, props.brand, props.builder, props.settings],
+  );
+  const narrow = useNarrow();
+  const layout = props.layout ?? "sidebar";
+  const effectiveLayout = layout === "sidebar" && narrow ? "drawer" : layout;
+  return (
+    <ThemeProvider initial={props.theme}>
+      {(isDark) => (
+        <div
+          className={`tf-root${props.className ? ` ${props.className}` : ""}`}
+          data-theme={isDark ? "dark" : "light"}
+          style={props.tokens as React.CSSProperties | undefined}
+        >
+          <ServerContext.Provider value={server}>
+            <SlotsContext.Provider value={slots}>
+              <ShellContext.Provider value={shell}>
+                <Tooltip.Provider delayDuration={400}>
+                  <RouterProvider
+                    routing={props.routing ?? "memory"}
+                    {...(props.initialRoute ? { initial: props.initialRoute } : {})}
+                  >
+                    <AuthGate server={server}>
+                      {(me) => (
+                        <Shell
+                          layout={effectiveLayout}
+                          actions={
+                            me && server.auth ? (
+                              <button
+                                type="button"
+                                className="tf-button tf-button-quiet"
+                                onClick={() =>
+                                  void server.auth?.logout().then(() => window.location.reload())
+                                }
+                              >
+                                Sign out
+                              </button>
+                            ) : undefined
+                          }
+                        />
+                      )}
+                    </AuthGate>
+                  </RouterProvider>
+                </Tooltip.Provider>
+                <Toaster theme={isDark ? "dark" : "light"} richColors closeButton position="bottom-right" />
+              </ShellContext.Provider>
+            </SlotsContext.Provider>
+          </ServerContext.Provider>
+        </div>
+      )}
+    </ThemeProvider>
+  );
+}

@@ -1,0 +1,141 @@
+// The port over our own HTTP API, through the SDK: what the bundled app uses.
+
+import {
+  type AgentSpec,
+  type FetchFunction,
+  type TokenSupplier,
+  TrueForge,
+  TrueForgeApiError,
+  type TurnStream,
+} from "@trueforge/sdk";
+import type { AgentUIServer, TurnEventStream } from "./port.js";
+
+export interface TrueForgeServerOptions {
+  /** The server's address; `""` for the page's own origin (the bundled app). */
+  readonly baseUrl: string;
+  /** A Bearer token (or a supplier of one), for a host app that holds the user's credentials. */
+  readonly token?: TokenSupplier;
+  /** Sends cookies (the OIDC login cookie) with every call; on by default for the page's own origin. */
+  readonly credentials?: RequestCredentials;
+  readonly fetch?: FetchFunction;
+  /** The largest request body the server takes (it refuses larger ones with 413). */
+  readonly maxRequestBytes?: number;
+}
+
+/** The request-body limit of a default server (`TRUEFORGE_BODY_LIMIT`), used when the host says nothing. */
+export const DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+
+function asEventStream(stream: TurnStream): TurnEventStream {
+  return {
+    get turnId() {
+      return stream.turnId;
+    },
+    close: () => stream.close(),
+    [Symbol.asyncIterator]: () => stream[Symbol.asyncIterator](),
+  };
+}
+
+function isStatus(error: unknown, status: number): boolean {
+  return error instanceof TrueForgeApiError && error.status === status;
+}
+
+/** An `AgentUIServer` talking to a TrueForge server (ours, or any server of the same API). */
+export function createTrueForgeServer(options: TrueForgeServerOptions): AgentUIServer {
+  const client = new TrueForge({
+    baseUrl: options.baseUrl,
+    token: options.token,
+    credentials: options.credentials ?? (options.baseUrl === "" ? "same-origin" : undefined),
+    fetch: options.fetch,
+  });
+  return {
+    maxRequestBytes: options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
+    chat: {
+      createSession: (agent) => client.sessions.create({ agent }),
+      listSessions: (query) =>
+        client.sessions.list({
+          limit: query.limit ?? 30,
+          ...(query.pageToken ? { page_token: query.pageToken } : {}),
+          ...(query.agentId ? { agent_id: query.agentId } : {}),
+        }),
+      getSession: (sessionId) => client.sessions.get(sessionId),
+      deleteSession: (sessionId) => client.sessions.delete(sessionId),
+      createTurn: (sessionId, turn) =>
+        asEventStream(
+          client.turns.stream(
+            sessionId,
+            { input: turn.input, previous_turn_id: turn.previousTurnId },
+            turn.signal ? { signal: turn.signal } : {},
+          ),
+        ),
+      subscribeTurn: (sessionId, turnId, after, signal) =>
+        asEventStream(client.turns.subscribe(sessionId, turnId, signal ? { after, signal } : { after })),
+      getTurn: (sessionId, turnId) => client.turns.get(sessionId, turnId),
+      cancel: (sessionId) => client.sessions.cancel(sessionId),
+      listEvents: (sessionId, query) =>
+        client.sessions.events(sessionId, {
+          limit: query.limit ?? 500,
+          ...(query.pageToken ? { page_token: query.pageToken } : {}),
+          ...(query.lastTurnId ? { last_turn_id: query.lastTurnId } : {}),
+        }),
+      downloadFile: async (sessionId, turnId, path) =>
+        (await client.turns.downloadSandboxFile(sessionId, turnId, path)).blob(),
+    },
+    agents: {
+      capabilities: () => client.capabilities(),
+      models: () => client.models.list(),
+      skills: () => client.skills.list(),
+      mcpServers: () => client.mcpServers.list(),
+      mcpTools: (server) => client.mcpServers.tools(server),
+      list: () => client.agents.list(),
+      create: (name, spec: AgentSpec) => client.agents.create({ name, manifest: spec }),
+      update: (agentId, spec) => client.agents.update(agentId, spec),
+      delete: (agentId) => client.agents.delete(agentId),
+      toolApprovals: (agentId) => client.agents.toolApprovals.list(agentId),
+      revokeToolApproval: (agentId, server, tool) =>
+        client.agents.toolApprovals.revoke(agentId, server, tool),
+    },
+    mcpAuth: {
+      authorize: (server, returnTo) => client.mcpServers.authorize(server, { returnTo }),
+      disconnect: async (server) => {
+        await client.mcpServers.disconnect(server);
+      },
+    },
+    settings: {
+      modelProviderCatalog: () => client.catalogs.modelProviders(),
+      modelProviders: () => client.settings.modelProviders.list(),
+      putModelProvider: (manifest) => client.settings.modelProviders.put(manifest),
+      mcpCatalog: () => client.catalogs.mcpServers(),
+      mcpServers: () => client.settings.mcpServers.list(),
+      putMcpServer: (manifest) => client.settings.mcpServers.put(manifest),
+      skillCatalog: () => client.catalogs.skills(),
+      skills: () => client.settings.skills.list(),
+      putSkill: (manifest) => client.settings.skills.put(manifest),
+      sandboxCatalog: () => client.catalogs.sandboxProviders(),
+      sandboxProvider: async () => {
+        try {
+          return await client.settings.sandboxProvider.get();
+        } catch (error) {
+          if (isStatus(error, 404)) {
+            return null;
+          }
+          throw error;
+        }
+      },
+      putSandboxProvider: (manifest) => client.settings.sandboxProvider.put(manifest),
+    },
+    auth: {
+      me: async () => {
+        try {
+          return await client.auth.me();
+        } catch (error) {
+          if (isStatus(error, 401)) {
+            return null;
+          }
+          throw error;
+        }
+      },
+      loginUrl: (returnTo) => client.auth.loginUrl(returnTo),
+      logout: () => client.auth.logout(),
+    },
+  };
+}
