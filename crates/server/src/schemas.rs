@@ -97,6 +97,13 @@ fn string() -> ObjectBuilder {
     ObjectBuilder::new().schema_type(Type::String)
 }
 
+fn integer_at_least(minimum: u64) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+        .minimum(Some(minimum as f64))
+}
+
 /// An object with one boolean `enabled` (and, for skills, an optional `reason`).
 fn capability(with_reason: bool) -> ObjectBuilder {
     let object = ObjectBuilder::new().property("enabled", boolean()).required("enabled");
@@ -135,6 +142,19 @@ doc_schema!(
         .required("skill")
         .property("settings", capability(false))
         .required("settings")
+        .property(
+            "limits",
+            ObjectBuilder::new()
+                .description(Some(
+                    "Our addition: the server's limits a client checks before sending (a file too large for one \
+                     request is refused before its upload, not with a 413 after it).",
+                ))
+                .property(
+                    "max_request_body_bytes",
+                    integer_at_least(1).description(Some("The largest request body the server accepts.")),
+                )
+                .required("max_request_body_bytes"),
+        )
         .build()
         .into(),
 );

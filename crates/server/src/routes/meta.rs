@@ -56,6 +56,7 @@ pub async fn capabilities(State(state): State<AppState>) -> Response {
         "sandbox": {"enabled": false},
         "skill": {"enabled": false, "reason": REASON},
         "settings": {"enabled": state.caller().is_admin},
+        "limits": {"max_request_body_bytes": state.config.body_limit},
     }))
     .into_response()
 }

@@ -219,12 +219,38 @@ pub async fn get(State(state): State<AppState>, Path(session_id): Path<SessionId
     Ok(Data::ok(Session::from(session)).into_response())
 }
 
-/// What to change on a session: its inline agent spec (sessions of a saved agent cannot change agent).
+/// What to change on a session: its inline agent spec (sessions of a saved agent cannot change agent), its
+/// title, or both.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = UpdateSessionRequest)]
 pub struct PatchSessionRequest {
     agent: Option<SessionAgentSpecBody>,
+    /// Our addition: renames the session (1 to 200 characters, no line breaks or control characters).
+    #[schema(min_length = 1, max_length = 200)]
+    title: Option<String>,
+}
+
+/// The most characters a session title may have.
+const MAX_TITLE_CHARS: usize = 200;
+
+/// A title as the session list shows it: trimmed, on one line, not empty, not too long.
+fn checked_title(title: &str) -> ApiResult<String> {
+    let title = title.trim();
+    if title.is_empty() {
+        return Err(ApiError::bad_request("title must not be empty"));
+    }
+    if title.chars().count() > MAX_TITLE_CHARS {
+        return Err(ApiError::bad_request(format!(
+            "title is longer than {MAX_TITLE_CHARS} characters"
+        )));
+    }
+    if title.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            "title must not contain line breaks or control characters",
+        ));
+    }
+    Ok(title.to_owned())
 }
 
 /// Replaces the inline agent spec of a session; the next turn uses it.
@@ -250,6 +276,7 @@ pub async fn patch(
     JsonBody(body): JsonBody<PatchSessionRequest>,
 ) -> ApiResult<Response> {
     let caller = state.caller();
+    let title = body.title.as_deref().map(checked_title).transpose()?;
     let session = owned_session(&state, &caller, &session_id).await?;
     let agent_spec = match body.agent {
         Some(SessionAgentSpecBody { spec, .. }) => {
@@ -270,7 +297,7 @@ pub async fn patch(
             &session_id,
             SessionUpdate {
                 agent_spec,
-                title: None,
+                title: title.map(Some),
             },
         )
         .await?;

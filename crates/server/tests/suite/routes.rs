@@ -343,6 +343,10 @@ async fn capabilities_shape() {
     assert!(data["sandbox"]["enabled"].is_boolean(), "{body}");
     assert!(data["skill"]["enabled"].is_boolean(), "{body}");
     assert_eq!(data["settings"]["enabled"], true, "{body}");
+    assert_eq!(
+        data["limits"]["max_request_body_bytes"], 31_457_280,
+        "the default request-body limit, for clients to check uploads against: {body}"
+    );
     // Skills mirror the sandbox; a disabled skill says why.
     assert_eq!(data["skill"]["enabled"], data["sandbox"]["enabled"], "{body}");
     if data["skill"]["enabled"] == false {
@@ -2070,13 +2074,36 @@ async fn sessions_patch_agent_of_a_reference_session_is_422_and_keeps_it() {
 }
 
 #[tokio::test]
+async fn sessions_patch_title_renames_and_bad_titles_are_400() {
+    let server = TestServer::start().await;
+    let session_id = server.session().await;
+    let path = format!("/api/v1/sessions/{session_id}");
+    let (status, body) = patch(&server, &path, json!({"title": "  Quarterly report  "})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["title"], "Quarterly report");
+    assert_eq!(body["data"]["agent"]["type"], "inline", "the agent is kept: {body}");
+    assert_eq!(session_body(&server, &session_id).await["title"], "Quarterly report");
+    let before = session_body(&server, &session_id).await;
+    for bad in [json!(""), json!("   "), json!("two\nlines"), json!("x".repeat(201)), json!(7)] {
+        let reply = patch(&server, &path, json!({"title": bad})).await;
+        assert_bad_request(&reply);
+    }
+    assert_eq!(session_body(&server, &session_id).await, before, "no rejected rename was written");
+    let (status, body) = patch(&server, &path, json!({"title": "é".repeat(200)})).await;
+    assert_eq!(status, 200, "200 characters (not bytes) are allowed: {body}");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn sessions_patch_unknown_fields_or_types_are_400_and_keep_the_session() {
     let server = TestServer::start().await;
     create_agent(&server, "helper").await;
     let session_id = server.session().await;
     let before = session_body(&server, &session_id).await;
+    // `title` is our addition (the reference refuses it); an unknown field is still a 400.
     for body in [
-        json!({"title": "renamed"}),
+        json!({"name": "renamed"}),
+        json!({"title": null, "extra": true}),
         json!({"agent": {"name": "helper"}}),
         json!({"agent": 5}),
         json!({"agent": {"spec": spec(), "extra": 1}}),
