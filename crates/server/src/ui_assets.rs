@@ -46,14 +46,16 @@ const CONTENT_SECURITY_POLICY_VALUE: &str = "default-src 'self'; script-src 'sel
      img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; frame-src 'none'; object-src 'none'; \
      frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
-/// Whether a request is the UI's to answer: a safe method on any path outside the API. Other methods on
-/// these paths, and every `/api` path, get the API's JSON errors.
+/// Whether a request is the UI's to answer: a safe method on any path outside the server's own. Other
+/// methods on these paths, and the server's paths, get the API's JSON errors.
 pub fn answers(method: &Method, path: &str) -> bool {
-    matches!(*method, Method::GET | Method::HEAD) && !is_api_path(path)
+    matches!(*method, Method::GET | Method::HEAD) && !is_server_path(path)
 }
 
-fn is_api_path(path: &str) -> bool {
-    path == "/api" || path.starts_with("/api/")
+/// The API, and the paths under `/healthz`: a health check sent to `/healthz/` by mistake must fail with a 404,
+/// not pass on the UI's 200.
+fn is_server_path(path: &str) -> bool {
+    path == "/api" || path.starts_with("/api/") || path.starts_with("/healthz/")
 }
 
 /// The answer to a `GET`/`HEAD` of `path` (as sent, not percent-decoded) that [`answers`] accepted.
@@ -194,6 +196,8 @@ mod tests {
         assert!(answers(&Method::GET, "/apiary"));
         assert!(!answers(&Method::GET, "/api"));
         assert!(!answers(&Method::GET, "/api/v1/nope"));
+        assert!(!answers(&Method::GET, "/healthz/"));
+        assert!(answers(&Method::GET, "/healthzz"));
         assert!(!answers(&Method::POST, "/"));
         assert!(!answers(&Method::DELETE, "/assets/x.js"));
     }

@@ -225,7 +225,6 @@ async fn the_apps_own_routes_get_its_page() {
         "/settings/models",
         "/sessions/01ABC?tab=events&x=%20",
         "/apiary",
-        "/healthz/",
         "/assets",
         "/favicon-that-is-not-there.ico",
         "/Cargo.toml",
@@ -265,7 +264,14 @@ async fn a_missing_asset_is_a_404_not_the_app() {
 #[tokio::test]
 async fn the_api_keeps_its_json_errors_and_its_pages_no_ui_policy() {
     let server = TestServer::start().await;
-    for path in ["/api/v1/nope", "/api", "/api/", "/api/v1/sessions/x/y/z"] {
+    for path in [
+        "/api/v1/nope",
+        "/api",
+        "/api/",
+        "/api/v1/sessions/x/y/z",
+        "/healthz/",
+        "/healthz/x",
+    ] {
         let answer = get(&server, path).await;
         assert_eq!(answer.status, 404, "{path}");
         assert_eq!(answer.error_message(), format!("Route not found: GET {path}"));
