@@ -342,14 +342,31 @@ async fn method_not_allowed(request: Request) -> Response {
     .into_response()
 }
 
+/// The web UI for a `GET`/`HEAD` outside the API, else the API's JSON 404.
+///
+/// Other methods on the UI's paths (`POST /`, `DELETE /sessions/x`) stay the 404 they were before the UI:
+/// those paths are no resources that take any method, and a 405 would claim they are (and owe an `Allow`
+/// header). Only the API's own routes answer 405 for a method they lack, as before.
+async fn ui_or_not_found(request: Request) -> Response {
+    if crate::ui_assets::answers(request.method(), request.uri().path()) {
+        return crate::ui_assets::respond(request.uri().path(), request.headers());
+    }
+    not_found(request).await
+}
+
 /// The HTTP app over a state.
 pub fn router(state: AppState) -> Router {
     let limit = BodyLimit(state.config.body_limit);
     let hosts = Arc::new(HostGuard::new(&state.config));
-    crate::routes::api()
-        .merge(crate::openapi::routes())
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
+    let app = crate::routes::api().merge(crate::openapi::routes());
+    // The UI is the fallback of the same router, so the layers below (the host and origin guard first of
+    // all) cover it as they cover the API: a page on a rebound name must not load either.
+    let app = if state.config.serve_ui {
+        app.fallback(ui_or_not_found)
+    } else {
+        app.fallback(not_found)
+    };
+    app.method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
         .layer(middleware::from_fn(body_limit))
         .layer(axum::Extension(limit))

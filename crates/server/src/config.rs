@@ -62,6 +62,9 @@ pub struct ServerConfig {
     /// Browser origins allowed to call the API besides the server's own and `PUBLIC_BASE_URL`
     /// (`TRUEFORGE_ALLOWED_ORIGINS`, comma-separated, e.g. `http://localhost:5173`).
     pub allowed_origins: Vec<String>,
+    /// Whether the web UI is served at `/` (`TRUEFORGE_UI`, `on` by default). `off` for API-only
+    /// deployments: every path outside the API is then a JSON 404, as for an unknown API path.
+    pub serve_ui: bool,
     /// How long a model response may stay silent (no byte received) before the call fails
     /// (`TRUEFORGE_MODEL_IDLE_TIMEOUT_SECONDS`).
     pub model_idle_timeout: Duration,
@@ -119,6 +122,16 @@ impl Vars<'_> {
             Some("true") => Ok(true),
             Some("false") => Ok(false),
             Some(_) => Err(self.error(name, "expected true or false")),
+        }
+    }
+
+    /// A feature switch: `on` or `off` (`true` and `false` too, like the boolean variables).
+    fn switch(&self, name: &str, default: bool) -> Result<bool, ConfigError> {
+        match self.get(name).map(str::to_ascii_lowercase).as_deref() {
+            None => Ok(default),
+            Some("on" | "true") => Ok(true),
+            Some("off" | "false") => Ok(false),
+            Some(_) => Err(self.error(name, "expected on or off")),
         }
     }
 
@@ -269,6 +282,7 @@ impl ServerConfig {
             public_base_url: public_base_url(&vars)?,
             allowed_hosts: allowed_hosts(&vars)?,
             allowed_origins: allowed_origins(&vars)?,
+            serve_ui: vars.switch("TRUEFORGE_UI", true)?,
             model_idle_timeout: Duration::from_secs(vars.positive(
                 "TRUEFORGE_MODEL_IDLE_TIMEOUT_SECONDS",
                 trueforge_llm::ClientOptions::default().idle_timeout.as_secs(),
@@ -342,6 +356,23 @@ mod tests {
         assert_eq!(config.stream_ttl, Duration::from_secs(900));
         assert_eq!(config.heartbeat, Duration::from_secs(15));
         assert_eq!(config.approval_max_scope, ApprovalScope::Agent);
+        assert!(config.serve_ui);
+    }
+
+    #[test]
+    fn the_ui_switch_reads_on_and_off() {
+        for (value, serve_ui) in [
+            ("off", false),
+            ("OFF", false),
+            ("false", false),
+            (" on ", true),
+            ("true", true),
+        ] {
+            let config = ServerConfig::from_vars(&vars(&[("HOME", "/h"), ("TRUEFORGE_UI", value)])).unwrap();
+            assert_eq!(config.serve_ui, serve_ui, "{value}");
+        }
+        let error = ServerConfig::from_vars(&vars(&[("HOME", "/h"), ("TRUEFORGE_UI", "disabled")])).unwrap_err();
+        assert_eq!(error.reason, "expected on or off", "{error}");
     }
 
     #[test]
@@ -415,6 +446,7 @@ mod tests {
             ("TRUEFORGE_ALLOWED_ORIGINS", "localhost:5173"),
             ("TRUEFORGE_ALLOWED_ORIGINS", "http://localhost:5173/app"),
             ("TRUEFORGE_MODEL_IDLE_TIMEOUT_SECONDS", "0"),
+            ("TRUEFORGE_UI", "0"),
         ] {
             let error = ServerConfig::from_vars(&vars(&[("HOME", "/h"), (name, value)])).unwrap_err();
             assert_eq!(error.variable, name, "{error}");

@@ -20,6 +20,7 @@ mod schemas;
 pub mod spec_check;
 pub mod sse;
 pub mod state;
+mod ui_assets;
 pub mod wire;
 
 pub use app::{StartError, local_state, router, serve};

@@ -1,5 +1,6 @@
-//! The `trueforge` command: `serve` (the default) runs the HTTP API locally on SQLite; `migrate` brings
-//! the database up to date; `doctor` checks the setup; `chat` and `run` talk to a running server.
+//! The `trueforge` command: `serve` (the default) runs the HTTP API and the web UI locally on SQLite;
+//! `migrate` brings the database up to date; `doctor` checks the setup; `chat` and `run` talk to a running
+//! server.
 
 mod chat;
 mod doctor;
@@ -20,7 +21,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Runs the HTTP API (the default). Configured by environment variables (see the README).
+    /// Runs the HTTP API and the web UI (the default). Configured by environment variables (see the README).
     Serve {
         /// Port to listen on (overrides PORT).
         #[arg(long)]
@@ -164,6 +165,7 @@ async fn serve(port: Option<u16>) -> Result<(), String> {
     init_logging(&config.log_level);
     let address = std::net::SocketAddr::new(config.host, config.port);
     let data_dir = config.data_dir.clone();
+    let serve_ui = config.serve_ui;
     let state = trueforge_server::local_state(config)
         .await
         .map_err(|error| error.to_string())?;
@@ -171,6 +173,9 @@ async fn serve(port: Option<u16>) -> Result<(), String> {
         .await
         .map_err(|error| format!("cannot listen on {address}: {error}"))?;
     println!("TrueForge {} (local mode)", env!("CARGO_PKG_VERSION"));
+    if serve_ui {
+        println!("  UI       http://{address}/");
+    }
     println!("  API      http://{address}/api/v1  (docs at /api/v1/docs)");
     println!("  health   http://{address}/healthz");
     println!("  data     {}", data_dir.display());

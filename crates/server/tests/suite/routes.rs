@@ -483,7 +483,8 @@ async fn unknown_route_is_404_with_method_and_path() {
         404,
         "Route not found: GET /api/v1/nothing-here",
     );
-    assert_error(&server.get("/").await, 404, "Route not found: GET /");
+    // `GET /` is the web UI (suite::ui); other methods there are no route.
+    assert_error(&server.post("/", json!({})).await, 404, "Route not found: POST /");
     assert_error(
         &server.post("/api/v1/sessions/abc/turns/def/nope", json!({})).await,
         404,
