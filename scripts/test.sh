@@ -7,9 +7,11 @@
 #   scripts/test.sh [nextest arguments]   everything (with arguments, a filtered nextest run and no fuzzing)
 #   scripts/test.sh --schemathesis-only   the fuzzing alone (no Postgres needed)
 #   scripts/test.sh --sdk-only            the TypeScript SDK's lint, type checks and tests alone
+#   scripts/test.sh --ui-only             the web UI's staleness check, budget, lint, type checks and browser tests
 #   (--schemathesis-isolated is the script calling itself inside the fuzzing's network namespace)
 #
-# TRUEFORGE_TEST_SCHEMATHESIS=0 skips the fuzzing; TRUEFORGE_TEST_SDK=0 skips the TypeScript SDK.
+# TRUEFORGE_TEST_SCHEMATHESIS=0 skips the fuzzing; TRUEFORGE_TEST_SDK=0 skips the TypeScript SDK;
+# TRUEFORGE_TEST_UI=0 skips the web UI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -146,18 +148,22 @@ TOML
 # `trueforge` binary and the fake model server (no mocked HTTP) and drive Debian's Chromium for the browser
 # test. Its npm packages install from the package's lockfile through a cache under ~/.cache.
 NPM_CACHE_DIR="${TRUEFORGE_TEST_NPM_CACHE:-$HOME/.cache/trueforge-npm}"
+# The browser tests (SDK and UI) drive Debian's Chromium.
+ensure_chromium() {
+  command -v chromium >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "test.sh: the browser tests need Chromium; install the 'chromium' package (needs root)" >&2
+    return 1
+  fi
+  echo "test.sh: installing chromium from Debian packages" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+}
+
 run_sdk_typescript() (
   set -euo pipefail
   command -v npm >/dev/null 2>&1 || { echo "test.sh: npm is needed for the TypeScript SDK's tests" >&2; return 1; }
-  if ! command -v chromium >/dev/null 2>&1; then
-    if [ "$(id -u)" -ne 0 ]; then
-      echo "test.sh: the SDK's browser test needs Chromium; install the 'chromium' package (needs root)" >&2
-      return 1
-    fi
-    echo "test.sh: installing chromium from Debian packages" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
-      || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
-  fi
+  ensure_chromium
   cargo build --quiet --release -p trueforge --bin trueforge -p trueforge-testkit --bin fake-llm
   local target_dir
   target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
@@ -169,9 +175,45 @@ run_sdk_typescript() (
   TRUEFORGE_BIN="$target_dir/release/trueforge" FAKE_LLM_BIN="$target_dir/release/fake-llm" npm test
 )
 
+# The web UI (ui/): rebuilt from source and compared byte for byte with the committed ui/dist, which is what
+# the binary embeds (a stale bundle fails here), its first-load budget, type checks, lint, and its tests in
+# Chromium against the release binary. The UI imports the SDK's build, so the SDK is built first.
+run_ui() (
+  set -euo pipefail
+  command -v npm >/dev/null 2>&1 || { echo "test.sh: npm is needed for the web UI's tests" >&2; return 1; }
+  ensure_chromium
+  cargo build --quiet --release -p trueforge --bin trueforge -p trueforge-testkit --bin fake-llm
+  local target_dir
+  target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+  (cd sdk/typescript && npm ci --cache "$NPM_CACHE_DIR" --prefer-offline --no-audit --no-fund --loglevel=error \
+    && npm run --silent build)
+  cd ui
+  npm ci --cache "$NPM_CACHE_DIR" --prefer-offline --no-audit --no-fund --loglevel=error
+  local fresh
+  fresh="$(mktemp -d)"
+  npx --no-install tsc -p tsconfig.json --noEmit
+  npx --no-install vite build --logLevel error --outDir "$fresh/dist" --emptyOutDir
+  if ! diff -r dist "$fresh/dist" >/dev/null; then
+    diff -rq dist "$fresh/dist" >&2 || true
+    rm -rf "$fresh"
+    echo "test.sh: ui/dist is stale (it is not what the sources build): run 'npm run build' in ui/ and commit ui/dist" >&2
+    return 1
+  fi
+  rm -rf "$fresh"
+  node scripts/bundle-size.mjs
+  npm run --silent typecheck
+  npm run --silent lint
+  echo "test.sh: the web UI's browser tests against $target_dir/release/trueforge" >&2
+  TRUEFORGE_BIN="$target_dir/release/trueforge" FAKE_LLM_BIN="$target_dir/release/fake-llm" npm test
+)
+
 case "${1:-}" in
   --sdk-only)
     run_sdk_typescript
+    exit $?
+    ;;
+  --ui-only)
+    run_ui
     exit $?
     ;;
   --schemathesis-only)
@@ -285,7 +327,13 @@ if [ "${TRUEFORGE_TEST_SDK:-1}" != "0" ]; then
   run_sdk_typescript
   sdk_status=$?
 fi
+ui_status=0
+if [ "${TRUEFORGE_TEST_UI:-1}" != "0" ]; then
+  run_ui
+  ui_status=$?
+fi
 set -e
 [ "$nextest_status" -eq 0 ] || exit "$nextest_status"
 [ "$schemathesis_status" -eq 0 ] || exit "$schemathesis_status"
-exit "$sdk_status"
+[ "$sdk_status" -eq 0 ] || exit "$sdk_status"
+exit "$ui_status"

@@ -8,10 +8,10 @@ import { toast } from "sonner";
 import { useNavigation } from "../app/router.js";
 import { relativeTime } from "../atoms/format.js";
 import { MoreIcon } from "../atoms/icons.js";
-import { useServer } from "../embed/context.js";
+import { usePortalContainer, useServer } from "../embed/context.js";
 import { describeError } from "../state/errors.js";
 
-const PAGE = 30;
+const PAGE = 25;
 
 export function sessionTitle(session: Session): string {
   return session.title?.trim() || "New chat";
@@ -34,6 +34,7 @@ export function SessionList({
   const [agentId, setAgentId] = useState<string | null>(null);
   const [agents, setAgents] = useState<Agent[]>([]);
   const sentinel = useRef<HTMLLIElement>(null);
+  const portal = usePortalContainer();
   const generation = useRef(0);
 
   const loadPage = useCallback(
@@ -148,7 +149,7 @@ export function SessionList({
                 >
                   <MoreIcon />
                 </DropdownMenu.Trigger>
-                <DropdownMenu.Portal>
+                <DropdownMenu.Portal container={portal}>
                   <DropdownMenu.Content className="tf-menu" align="end" sideOffset={4}>
                     {rename && (
                       <DropdownMenu.Item

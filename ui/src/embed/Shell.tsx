@@ -8,7 +8,7 @@ import { BotIcon, GearIcon, MenuIcon, MoonIcon, PlusIcon, SunIcon, XIcon } from 
 import { ChatView } from "../containers/ChatView.js";
 import { SessionList } from "../containers/SessionList.js";
 import { useTheme } from "../theme/theme.js";
-import { useServer, useShell } from "./context.js";
+import { usePortalContainer, useServer, useShell } from "./context.js";
 
 const AgentsLibrary = lazy(() => import("../agents/AgentsLibrary.js"));
 const AgentBuilder = lazy(() => import("../agents/AgentBuilder.js"));
@@ -143,6 +143,7 @@ function SidebarLayout({ navigation, screen }: LayoutParts) {
 
 function DrawerLayout({ navigation, screen, title }: LayoutParts & { readonly title: string }) {
   const [open, setOpen] = useState(false);
+  const container = usePortalContainer();
   return (
     <div className="tf-layout tf-layout-drawer">
       <Dialog.Root open={open} onOpenChange={setOpen}>
@@ -152,7 +153,7 @@ function DrawerLayout({ navigation, screen, title }: LayoutParts & { readonly ti
           </Dialog.Trigger>
           <span className="tf-brand">{title}</span>
         </header>
-        <Dialog.Portal>
+        <Dialog.Portal container={container}>
           <Dialog.Overlay className="tf-overlay" />
           <Dialog.Content className="tf-drawer" aria-describedby={undefined}>
             <Dialog.Title className="tf-visually-hidden">Chat history</Dialog.Title>
@@ -219,12 +220,13 @@ function DockLayout({ navigation, screen }: LayoutParts) {
 
 function WidgetLayout(parts: LayoutParts) {
   const [open, setOpen] = useState(false);
+  const container = usePortalContainer();
   return (
     <Dialog.Root open={open} onOpenChange={setOpen} modal={false}>
       <Dialog.Trigger className="tf-widget-fab" aria-label={open ? "Close the chat" : "Open the chat"}>
         {open ? <XIcon /> : <BotIcon />}
       </Dialog.Trigger>
-      <Dialog.Portal>
+      <Dialog.Portal container={container}>
         <Dialog.Content
           className="tf-widget-panel"
           aria-describedby={undefined}

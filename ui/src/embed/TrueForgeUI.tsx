@@ -11,7 +11,14 @@ import type { AgentUIServer } from "../server/port.js";
 import { createTrueForgeServer, type TrueForgeServerOptions } from "../server/trueforge.js";
 import { describeError, isUnreachable } from "../state/errors.js";
 import { type ThemePreference, ThemeProvider, type ThemeTokens } from "../theme/theme.js";
-import { type ChatMode, ServerContext, ShellContext, type ShellOptions, SlotsContext } from "./context.js";
+import {
+  type ChatMode,
+  PortalContext,
+  ServerContext,
+  ShellContext,
+  type ShellOptions,
+  SlotsContext,
+} from "./context.js";
 import { type Layout, Shell } from "./Shell.js";
 import { defaultSlots, type SlotOverrides } from "./slots.js";
 
@@ -149,6 +156,7 @@ export function TrueForgeUI(props: TrueForgeUIProps) {
   const narrow = useNarrow();
   const layout = props.layout ?? "sidebar";
   const effectiveLayout = layout === "sidebar" && narrow ? "drawer" : layout;
+  const [rootElement, setRootElement] = useState<HTMLDivElement | null>(null);
   return (
     <ThemeProvider initial={props.theme}>
       {(isDark) => (
@@ -156,41 +164,44 @@ export function TrueForgeUI(props: TrueForgeUIProps) {
           className={`tf-root${props.className ? ` ${props.className}` : ""}`}
           data-theme={isDark ? "dark" : "light"}
           style={props.tokens as React.CSSProperties | undefined}
+          ref={setRootElement}
         >
-          <ServerContext.Provider value={server}>
-            <SlotsContext.Provider value={slots}>
-              <ShellContext.Provider value={shell}>
-                <Tooltip.Provider delayDuration={400}>
-                  <RouterProvider
-                    routing={props.routing ?? "memory"}
-                    {...(props.initialRoute ? { initial: props.initialRoute } : {})}
-                  >
-                    <AuthGate server={server}>
-                      {(me) => (
-                        <Shell
-                          layout={effectiveLayout}
-                          actions={
-                            me && server.auth ? (
-                              <button
-                                type="button"
-                                className="tf-button tf-button-quiet"
-                                onClick={() =>
-                                  void server.auth?.logout().then(() => window.location.reload())
-                                }
-                              >
-                                Sign out
-                              </button>
-                            ) : undefined
-                          }
-                        />
-                      )}
-                    </AuthGate>
-                  </RouterProvider>
-                </Tooltip.Provider>
-                <Toaster theme={isDark ? "dark" : "light"} richColors closeButton position="bottom-right" />
-              </ShellContext.Provider>
-            </SlotsContext.Provider>
-          </ServerContext.Provider>
+          <PortalContext.Provider value={rootElement}>
+            <ServerContext.Provider value={server}>
+              <SlotsContext.Provider value={slots}>
+                <ShellContext.Provider value={shell}>
+                  <Tooltip.Provider delayDuration={400}>
+                    <RouterProvider
+                      routing={props.routing ?? "memory"}
+                      {...(props.initialRoute ? { initial: props.initialRoute } : {})}
+                    >
+                      <AuthGate server={server}>
+                        {(me) => (
+                          <Shell
+                            layout={effectiveLayout}
+                            actions={
+                              me && server.auth ? (
+                                <button
+                                  type="button"
+                                  className="tf-button tf-button-quiet"
+                                  onClick={() =>
+                                    void server.auth?.logout().then(() => window.location.reload())
+                                  }
+                                >
+                                  Sign out
+                                </button>
+                              ) : undefined
+                            }
+                          />
+                        )}
+                      </AuthGate>
+                    </RouterProvider>
+                  </Tooltip.Provider>
+                  <Toaster theme={isDark ? "dark" : "light"} richColors closeButton position="bottom-right" />
+                </ShellContext.Provider>
+              </SlotsContext.Provider>
+            </ServerContext.Provider>
+          </PortalContext.Provider>
         </div>
       )}
     </ThemeProvider>

@@ -15,6 +15,16 @@ export function useServer(): AgentUIServer {
   return server;
 }
 
+/**
+ * Where menus, dialogs and drawers are portalled: inside the UI's root element, so they keep its theme
+ * variables (a portal to `document.body` would leave them unstyled inside a host page).
+ */
+export const PortalContext = createContext<HTMLElement | null>(null);
+
+export function usePortalContainer(): HTMLElement | undefined {
+  return useContext(PortalContext) ?? undefined;
+}
+
 export const SlotsContext = createContext<Slots | null>(null);
 
 export function useSlots(): Slots {

@@ -53,11 +53,12 @@ export function createTrueForgeServer(options: TrueForgeServerOptions): AgentUIS
       createSession: (agent) => client.sessions.create({ agent }),
       listSessions: (query) =>
         client.sessions.list({
-          limit: query.limit ?? 30,
+          limit: query.limit ?? 25,
           ...(query.pageToken ? { page_token: query.pageToken } : {}),
           ...(query.agentId ? { agent_id: query.agentId } : {}),
         }),
       getSession: (sessionId) => client.sessions.get(sessionId),
+      renameSession: (sessionId, title) => client.sessions.update(sessionId, { title }),
       deleteSession: (sessionId) => client.sessions.delete(sessionId),
       createTurn: (sessionId, turn) =>
         asEventStream(
@@ -73,7 +74,7 @@ export function createTrueForgeServer(options: TrueForgeServerOptions): AgentUIS
       cancel: (sessionId) => client.sessions.cancel(sessionId),
       listEvents: (sessionId, query) =>
         client.sessions.events(sessionId, {
-          limit: query.limit ?? 500,
+          limit: query.limit ?? 100,
           ...(query.pageToken ? { page_token: query.pageToken } : {}),
           ...(query.lastTurnId ? { last_turn_id: query.lastTurnId } : {}),
         }),

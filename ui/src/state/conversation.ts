@@ -18,8 +18,8 @@ import type { AgentUIServer, TurnEventStream } from "../server/port.js";
 import { describeError, isAbort } from "./errors.js";
 import { readCursor, writeCursor } from "./resume.js";
 
-/** Events per history page: large enough that most sessions open with one request. */
-const HISTORY_PAGE = 500;
+/** Events per history page: the most the API serves in one (older pages load as the reader scrolls up). */
+const HISTORY_PAGE = 100;
 
 export interface ConversationSnapshot {
   readonly state: ConversationState;

@@ -1,0 +1,66 @@
+// One read from the server for a screen: loading, the data or the error (also toasted), and a reload.
+
+import { useCallback, useEffect, useRef, useState } from "react";
+import { toast } from "sonner";
+import { describeError } from "../state/errors.js";
+
+export interface Loaded<T> {
+  readonly data: T | undefined;
+  /** The failure, described for people; `null` while loading or after a success. */
+  readonly error: string | null;
+  readonly loading: boolean;
+  reload(): void;
+  /** Changes the loaded data in place (after a save or a delete), without asking the server again. */
+  update(change: (current: T) => T): void;
+}
+
+/**
+ * Runs `load` (memoise it with `useCallback`; a new function loads again) and reports failures as a toast
+ * saying `Could not load <what>`. `load === null` loads nothing (the port lacks the method).
+ */
+export function useLoad<T>(load: (() => Promise<T>) | null, what: string): Loaded<T> {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<string | null>(null);
+  const [loading, setLoading] = useState(load !== null);
+  const [attempt, setAttempt] = useState(0);
+  const generation = useRef(0);
+  const whatRef = useRef(what);
+  whatRef.current = what;
+
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `attempt` re-runs the load on Retry.
+  useEffect(() => {
+    const mine = ++generation.current;
+    if (load === null) {
+      setLoading(false);
+      return;
+    }
+    setLoading(true);
+    setError(null);
+    load().then(
+      (value) => {
+        if (mine === generation.current) {
+          setData(value);
+          setLoading(false);
+        }
+      },
+      (failure: unknown) => {
+        if (mine === generation.current) {
+          const message = describeError(failure);
+          setError(message);
+          setLoading(false);
+          toast.error(`Could not load ${whatRef.current}: ${message}`);
+        }
+      },
+    );
+    return () => {
+      // A newer load, or the screen is gone: this answer is dropped.
+      generation.current++;
+    };
+  }, [load, attempt]);
+
+  const reload = useCallback(() => setAttempt((n) => n + 1), []);
+  const update = useCallback((change: (current: T) => T) => {
+    setData((current) => (current === undefined ? current : change(current)));
+  }, []);
+  return { data, error, loading, reload, update };
+}

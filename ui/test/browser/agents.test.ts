@@ -1,0 +1,114 @@
+// The screens around the chat, in Chromium against the real server: building, saving and reusing an agent,
+// configuring a model provider, the themes and the phone-width layout.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { FAKE_MODEL, type Harness, send, startHarness, waitForTurnEnd } from "../support/harness.js";
+
+let harness: Harness;
+
+before(async () => {
+  harness = await startHarness();
+});
+
+after(async () => {
+  await harness?.stop();
+});
+
+describe("agents", () => {
+  test("an agent is created in the builder, saved, found in the library and chatted with", async () => {
+    const { page } = await harness.page();
+    await page.goto("/agents/new");
+    const form = page.getByTestId("agent-form");
+    await form.waitFor();
+    await form.getByLabel("Name", { exact: true }).fill("Bad name!");
+    await form.getByTestId("agent-save").click();
+    assert.equal(
+      (await harness.api<{ data: unknown[] }>("GET", "/api/v1/agents")).data.length,
+      0,
+      "an invalid name is refused before anything is sent",
+    );
+    await form.getByLabel("Name", { exact: true }).fill("researcher");
+    await form.getByLabel("Model", { exact: true }).selectOption(FAKE_MODEL);
+    await form.getByLabel("Instructions").fill("Answer briefly.");
+    await harness.screenshot(page, "agent-builder");
+    await form.getByTestId("agent-save").click();
+    await page.waitForFunction(async () => {
+      const response = await fetch("/api/v1/agents");
+      const body = (await response.json()) as { data: { name: string }[] };
+      return body.data.some((agent) => agent.name === "researcher");
+    });
+    const agents = await harness.api<{
+      data: { id: string; name: string; manifest: { instructions?: string } }[];
+    }>("GET", "/api/v1/agents");
+    const saved = agents.data.find((agent) => agent.name === "researcher");
+    assert.equal(saved?.manifest.instructions, "Answer briefly.");
+
+    await page.getByRole("button", { name: "Agents" }).click();
+    const row = page.locator('[data-testid="agent-row"][data-name="researcher"]');
+    await row.waitFor();
+    await page.getByTestId("agent-search").fill("nothing like it");
+    await row.waitFor({ state: "detached" });
+    await page.getByTestId("agent-search").fill("research");
+    await row.waitFor();
+    await row.getByRole("button", { name: "Chat with researcher" }).click();
+    await page.waitForURL(/\/sessions\//);
+    await page.getByRole("heading", { name: "researcher" }).waitFor();
+    await send(page, "Hello researcher #echo");
+    await waitForTurnEnd(page);
+    const sessionId = new URL(page.url()).pathname.split("/").at(-1) ?? "";
+    const session = await harness.api<{ data: { agent: { type: string; name?: string } } }>(
+      "GET",
+      `/api/v1/sessions/${sessionId}`,
+    );
+    assert.deepEqual([session.data.agent.type, session.data.agent.name], ["reference", "researcher"]);
+  });
+});
+
+describe("settings", () => {
+  test("a custom model provider is added in settings and its model becomes available", async () => {
+    const { page } = await harness.page();
+    await page.goto("/settings/models");
+    await page.getByTestId("settings-models").waitFor();
+    await page.getByRole("button", { name: "Add a custom provider" }).click();
+    const form = page.getByTestId("provider-form");
+    await form.getByLabel("Name", { exact: true }).fill("second");
+    await form.getByLabel("Base URL").fill(`${harness.server.fakeLlmUrl}/v1`);
+    await form.getByLabel("API key (optional)").fill("key-2");
+    await form.getByLabel("Model 1: provider's id").fill("other-model");
+    await form.getByLabel("Model 1: name for agents").fill("other-model");
+    await harness.screenshot(page, "settings");
+    await form.getByRole("button", { name: "Add provider" }).click();
+    await page.locator('[data-testid="provider-list"]', { hasText: "second" }).waitFor();
+    const models = await harness.api<{ data: { name: string }[] }>("GET", "/api/v1/models");
+    assert.ok(
+      models.data.some((model) => model.name === "second/other-model"),
+      JSON.stringify(models.data),
+    );
+  });
+});
+
+describe("look", () => {
+  test("the dark theme is switched on and remembered", async () => {
+    const { page } = await harness.page();
+    await page.goto("/");
+    await page.getByRole("button", { name: "Switch to the dark theme" }).click();
+    assert.equal(await page.locator(".tf-root").getAttribute("data-theme"), "dark");
+    await page.reload();
+    assert.equal(await page.locator(".tf-root").getAttribute("data-theme"), "dark");
+    await harness.screenshot(page, "dark-theme");
+  });
+
+  test("at phone width the history is a drawer that opens and closes from the keyboard", async () => {
+    const { page } = await harness.page({ width: 390, height: 844 });
+    await page.goto("/");
+    assert.equal(await page.locator(".tf-sidebar").count(), 0);
+    const opener = page.getByRole("button", { name: "Open the chat history" });
+    await opener.focus();
+    await page.keyboard.press("Enter");
+    await page.getByRole("dialog").getByRole("navigation", { name: "Chat history" }).waitFor();
+    await page.keyboard.press("Escape");
+    await page.getByRole("dialog").waitFor({ state: "detached" });
+    await harness.screenshot(page, "phone");
+  });
+});
