@@ -53,7 +53,18 @@ export function ToolCard({ view, startedAt, chat, subAgent }: ToolCardProps) {
   const name = view.call.function.name;
   const label = toolLabel(view);
   const failed = response !== null && /^(error|Error)\b/.test(response.content);
-  const status = response !== null ? (failed ? "failed" : "done") : waiting !== null ? "waiting" : "running";
+  // A client-side call (a question) gets no tool response: the user's answer is its result.
+  const answeredByUser = view.answer?.type === "user.tool_response";
+  const status =
+    response !== null
+      ? failed
+        ? "failed"
+        : "done"
+      : answeredByUser
+        ? "done"
+        : waiting !== null
+          ? "waiting"
+          : "running";
   const args = parseArguments(view.call.function.arguments);
   const title =
     name === "create_sub_agent"

@@ -10,6 +10,7 @@ import { useServer } from "../embed/context.js";
 import { describeError } from "../state/errors.js";
 import { authorizeInPopup } from "../state/mcp-auth.js";
 import {
+  CatalogLogo,
   CheckboxField,
   ConfirmDelete,
   EmptyState,
@@ -273,7 +274,7 @@ export function McpServersSection() {
                 name={entry.name}
                 title={
                   <span className="tf-row">
-                    {entry.logo ? <img className="tf-logo" src={entry.logo} alt="" loading="lazy" /> : null}
+                    <CatalogLogo src={entry.logo} name={entry.name} />
                     {entry.name}
                   </span>
                 }

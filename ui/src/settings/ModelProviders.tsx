@@ -12,6 +12,7 @@ import { toast } from "sonner";
 import { useServer } from "../embed/context.js";
 import { describeError } from "../state/errors.js";
 import {
+  CatalogLogo,
   CheckboxField,
   ConfirmDelete,
   EmptyState,
@@ -197,7 +198,7 @@ export function ModelProvidersSection() {
               name={entry.type}
               title={
                 <span className="tf-row">
-                  {entry.logo ? <img className="tf-logo" src={entry.logo} alt="" loading="lazy" /> : null}
+                  <CatalogLogo src={entry.logo} name={providerLabel(entry.type)} />
                   {providerLabel(entry.type)}
                 </span>
               }

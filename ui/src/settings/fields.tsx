@@ -423,3 +423,24 @@ export function StatusChip({
     </span>
   );
 }
+
+/**
+ * A catalog entry's logo. The page's CSP loads images from its own origin only (no request to a third party
+ * while the user browses the catalog), so a remote logo is replaced by the name's initial.
+ */
+export function CatalogLogo({
+  src,
+  name,
+}: {
+  readonly src: string | null | undefined;
+  readonly name: string;
+}) {
+  if (src && (src.startsWith("/") || src.startsWith("data:"))) {
+    return <img className="tf-logo" src={src} alt="" loading="lazy" />;
+  }
+  return (
+    <span className="tf-logo tf-logo-initial" aria-hidden="true">
+      {name.trim().charAt(0).toUpperCase() || "?"}
+    </span>
+  );
+}

@@ -21,15 +21,15 @@ describe("agents", () => {
     await page.goto("/agents/new");
     const form = page.getByTestId("agent-form");
     await form.waitFor();
-    await form.getByLabel("Name", { exact: true }).fill("Bad name!");
+    await form.getByTestId("agent-name").fill("Bad name!");
     await form.getByTestId("agent-save").click();
     assert.equal(
       (await harness.api<{ data: unknown[] }>("GET", "/api/v1/agents")).data.length,
       0,
       "an invalid name is refused before anything is sent",
     );
-    await form.getByLabel("Name", { exact: true }).fill("researcher");
-    await form.getByLabel("Model", { exact: true }).selectOption(FAKE_MODEL);
+    await form.getByTestId("agent-name").fill("researcher");
+    await form.getByTestId("agent-model").selectOption(FAKE_MODEL);
     await form.getByLabel("Instructions").fill("Answer briefly.");
     await harness.screenshot(page, "agent-builder");
     await form.getByTestId("agent-save").click();
@@ -44,7 +44,7 @@ describe("agents", () => {
     const saved = agents.data.find((agent) => agent.name === "researcher");
     assert.equal(saved?.manifest.instructions, "Answer briefly.");
 
-    await page.getByRole("button", { name: "Agents" }).click();
+    await page.getByRole("complementary").getByRole("button", { name: "Agents" }).click();
     const row = page.locator('[data-testid="agent-row"][data-name="researcher"]');
     await row.waitFor();
     await page.getByTestId("agent-search").fill("nothing like it");
@@ -72,9 +72,9 @@ describe("settings", () => {
     await page.getByTestId("settings-models").waitFor();
     await page.getByRole("button", { name: "Add a custom provider" }).click();
     const form = page.getByTestId("provider-form");
-    await form.getByLabel("Name", { exact: true }).fill("second");
-    await form.getByLabel("Base URL").fill(`${harness.server.fakeLlmUrl}/v1`);
-    await form.getByLabel("API key (optional)").fill("key-2");
+    await form.getByTestId("provider-name").fill("second");
+    await form.getByTestId("provider-base-url").fill(`${harness.server.fakeLlmUrl}/v1`);
+    await form.getByTestId("provider-api-key").fill("key-2");
     await form.getByLabel("Model 1: provider's id").fill("other-model");
     await form.getByLabel("Model 1: name for agents").fill("other-model");
     await harness.screenshot(page, "settings");

@@ -3,6 +3,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import type { Locator } from "playwright-core";
 import { type Harness, send, startHarness, waitForTurnEnd } from "../support/harness.js";
 
 let harness: Harness;
@@ -14,6 +15,14 @@ before(async () => {
 after(async () => {
   await harness?.stop();
 });
+
+/** Opens a tool card's details (a card waiting on the user opens by itself). */
+async function expand(card: Locator): Promise<void> {
+  const head = card.locator(".tf-tool-head");
+  if ((await head.getAttribute("aria-expanded")) !== "true") {
+    await head.click();
+  }
+}
 
 async function openSession(sessionId: string) {
   const { page } = await harness.page();
@@ -54,7 +63,7 @@ describe("chat", () => {
     assert.equal(await card.getAttribute("data-status"), "done");
     assert.match(await card.innerText(), /MCP · stub/);
     assert.match(await card.locator(".tf-tool-elapsed").innerText(), /s$/);
-    await card.locator(".tf-tool-head").click();
+    await expand(card);
     assert.match(await card.locator(".tf-tool-body").innerText(), /"word": "fold"/);
     assert.match(await card.locator(".tf-result").innerText(), /fold/);
     await harness.screenshot(page, "tool-card");
@@ -118,7 +127,8 @@ describe("chat", () => {
     await waitForTurnEnd(page, 2);
     const cards = page.locator('.tf-tool[data-tool="ask_user_question"]');
     assert.equal(await cards.count(), 2);
-    await cards.nth(1).locator(".tf-tool-head").click();
+    assert.equal(await cards.nth(1).getAttribute("data-status"), "done");
+    await expand(cards.nth(1));
     assert.match(await cards.nth(1).innerText(), /green, actually/);
   });
 
@@ -182,7 +192,7 @@ describe("chat", () => {
     await send(page, "Go on and on. #chunks=40 #delay=150");
     await page.getByRole("button", { name: "Stop" }).click();
     await page.getByText("Stopped.").waitFor();
-    await page.getByRole("button", { name: "Send" }).waitFor();
+    await page.getByRole("button", { name: "Send", exact: true }).waitFor();
   });
 });
 
@@ -217,8 +227,10 @@ describe("session list", () => {
     }
     const { page } = await harness.page({ height: 700 });
     await page.goto("/");
-    await page.locator(".tf-session").nth(29).waitFor();
-    await page.locator(".tf-session").nth(29).scrollIntoViewIfNeeded();
+    // One page is 25 sessions; scrolling to its end reads the next.
+    await page.locator(".tf-session").nth(24).waitFor();
+    assert.ok((await page.locator(".tf-session").count()) < 45, "not everything is read at once");
+    await page.locator(".tf-session").nth(24).scrollIntoViewIfNeeded();
     await page.locator(".tf-session").nth(40).waitFor();
   });
 });

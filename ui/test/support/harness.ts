@@ -91,7 +91,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
         agent: {
           spec: {
             model: { name: FAKE_MODEL },
-            mcp_servers: [{ name: "stub" }],
+            mcp_servers: [{ name: "stub", preload: true }],
             config: { dynamic_sub_agents: { enabled: true }, ask_user_questions: { enabled: true } },
           },
         },
