@@ -8,4 +8,5 @@ mod mcp_oauth;
 mod models;
 mod openapi;
 mod routes;
+mod settings_delete;
 mod value_rules;
