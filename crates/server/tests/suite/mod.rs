@@ -1,5 +1,6 @@
 mod agent_approvals;
 mod api;
+mod compaction;
 mod full_store;
 mod hardening;
 mod idempotency;
