@@ -103,7 +103,6 @@ impl AgentThread {
         self.context = context;
         self.model_messages.reset();
         self.usage = usage;
-        self.metrics.summarizations += 1;
         Ok(())
     }
 }

@@ -1,23 +1,27 @@
 //! The `context.compacted` event: one per compaction, with what a client needs to show it (the method, the
 //! summary, how much was replaced, the size before and after), placed after the messages it compacted and
 //! before the next model call's answer, on the live stream and in the store alike, for the root thread and
-//! for sub-agents.
+//! for sub-agents. Stored with the new context, it survives a crash: a resumed turn counts it in its
+//! metrics and does not compact again.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 
+use crate::support::crash::CrashingStore;
 use crate::support::fixtures::{
     AsyncModel, all_text, answer_text, is_child, is_summary, metrics, server_error, session_events, steps_since_user,
     stored, threads_created, threads_done, with_usage,
 };
 use crate::support::model::{calls, text};
 use crate::support::{Harness, spec, user};
-use trueforge_agent::StreamItem;
 use trueforge_agent::capabilities::{CONTINUATION_NOTE, internal};
+use trueforge_agent::{PreviousTurn, RuntimeOptions, StreamItem};
 use trueforge_protocol::{
     AgentSpec, CompactionMethod, ContextCompactedEvent, ContextMessage, SessionEvent, TurnStreamingEvent,
 };
-use trueforge_store::session::TurnKey;
+use trueforge_store::db::{MigrateOnOpen, SqliteDb};
+use trueforge_store::session::{PageRequest, SortOrder, TurnKey};
+use trueforge_store::{SessionStore, SqliteSessionStore};
 
 const THRESHOLD: u64 = 1_000;
 const SUMMARY: &str = "Summary: the user asked to read a big output; it was read.";
@@ -278,4 +282,64 @@ async fn no_event_without_a_compaction() {
     assert_eq!(answer_text(&state), "Read it.");
     assert!(compactions(&session_events(&items)).is_empty());
     assert!(compactions(&stored(&harness, &key).await).is_empty());
+}
+
+#[tokio::test]
+async fn a_turn_resumed_after_its_compaction_counts_it_and_does_not_compact_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = SqliteDb::open(&dir.path().join("agent.sqlite"), MigrateOnOpen::Yes)
+        .await
+        .unwrap();
+    let inner: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
+    let model = summarising_model();
+    // Three commits: the answer with the call, its result, the compaction; then the process "dies".
+    let crashing = Arc::new(CrashingStore::new(inner.clone(), 3));
+    let first = Harness::on_store(
+        crashing,
+        model.clone(),
+        compacting_spec(),
+        RuntimeOptions::default(),
+        None,
+        dir,
+    )
+    .await;
+    let started = first
+        .runtime
+        .create_turn(first.request(vec![user("read it")], PreviousTurn::Auto))
+        .await
+        .unwrap();
+    let key = started.key.clone();
+    let (_, state) = started.collect().await;
+    assert_eq!(state, None, "the crashed run does not end the turn");
+    let before: Vec<SessionEvent> = inner
+        .list_turn_events(&key, SortOrder::Asc, &PageRequest::first(100))
+        .await
+        .unwrap()
+        .data
+        .into_iter()
+        .map(|item| item.event)
+        .collect();
+    assert_eq!(compactions(&before).len(), 1, "{:?}", types(&before));
+    assert!(!before.iter().any(|event| matches!(event, SessionEvent::TurnDone(_))));
+
+    let second = Harness::on_store(
+        inner.clone(),
+        model.clone(),
+        compacting_spec(),
+        RuntimeOptions::default(),
+        None,
+        tempfile::tempdir().unwrap(),
+    )
+    .await;
+    let (_, state) = second.runtime.resume_turn(&key).await.unwrap().collect().await;
+    let state = state.expect("the resumed run ends the turn");
+    assert_eq!(answer_text(&state), "Carrying on.");
+    assert_eq!(
+        metrics(&state).total_summarizations,
+        Some(1),
+        "counted from the stored event"
+    );
+    let summaries = model.requests().iter().filter(|request| is_summary(request)).count();
+    assert_eq!(summaries, 1, "the resumed run works from the stored summary");
+    assert_eq!(compactions(&stored(&second, &key).await).len(), 1);
 }
