@@ -193,6 +193,23 @@ impl Journal {
         .await
     }
 
+    /// Replaces a thread's context (a compaction) and stores `events`, its record, in the same transaction,
+    /// then streams them: a crash leaves both or neither.
+    pub async fn overwrite_context(
+        &self,
+        thread_id: &ThreadId,
+        events: Vec<SessionEvent>,
+        messages: Vec<ContextMessage>,
+        usage: CurrentContextUsage,
+    ) -> Result<(), AgentError> {
+        let events = events.into_iter().map(|event| (event, Publish::Stream)).collect();
+        self.write(events, |stored| {
+            self.store
+                .overwrite_thread_context(&self.key, thread_id, stored, messages, usage)
+        })
+        .await
+    }
+
     /// Numbers `events`, stores them with `store_them`, then hands them to the publisher. The numbers are
     /// taken only once the write succeeded, so a failed write leaves no hole.
     async fn write<F, Fut>(&self, events: Vec<(SessionEvent, Publish)>, store_them: F) -> Result<(), AgentError>

@@ -13,7 +13,6 @@ pub struct ThreadMetrics {
     pub cost_usd: Option<f64>,
     /// Model calls of the loop (compaction calls excluded): what the iteration limit counts.
     pub iterations: u32,
-    pub summarizations: u64,
 }
 
 impl ThreadMetrics {
@@ -38,10 +37,9 @@ impl ThreadMetrics {
             self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
         }
         self.iterations += other.iterations;
-        self.summarizations += other.summarizations;
     }
 
-    /// The turn's metrics; tool calls and sub-agents are counted from the turn's stored events.
+    /// The turn's metrics; tool calls, sub-agents and compactions are counted from the turn's stored events.
     pub fn to_turn_metrics(&self, counts: EventCounts) -> TurnMetrics {
         TurnMetrics {
             total_input_tokens: Some(self.input_tokens),
@@ -53,7 +51,7 @@ impl ThreadMetrics {
             total_cost_in_usd: self.cost_usd,
             total_tool_calls: Some(counts.tool_calls),
             total_sub_agents: Some(counts.sub_agents),
-            total_summarizations: Some(self.summarizations),
+            total_summarizations: Some(counts.summarizations),
         }
     }
 }
@@ -65,6 +63,8 @@ pub struct EventCounts {
     pub tool_calls: u64,
     /// `thread.created` events.
     pub sub_agents: u64,
+    /// `context.compacted` events: compactions of any thread, by summary or by truncation.
+    pub summarizations: u64,
 }
 
 /// Tallies a turn's stored events as they are written (seeded from the store on resume), so the counts need
@@ -75,6 +75,8 @@ pub struct EventTally {
     responses: Vec<String>,
     /// Call ids that started a sub-agent (`thread.created`).
     delegations: std::collections::HashSet<String>,
+    /// `context.compacted` events.
+    compactions: u64,
 }
 
 impl EventTally {
@@ -85,6 +87,7 @@ impl EventTally {
             SessionEvent::ThreadCreated(created) => {
                 self.delegations.insert(created.parent.tool_call_id.clone());
             }
+            SessionEvent::ContextCompacted(_) => self.compactions += 1,
             _ => {}
         }
     }
@@ -97,6 +100,7 @@ impl EventTally {
                 .filter(|call_id| !self.delegations.contains(*call_id))
                 .count() as u64,
             sub_agents: self.delegations.len() as u64,
+            summarizations: self.compactions,
         }
     }
 }

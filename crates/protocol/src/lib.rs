@@ -33,6 +33,7 @@ mod turn_input;
 mod turn_key;
 mod turn_state;
 
+mod context_events;
 mod model_message;
 mod required_actions;
 mod resource_events;
@@ -71,6 +72,7 @@ pub use turn_input::{
 };
 pub use turn_state::{CancellationReason, TurnMetrics, TurnState};
 
+pub use context_events::{CompactionMethod, ContextCompactedEvent};
 pub use model_message::{
     AssistantContent, AssistantContentPart, DeltaToolCall, DeltaToolFunction, FinishReason, InputTokensBreakdown,
     ModelMessageDeltaEvent, ModelMessageEvent, ModelMessageUsage, ToolCall, ToolCallKind, ToolFunction, ToolInfo,

@@ -26,12 +26,12 @@ mod mcp;
 pub use mcp::{McpApprovalToolSelector, McpToolSelector, ResourceName};
 
 use crate::{
-    AgentInfo, ConfiguredModel, DaytonaSandboxProvider, InitialUserMessage, McpAuthRequiredEvent, McpInitializeEvent,
-    ModelMessageDeltaEvent, ModelMessageEvent, ModelProviderAuth, ModelProviderManifest, PassthroughEvent,
-    SandboxCreatedEvent, SandboxProviderAuth, SandboxProviderManifest, SessionEvent, ThreadCreatedEvent,
-    ThreadDoneEvent, ToolApprovalRequiredEvent, ToolResponseEvent, ToolResponseRequiredEvent, TurnCreatedEvent,
-    TurnDoneEvent, TurnState, TurnStreamingEvent, UserMessage, UserToolApproval, UserToolResponse,
-    WellKnownProviderType,
+    AgentInfo, ConfiguredModel, ContextCompactedEvent, DaytonaSandboxProvider, InitialUserMessage,
+    McpAuthRequiredEvent, McpInitializeEvent, ModelMessageDeltaEvent, ModelMessageEvent, ModelProviderAuth,
+    ModelProviderManifest, PassthroughEvent, SandboxCreatedEvent, SandboxProviderAuth, SandboxProviderManifest,
+    SessionEvent, ThreadCreatedEvent, ThreadDoneEvent, ToolApprovalRequiredEvent, ToolResponseEvent,
+    ToolResponseRequiredEvent, TurnCreatedEvent, TurnDoneEvent, TurnState, TurnStreamingEvent, UserMessage,
+    UserToolApproval, UserToolResponse, WellKnownProviderType,
 };
 
 /// A struct that writes its own discriminator (`tagged_struct!`): which key, and its value.
@@ -76,6 +76,7 @@ fn self_tagged() -> Vec<TagEntry> {
         entry::<SandboxCreatedEvent>(),
         entry::<ToolApprovalRequiredEvent>(),
         entry::<ToolResponseRequiredEvent>(),
+        entry::<ContextCompactedEvent>(),
     ]
 }
 
@@ -305,7 +306,7 @@ impl ToSchema for SandboxProviderManifest {
     }
 }
 
-/// The contract's persisted events, in the order of [`crate::SESSION_EVENT_TYPES`].
+/// The persisted events `SessionEvent` knows, in the order of [`crate::SESSION_EVENT_TYPES`].
 fn session_event_refs() -> Vec<RefOr<Schema>> {
     vec![
         reference::<TurnCreatedEvent>(),
@@ -319,6 +320,7 @@ fn session_event_refs() -> Vec<RefOr<Schema>> {
         reference::<SandboxCreatedEvent>(),
         reference::<ToolApprovalRequiredEvent>(),
         reference::<ToolResponseRequiredEvent>(),
+        reference::<ContextCompactedEvent>(),
     ]
 }
 
@@ -334,6 +336,7 @@ fn collect_session_events(schemas: &mut Vec<(String, RefOr<Schema>)>) {
     collect::<SandboxCreatedEvent>(schemas);
     collect::<ToolApprovalRequiredEvent>(schemas);
     collect::<ToolResponseRequiredEvent>(schemas);
+    collect::<ContextCompactedEvent>(schemas);
     collect::<PassthroughEvent>(schemas);
 }
 
@@ -341,8 +344,8 @@ fn collect_session_events(schemas: &mut Vec<(String, RefOr<Schema>)>) {
 impl PartialSchema for SessionEvent {
     fn schema() -> RefOr<Schema> {
         let mut union = AnyOfBuilder::new().description(Some(
-            "A persisted turn event, told apart by `type`: one of the contract's events, or a custom event a \
-             capability registered, passed through as it was emitted.",
+            "A persisted turn event, told apart by `type`: one of the contract's events, one of this server's \
+             (`context.compacted`), or a custom event a capability registered, passed through as it was emitted.",
         ));
         for item in session_event_refs() {
             union = union.item(item);
@@ -361,8 +364,8 @@ impl PartialSchema for TurnStreamingEvent {
     fn schema() -> RefOr<Schema> {
         let mut union = AnyOfBuilder::new()
             .description(Some(
-                "What a turn's event stream carries, told apart by `type`: every persisted event (custom ones \
-                 included) and the deltas of model messages.",
+                "What a turn's event stream carries, told apart by `type`: every persisted event (this server's \
+                 and custom ones included) and the deltas of model messages.",
             ))
             .item(reference::<ModelMessageDeltaEvent>());
         for item in session_event_refs() {

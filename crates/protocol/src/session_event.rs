@@ -8,13 +8,13 @@ use utoipa::ToSchema;
 
 use crate::tagged::dispatch_tag;
 use crate::{
-    ActionRequiredEvent, McpAuthRequiredEvent, McpInitializeEvent, ModelMessageDeltaEvent, ModelMessageEvent,
-    SandboxCreatedEvent, ThreadCreatedEvent, ThreadDoneEvent, ToolApprovalRequiredEvent, ToolResponseEvent,
-    ToolResponseRequiredEvent, TurnCreatedEvent, TurnDoneEvent,
+    ActionRequiredEvent, ContextCompactedEvent, McpAuthRequiredEvent, McpInitializeEvent, ModelMessageDeltaEvent,
+    ModelMessageEvent, SandboxCreatedEvent, ThreadCreatedEvent, ThreadDoneEvent, ToolApprovalRequiredEvent,
+    ToolResponseEvent, ToolResponseRequiredEvent, TurnCreatedEvent, TurnDoneEvent,
 };
 
-/// The `type`s of the contract's `SessionEvent` union.
-pub const SESSION_EVENT_TYPES: [&str; 11] = [
+/// The `type`s `SessionEvent` reads as its own variants: the contract's eleven, then ours.
+pub const SESSION_EVENT_TYPES: [&str; 12] = [
     TurnCreatedEvent::TAG,
     TurnDoneEvent::TAG,
     ModelMessageEvent::TAG,
@@ -26,10 +26,12 @@ pub const SESSION_EVENT_TYPES: [&str; 11] = [
     SandboxCreatedEvent::TAG,
     ToolApprovalRequiredEvent::TAG,
     ToolResponseRequiredEvent::TAG,
+    ContextCompactedEvent::TAG,
 ];
 
-/// A persisted turn event: one of the contract's event types, or a custom event some capability
-/// registered, carried through verbatim.
+/// A persisted turn event: one of the contract's event types, one of ours (`context.compacted`, which
+/// reference clients receive as a custom event), or a custom event some capability registered, carried
+/// through verbatim.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum SessionEvent {
@@ -44,6 +46,7 @@ pub enum SessionEvent {
     SandboxCreated(SandboxCreatedEvent),
     ToolApprovalRequired(ToolApprovalRequiredEvent),
     ToolResponseRequired(ToolResponseRequiredEvent),
+    ContextCompacted(ContextCompactedEvent),
     Passthrough(PassthroughEvent),
 }
 
@@ -67,6 +70,7 @@ fn session_event_from_value(tag: &str, value: Value) -> Result<SessionEvent, ser
         SandboxCreatedEvent::TAG => from_value(value).map(SessionEvent::SandboxCreated),
         ToolApprovalRequiredEvent::TAG => from_value(value).map(SessionEvent::ToolApprovalRequired),
         ToolResponseRequiredEvent::TAG => from_value(value).map(SessionEvent::ToolResponseRequired),
+        ContextCompactedEvent::TAG => from_value(value).map(SessionEvent::ContextCompacted),
         _ => from_value(value).map(SessionEvent::Passthrough),
     }
 }
@@ -85,6 +89,7 @@ macro_rules! each_variant {
             SessionEvent::SandboxCreated($event) => $body,
             SessionEvent::ToolApprovalRequired($event) => $body,
             SessionEvent::ToolResponseRequired($event) => $body,
+            SessionEvent::ContextCompacted($event) => $body,
             SessionEvent::Passthrough($event) => $body,
         }
     };
@@ -114,6 +119,7 @@ impl SessionEvent {
             Self::SandboxCreated(_) => SandboxCreatedEvent::TAG,
             Self::ToolApprovalRequired(_) => ToolApprovalRequiredEvent::TAG,
             Self::ToolResponseRequired(_) => ToolResponseRequiredEvent::TAG,
+            Self::ContextCompacted(_) => ContextCompactedEvent::TAG,
             Self::Passthrough(event) => &event.event_type,
         }
     }
@@ -133,6 +139,7 @@ impl SessionEvent {
             Self::McpInitialize(event) => Some(&event.thread_id),
             Self::ToolApprovalRequired(event) => Some(&event.thread_id),
             Self::ToolResponseRequired(event) => Some(&event.thread_id),
+            Self::ContextCompacted(event) => Some(&event.thread_id),
             Self::Passthrough(event) => event.fields.get("thread_id").and_then(Value::as_str),
         }
     }
@@ -160,6 +167,7 @@ from_event!(
     SandboxCreatedEvent => SandboxCreated,
     ToolApprovalRequiredEvent => ToolApprovalRequired,
     ToolResponseRequiredEvent => ToolResponseRequired,
+    ContextCompactedEvent => ContextCompacted,
     PassthroughEvent => Passthrough,
 );
 
@@ -177,7 +185,7 @@ impl From<ActionRequiredEvent> for SessionEvent {
 /// and any other fields, which are stored and streamed exactly as given.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct PassthroughEvent {
-    /// Any type but those of the contract's own events (and the stream-only delta).
+    /// Any type but those of the known events (and the stream-only delta).
     #[serde(rename = "type")]
     pub event_type: String,
     pub id: String,
@@ -186,8 +194,8 @@ pub struct PassthroughEvent {
     pub fields: Map<String, Value>,
 }
 
-/// Types a passthrough event may not claim: the contract's own events (which must parse as
-/// themselves) and the stream-only delta, which is never persisted.
+/// Types a passthrough event may not claim: the known events (which must parse as themselves) and the
+/// stream-only delta, which is never persisted.
 fn is_reserved_event_type(event_type: &str) -> bool {
     SESSION_EVENT_TYPES.contains(&event_type) || event_type == ModelMessageDeltaEvent::TAG
 }

@@ -6,11 +6,12 @@ mod common;
 use common::{examples, normalise, rejects, roundtrip, with, without};
 use serde_json::{Value, json};
 use trueforge_protocol::{
-    ActionRequiredEvent, AssistantContent, FinishReason, ModelMessageEvent, SessionEvent, ThreadState, ToolInfo,
-    TurnDoneEvent, TurnState, TurnStreamingEvent,
+    ActionRequiredEvent, AssistantContent, CompactionMethod, ContextCompactedEvent, FinishReason, ModelMessageEvent,
+    SESSION_EVENT_TYPES, SessionEvent, ThreadState, ToolInfo, TurnDoneEvent, TurnState, TurnStreamingEvent,
 };
 
-fn all_contract_events() -> Vec<Value> {
+/// The contract's events and ours, one example each.
+fn all_known_events() -> Vec<Value> {
     vec![
         examples::turn_created(),
         examples::turn_done(),
@@ -23,12 +24,16 @@ fn all_contract_events() -> Vec<Value> {
         examples::sandbox_created(),
         examples::tool_approval_required(),
         examples::tool_response_required(),
+        examples::context_compacted(),
     ]
 }
 
 #[test]
 fn every_wire_event_round_trips_as_itself() {
-    for json in all_contract_events() {
+    let known = all_known_events();
+    let types: Vec<&str> = known.iter().map(|json| json["type"].as_str().unwrap()).collect();
+    assert_eq!(types, SESSION_EVENT_TYPES, "one example of every known type");
+    for json in known {
         let event: SessionEvent = roundtrip(&json);
         assert_eq!(event.event_type(), json["type"].as_str().unwrap());
         assert_eq!(event.id(), json["id"].as_str().unwrap());
@@ -68,6 +73,39 @@ fn passthrough_events_are_kept_verbatim() {
         streamed,
         TurnStreamingEvent::Event(SessionEvent::Passthrough(_))
     ));
+}
+
+#[test]
+fn context_compacted_keeps_its_fields_and_leaves_out_an_absent_summary() {
+    let event: SessionEvent = roundtrip(&examples::context_compacted());
+    let SessionEvent::ContextCompacted(compacted) = event else {
+        panic!("expected context.compacted");
+    };
+    assert_eq!(compacted.method, CompactionMethod::Summary);
+    assert_eq!(compacted.replaced_messages, 14);
+    assert_eq!((compacted.tokens_before, compacted.tokens_after), (96_000, 180));
+
+    let truncation = ContextCompactedEvent {
+        method: CompactionMethod::Truncation,
+        summary: None,
+        ..compacted
+    };
+    let json = serde_json::to_value(SessionEvent::from(truncation)).unwrap();
+    assert_eq!(json["method"], "truncation");
+    assert!(json.get("summary").is_none(), "{json}");
+    roundtrip::<SessionEvent>(&json);
+    rejects::<SessionEvent>(
+        &with(&examples::context_compacted(), "method", json!("rewrite")),
+        "unknown variant `rewrite`",
+    );
+    rejects::<SessionEvent>(
+        &without(&examples::context_compacted(), "tokens_after"),
+        "missing field `tokens_after`",
+    );
+    // A custom event cannot claim the type: it would not read back as itself.
+    let mut custom = examples::passthrough();
+    custom["type"] = json!("context.compacted");
+    rejects::<SessionEvent>(&custom, "missing field `method`");
 }
 
 #[test]

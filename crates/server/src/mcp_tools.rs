@@ -292,6 +292,26 @@ impl SettingsMcpToolSets {
         }
     }
 
+    /// Closes every user's connection to a server whose settings were deleted, ending its MCP sessions
+    /// (nothing resumes them: the store forgot them with the server). A connection being opened meanwhile is
+    /// waited for and closed too. One opened after this from a read of the settings made before the delete
+    /// is never handed out (every use reads the settings first and finds the server gone); it is closed when
+    /// the name is configured again, or at shutdown.
+    pub async fn close_server(&self, tenant_id: &TenantId, name: &str) {
+        let slots: Vec<Slot> = lock(&self.connections)
+            .extract_if(|(tenant, server, _), _| tenant == tenant_id && server == name)
+            .map(|(_, slot)| slot)
+            .collect();
+        // Together: each close may wait for its server (up to rmcp's close timeout), and one slow server
+        // should not hold up the rest of the DELETE.
+        futures::future::join_all(slots.into_iter().map(|slot| async move {
+            if let Some(cached) = slot.lock().await.take() {
+                cached.connection.close().await;
+            }
+        }))
+        .await;
+    }
+
     fn slot(&self, key: ConnectionKey) -> Slot {
         lock(&self.connections).entry(key).or_default().clone()
     }

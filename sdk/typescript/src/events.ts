@@ -19,6 +19,12 @@ export type McpInitializeEvent = Schemas["MCPInitializeEvent"];
 export type SandboxCreatedEvent = Schemas["SandboxCreatedEvent"];
 export type ToolApprovalRequiredEvent = Schemas["ToolApprovalRequiredEvent"];
 export type ToolResponseRequiredEvent = Schemas["ToolResponseRequiredEvent"];
+/**
+ * A thread's context was compacted (this server's event; the reference has none): its `summary` is what
+ * the agent works from afterwards (`method: "summary"`), or the oldest tool outputs were cut
+ * (`method: "truncation"`, no summary).
+ */
+export type ContextCompactedEvent = Schemas["ContextCompactedEvent"];
 
 /** The `type` an event of a type this SDK does not know is given. */
 export const UNKNOWN_EVENT = "trueforge.unknown" as const;
@@ -45,6 +51,7 @@ export type StoredEvent =
   | SandboxCreatedEvent
   | ToolApprovalRequiredEvent
   | ToolResponseRequiredEvent
+  | ContextCompactedEvent
   | UnknownEvent;
 
 /** The events of a live turn stream: the stored ones and the stream-only answer deltas. */
@@ -69,6 +76,7 @@ const KNOWN_TYPES: ReadonlySet<string> = new Set<Exclude<TurnEvent, UnknownEvent
   "sandbox.created",
   "tool.approval_required",
   "tool.response_required",
+  "context.compacted",
 ]);
 
 /** Whether `type` is one of the protocol's event types this SDK knows. */

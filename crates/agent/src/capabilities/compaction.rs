@@ -161,13 +161,21 @@ fn removed_note(tool_call_id: &str) -> String {
     format!("[output removed to save context; read it with read_history tool_call_id={tool_call_id}]")
 }
 
+/// What [`drop_oldest_tool_outputs`] made of a context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CutToolOutputs {
+    pub context: Vec<ContextMessage>,
+    /// Estimated tokens freed; may fall short of what was asked when there was not enough to remove.
+    pub freed: u64,
+    /// How many tool rows lost their output.
+    pub rows: usize,
+}
+
 /// Frees context when summarising is not possible: replaces the content of the oldest tool rows (all but
 /// the most recent two) with a note saying how to read them back, oldest first, until at least
 /// `tokens_to_free` estimated tokens are freed. The original stays in `full_content`, so recall still has it.
-///
-/// Returns the new context and the tokens freed, which may fall short of `tokens_to_free` when there is not
-/// enough to remove; `None` when nothing could be freed.
-pub fn drop_oldest_tool_outputs(context: &[ContextMessage], tokens_to_free: u64) -> Option<(Vec<ContextMessage>, u64)> {
+/// `None` when nothing could be freed.
+pub fn drop_oldest_tool_outputs(context: &[ContextMessage], tokens_to_free: u64) -> Option<CutToolOutputs> {
     let tool_rows: Vec<usize> = context
         .iter()
         .enumerate()
@@ -177,6 +185,7 @@ pub fn drop_oldest_tool_outputs(context: &[ContextMessage], tokens_to_free: u64)
     let eligible = tool_rows.len().saturating_sub(KEEP_RECENT_TOOL_ROWS);
     let mut result = context.to_vec();
     let mut freed = 0_u64;
+    let mut rows = 0_usize;
     for &index in &tool_rows[..eligible] {
         if freed >= tokens_to_free {
             break;
@@ -195,8 +204,13 @@ pub fn drop_oldest_tool_outputs(context: &[ContextMessage], tokens_to_free: u64)
         row.full_content.get_or_insert(original);
         row.images.clear();
         freed += saving;
+        rows += 1;
     }
-    (freed > 0).then_some((result, freed))
+    (freed > 0).then_some(CutToolOutputs {
+        context: result,
+        freed,
+        rows,
+    })
 }
 
 #[cfg(test)]
@@ -364,17 +378,19 @@ mod tests {
         ];
         let note_tokens = estimate_tokens(&removed_note("c1"));
 
-        let (dropped, freed) = drop_oldest_tool_outputs(&context, 500).unwrap();
-        assert_eq!(freed, 1_000 - note_tokens);
-        assert_eq!(tool_row(&dropped, 1).content, removed_note("c1"));
-        assert_eq!(tool_row(&dropped, 1).full_content.as_deref(), Some(big.as_str()));
-        assert_eq!(&dropped[2..], &context[2..]);
+        let cut = drop_oldest_tool_outputs(&context, 500).unwrap();
+        assert_eq!(cut.freed, 1_000 - note_tokens);
+        assert_eq!(cut.rows, 1);
+        assert_eq!(tool_row(&cut.context, 1).content, removed_note("c1"));
+        assert_eq!(tool_row(&cut.context, 1).full_content.as_deref(), Some(big.as_str()));
+        assert_eq!(&cut.context[2..], &context[2..]);
 
         // Asking for more than the eligible rows hold frees what it can, never the last two rows.
-        let (dropped, freed) = drop_oldest_tool_outputs(&context, 1_000_000).unwrap();
-        assert_eq!(freed, 2 * (1_000 - note_tokens));
-        assert_eq!(tool_row(&dropped, 2).content, removed_note("c2"));
-        assert_eq!(&dropped[3..], &context[3..]);
+        let cut = drop_oldest_tool_outputs(&context, 1_000_000).unwrap();
+        assert_eq!(cut.freed, 2 * (1_000 - note_tokens));
+        assert_eq!(cut.rows, 2);
+        assert_eq!(tool_row(&cut.context, 2).content, removed_note("c2"));
+        assert_eq!(&cut.context[3..], &context[3..]);
     }
 
     #[test]
@@ -390,9 +406,9 @@ mod tests {
             ContextMessage::tool_result("c2", "x"),
             ContextMessage::tool_result("c3", "y"),
         ];
-        let (dropped, _) = drop_oldest_tool_outputs(&context, 1).unwrap();
+        let cut = drop_oldest_tool_outputs(&context, 1).unwrap();
         shortened.content = removed_note("c1");
-        assert_eq!(dropped[0], ContextMessage::Tool(shortened));
+        assert_eq!(cut.context[0], ContextMessage::Tool(shortened));
     }
 
     #[test]
@@ -418,9 +434,10 @@ mod tests {
         );
         // A row already replaced by its note is not counted again.
         let mixed = [vec![ContextMessage::tool_result("c0", "z".repeat(1_000))], small].concat();
-        let (once, freed) = drop_oldest_tool_outputs(&mixed, 1_000_000).unwrap();
-        assert!(freed > 0);
-        assert_eq!(drop_oldest_tool_outputs(&once, 1_000_000), None);
+        let once = drop_oldest_tool_outputs(&mixed, 1_000_000).unwrap();
+        assert!(once.freed > 0);
+        assert_eq!(once.rows, 1);
+        assert_eq!(drop_oldest_tool_outputs(&once.context, 1_000_000), None);
         assert_eq!(drop_oldest_tool_outputs(&[], 100), None);
         assert_eq!(drop_oldest_tool_outputs(&context, 0), None);
     }

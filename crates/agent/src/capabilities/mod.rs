@@ -17,8 +17,8 @@ mod test_support;
 
 pub use ask_user::{ask_user_question_tools, validate_question_arguments};
 pub use compaction::{
-    CONTINUATION_NOTE, SUMMARY_INSTRUCTIONS, build_transcript, compacted_context, drop_oldest_tool_outputs, internal,
-    is_internal,
+    CONTINUATION_NOTE, CutToolOutputs, SUMMARY_INSTRUCTIONS, build_transcript, compacted_context,
+    drop_oldest_tool_outputs, internal, is_internal,
 };
 pub use datetime::current_datetime_tools;
 pub use deferred::{DeferredTools, deferred_instructions};

@@ -353,6 +353,7 @@ mod tests {
             .overwrite_thread_context(
                 &turn,
                 &THREAD.into(),
+                Vec::new(),
                 vec![
                     ContextMessage::assistant_text("Summary: the user asked about Paris weather; it is sunny."),
                     ContextMessage::Tool(ContextToolMessage {

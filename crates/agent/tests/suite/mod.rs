@@ -2,6 +2,7 @@ mod agent_approvals;
 mod approvals;
 mod cancellation;
 mod capabilities;
+mod compaction_events;
 mod idempotency;
 mod kept_contexts;
 mod mcp_sessions;

@@ -189,12 +189,13 @@ impl SessionStore for CrashingStore {
         &self,
         key: &TurnKey,
         thread_id: &ThreadId,
+        events: Vec<StoredEvent>,
         messages: Vec<ContextMessage>,
         usage: CurrentContextUsage,
     ) -> StoreResult<()> {
         self.check()?;
         self.inner
-            .overwrite_thread_context(key, thread_id, messages, usage)
+            .overwrite_thread_context(key, thread_id, events, messages, usage)
             .await?;
         self.committed();
         Ok(())

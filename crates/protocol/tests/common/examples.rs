@@ -239,6 +239,21 @@ pub fn sandbox_created() -> Value {
     })
 }
 
+/// Our event (the reference has none): a sub-agent's context summarised.
+pub fn context_compacted() -> Value {
+    json!({
+        "type": "context.compacted",
+        "id": "01jkkkkkkkkkkkkkkkkkkkkkkk",
+        "created_at": "2026-01-02T03:04:12.000Z",
+        "thread_id": "4b6f7a52-0d8e-4b8f-9d8e-2f1c3a4b5c6d",
+        "method": "summary",
+        "summary": "Goal: the 2025 revenue. Findings: 4.2 M EUR (annual report, p. 12).",
+        "replaced_messages": 14,
+        "tokens_before": 96000,
+        "tokens_after": 180
+    })
+}
+
 pub fn thread_created() -> Value {
     json!({
         "type": "thread.created",

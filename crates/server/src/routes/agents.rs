@@ -12,7 +12,7 @@ use trueforge_protocol::{AgentSpec, TenantId};
 use trueforge_store::StoreError;
 use trueforge_store::settings::AgentRecord;
 
-use super::check_spec;
+use super::{check_resource_name, check_spec};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::schemas::{DeleteAgentResponse, RequestErrorResponse, TAG_AGENTS, data_of, doc_schema, list_of};
@@ -37,16 +37,6 @@ impl From<AgentRecord> for Agent {
             name: record.name,
             manifest: record.manifest,
         }
-    }
-}
-
-fn check_name(name: &str) -> ApiResult<()> {
-    if trueforge_protocol::is_resource_name(name) {
-        Ok(())
-    } else {
-        Err(ApiError::bad_request(format!(
-            "name must be 2-64 characters of a-z, 0-9, '.', '_', '-', start with a letter and end with a letter or digit: {name:?}"
-        )))
     }
 }
 
@@ -102,7 +92,7 @@ pub async fn create(
     JsonBody(body): JsonBody<CreateAgentRequest>,
 ) -> ApiResult<Response> {
     let tenant = state.caller().tenant;
-    check_name(&body.name)?;
+    check_resource_name(&body.name)?;
     check_spec(&state, &tenant, &body.manifest).await?;
     let record = state
         .settings

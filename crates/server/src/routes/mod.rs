@@ -28,6 +28,19 @@ pub async fn check_spec(state: &AppState, tenant: &TenantId, spec: &AgentSpec) -
     }
 }
 
+/// A `ResourceName` (a saved agent's name, a settings row's name in a body or a path): 400 otherwise. A name
+/// in a path that no manifest could carry is refused rather than looked up, so a typo reads differently
+/// from a name that is simply not configured (404).
+pub(crate) fn check_resource_name(name: &str) -> ApiResult<()> {
+    if trueforge_protocol::is_resource_name(name) {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "name must be 2-64 characters of a-z, 0-9, '.', '_', '-', start with a letter and end with a letter or digit: {name:?}"
+        )))
+    }
+}
+
 /// The documented routes. Each `routes!` registers handlers of one path with their `#[utoipa::path]`
 /// operations, so the router and the document's paths come from the same place and cannot disagree; the
 /// document (`crate::openapi`) takes its paths from here.
@@ -57,18 +70,24 @@ pub(crate) fn documented() -> OpenApiRouter<AppState> {
             settings::create_model_provider,
             settings::put_model_provider,
         ))
+        .routes(routes!(settings::delete_model_provider))
         .routes(routes!(
             settings::list_mcp_servers,
             settings::create_mcp_server,
             settings::put_mcp_server,
         ))
-        .routes(routes!(settings::get_mcp_server))
+        .routes(routes!(settings::get_mcp_server, settings::delete_mcp_server))
         .routes(routes!(
             settings::list_skills,
             settings::create_skill,
             settings::put_skill
         ))
-        .routes(routes!(settings::get_sandbox_provider, settings::put_sandbox_provider))
+        .routes(routes!(settings::delete_skill))
+        .routes(routes!(
+            settings::get_sandbox_provider,
+            settings::put_sandbox_provider,
+            settings::delete_sandbox_provider
+        ))
         .routes(routes!(sessions::list, sessions::create))
         .routes(routes!(sessions::get, sessions::patch, sessions::delete))
         .routes(routes!(sessions::cancel))

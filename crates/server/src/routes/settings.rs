@@ -14,6 +14,7 @@ use trueforge_store::StoreError;
 use trueforge_store::redaction::{MissingSecret, redacted, restore_redacted_secrets};
 use trueforge_store::settings::{ManifestUpdate, McpServerRecord, ModelProviderRecord, SettingsManifest};
 
+use super::check_resource_name;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::schemas::{
@@ -174,6 +175,34 @@ pub async fn put_model_provider(
         )
         .await?;
     Ok(Data::ok(ConfiguredModelProvider::from(record)).into_response())
+}
+
+/// Deletes a model provider (admins only).
+///
+/// Our addition: the reference has no settings deletes. Agents and sessions naming one of its models are
+/// kept as they are: their next turn is refused with the same 422 as a model that was never configured,
+/// and configuring the provider again makes them work again.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/settings/model-providers/{name}",
+    operation_id = "delete_model_provider",
+    tag = TAG_MODELS,
+    params(("name" = trueforge_protocol::openapi::ResourceName, Path, description = "The provider's name.")),
+    responses(
+        (status = 204, description = "Deleted."),
+        (status = 400, description = "The name is not a valid provider name.", body = RequestErrorResponse),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+        (status = 404, description = "No such model provider.", body = RequestErrorResponse),
+    )
+)]
+pub async fn delete_model_provider(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
+    let caller = state.caller();
+    require_admin(&caller)?;
+    check_resource_name(&name)?;
+    if !state.settings.delete_model_provider(&caller.tenant, &name).await? {
+        return Err(ApiError::not_found(format!("Model provider not found: {name}")));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 // ---- MCP servers ----
@@ -402,6 +431,37 @@ pub async fn put_mcp_server(
     Ok(Data::ok(configured_mcp_server(&state, &caller, record).await?).into_response())
 }
 
+/// Deletes an MCP server with its users' tokens and sessions (admins only).
+///
+/// Our addition. What belongs to the server goes with it: every user's OAuth token, the registered OAuth
+/// client, authorizations in flight and the MCP sessions remembered for resuming (one store transaction),
+/// and this process's open connections to it, whose sessions are ended. Agents naming it are kept as they
+/// are: their next turn is refused with the same 422 as a server that was never configured. A server created
+/// again under the same name starts afresh (its users authorize it anew).
+#[utoipa::path(
+    delete,
+    path = "/api/v1/settings/mcp-servers/{name}",
+    operation_id = "delete_mcp_server",
+    tag = TAG_MCP,
+    params(("name" = trueforge_protocol::openapi::ResourceName, Path, description = "The MCP server's name.")),
+    responses(
+        (status = 204, description = "Deleted, with its users' tokens and sessions."),
+        (status = 400, description = "The name is not a valid MCP server name.", body = RequestErrorResponse),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+        (status = 404, description = "No such MCP server.", body = RequestErrorResponse),
+    )
+)]
+pub async fn delete_mcp_server(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
+    let caller = state.caller();
+    require_admin(&caller)?;
+    check_resource_name(&name)?;
+    if !state.settings.delete_mcp_server(&caller.tenant, &name).await? {
+        return Err(ApiError::not_found(format!("MCP server not found: {name}")));
+    }
+    state.mcp.close_server(&caller.tenant, &name).await;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
 // ---- skills ----
 
 /// A configured skill.
@@ -508,6 +568,33 @@ pub async fn put_skill(
     .into_response())
 }
 
+/// Deletes a skill (admins only).
+///
+/// Our addition. Saved agents and sessions naming it are kept as they are; an agent spec naming it is
+/// refused from now on (422), as for a skill that was never configured.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/settings/skills/{name}",
+    operation_id = "delete_skill",
+    tag = TAG_SKILLS,
+    params(("name" = trueforge_protocol::openapi::ResourceName, Path, description = "The skill's name.")),
+    responses(
+        (status = 204, description = "Deleted."),
+        (status = 400, description = "The name is not a valid skill name.", body = RequestErrorResponse),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+        (status = 404, description = "No such skill.", body = RequestErrorResponse),
+    )
+)]
+pub async fn delete_skill(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
+    let caller = state.caller();
+    require_admin(&caller)?;
+    check_resource_name(&name)?;
+    if !state.settings.delete_skill(&caller.tenant, &name).await? {
+        return Err(ApiError::not_found(format!("Skill not found: {name}")));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
 // ---- sandbox provider ----
 
 /// The tenant's sandbox provider (admins only).
@@ -566,6 +653,30 @@ pub async fn put_sandbox_provider(
     Err(ApiError::unprocessable(
         "Remote sandbox providers (daytona) are not supported by this server yet",
     ))
+}
+
+/// Removes the tenant's sandbox provider (admins only).
+///
+/// Our addition. Saved agents and sessions are kept as they are; an agent spec that needs a sandbox is
+/// refused from now on (422), as when none was configured.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/settings/sandbox-providers",
+    operation_id = "delete_sandbox_provider",
+    tag = TAG_SANDBOXES,
+    responses(
+        (status = 204, description = "Removed."),
+        (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
+        (status = 404, description = "No sandbox provider is configured.", body = RequestErrorResponse),
+    )
+)]
+pub async fn delete_sandbox_provider(State(state): State<AppState>) -> ApiResult<Response> {
+    let caller = state.caller();
+    require_admin(&caller)?;
+    if !state.settings.delete_sandbox_provider(&caller.tenant).await? {
+        return Err(ApiError::not_found("No sandbox provider configured"));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 // ---- named envelopes of this module's types, as the reference names them ----

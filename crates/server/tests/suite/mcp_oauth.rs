@@ -17,7 +17,7 @@ fn no_redirects() -> reqwest::Client {
         .unwrap()
 }
 
-async fn configure(server: &TestServer, oauth: &OAuthMcpServer) {
+pub(crate) async fn configure(server: &TestServer, oauth: &OAuthMcpServer) {
     let (status, body) = server
         .post(
             "/api/v1/settings/mcp-servers",
@@ -29,7 +29,7 @@ async fn configure(server: &TestServer, oauth: &OAuthMcpServer) {
     assert_eq!(body["data"]["auth_status"]["status"], "auth_required", "{body}");
 }
 
-async fn session_with_secure(server: &TestServer) -> String {
+pub(crate) async fn session_with_secure(server: &TestServer) -> String {
     let (status, body) = server
         .post(
             "/api/v1/sessions",
@@ -43,7 +43,7 @@ async fn session_with_secure(server: &TestServer) -> String {
 
 /// Starts the authorization through the API and plays the browser: the authorization server approves and
 /// redirects to our callback, which answers with the redirect back to `return_to`.
-async fn authorize(server: &TestServer, return_to: &str) -> reqwest::Response {
+pub(crate) async fn authorize(server: &TestServer, return_to: &str) -> reqwest::Response {
     let (status, body) = server
         .get(&format!("/api/v1/mcp-servers/secure/authorize?return_to={return_to}"))
         .await;

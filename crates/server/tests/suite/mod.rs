@@ -1,5 +1,6 @@
 mod agent_approvals;
 mod api;
+mod compaction;
 mod full_store;
 mod hardening;
 mod idempotency;
@@ -8,5 +9,6 @@ mod mcp_oauth;
 mod models;
 mod openapi;
 mod routes;
+mod settings_delete;
 mod ui;
 mod value_rules;

@@ -229,7 +229,7 @@ async fn live_answers_fit_the_document() {
 
 /// Where `value` does not fit `schema` (resolved in `document`): types, enums, required and undeclared
 /// properties of closed objects, array items; a union needs one variant that fits.
-fn validate(document: &Value, schema: &Value, value: &Value, path: &str) -> Vec<String> {
+pub(crate) fn validate(document: &Value, schema: &Value, value: &Value, path: &str) -> Vec<String> {
     let schema = resolve(document, schema).schema;
     if let Some(members) = schema.get("allOf").and_then(Value::as_array) {
         return members
@@ -591,7 +591,7 @@ fn reference_document() -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-fn our_document() -> Value {
+pub(crate) fn our_document() -> Value {
     serde_json::to_value(trueforge_server::openapi::document()).unwrap()
 }
 

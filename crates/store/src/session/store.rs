@@ -173,12 +173,14 @@ pub trait SessionStore: Send + Sync {
     /// crash leaves both or neither. Fenced like every turn write; a missing thread fails the whole step.
     async fn commit_thread_step(&self, key: &TurnKey, step: ThreadStep) -> StoreResult<()>;
 
-    /// Replaces a thread's context (compaction). The old bodies stay readable through
-    /// [`thread_history`](Self::thread_history).
+    /// Replaces a thread's context (compaction), storing `events` (the record of the compaction, under the
+    /// rules of [`append_events`](Self::append_events)) in the same transaction: a crash leaves both or
+    /// neither. The old bodies stay readable through [`thread_history`](Self::thread_history).
     async fn overwrite_thread_context(
         &self,
         key: &TurnKey,
         thread_id: &ThreadId,
+        events: Vec<StoredEvent>,
         messages: Vec<ContextMessage>,
         usage: CurrentContextUsage,
     ) -> StoreResult<()>;

@@ -157,6 +157,11 @@ impl OAuthMcpServer {
         self.state.counters()
     }
 
+    /// MCP sessions initialized and not yet ended by the client (an HTTP `DELETE` of the session).
+    pub fn open_sessions(&self) -> usize {
+        self.state.records().sessions.len()
+    }
+
     /// Makes every access token issued so far expired; refresh tokens stay valid.
     pub fn expire_access_tokens(&self) {
         self.state.expire_access_tokens();

@@ -16,6 +16,7 @@
 //   turn's unfinished messages leave the view, and a replayed placeholder of a finished turn is ignored.
 
 import {
+  type ContextCompactedEvent,
   isKnownEventType,
   type McpAuthRequiredEvent,
   type McpInitializeEvent,
@@ -141,6 +142,7 @@ function emptyThread(id: string): ThreadView {
     status: "running",
     error: null,
     messageIds: [],
+    compactions: [],
     created: null,
     done: null,
   };
@@ -360,6 +362,8 @@ function dispatch(state: ConversationState, input: FoldInput, index: Index): Con
       return mcpInitialize(ensureTurn(state, turnId), event);
     case "sandbox.created":
       return sandboxCreated(ensureTurn(state, turnId), event);
+    case "context.compacted":
+      return contextCompacted(state, event, turnId);
     case UNKNOWN_EVENT:
       return unknown(ensureTurn(state, turnId), event, turnId);
     default:
@@ -756,6 +760,29 @@ function mcpInitialize(state: ConversationState, event: McpInitializeEvent): Con
     mcpServers[server.id] = server;
   }
   return { ...state, mcpServers };
+}
+
+/**
+ * Records a compaction on its thread, after the thread's last message so far: the server emits it after the
+ * messages it compacted and before the next answer, live and in the history alike.
+ */
+function contextCompacted(
+  state: ConversationState,
+  event: ContextCompactedEvent,
+  turnId: string | null,
+): ConversationState {
+  const thread = state.threads[event.thread_id] ?? emptyThread(event.thread_id);
+  if (thread.compactions.some((compaction) => compaction.event.id === event.id)) {
+    return state;
+  }
+  const owner = turnId ?? "";
+  const compaction = {
+    turnId: owner,
+    threadId: event.thread_id,
+    afterMessageId: thread.messageIds.at(-1) ?? null,
+    event,
+  };
+  return setThread(ensureTurn(state, owner), { ...thread, compactions: [...thread.compactions, compaction] });
 }
 
 function sandboxCreated(state: ConversationState, event: SandboxCreatedEvent): ConversationState {

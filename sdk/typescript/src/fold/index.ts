@@ -12,18 +12,22 @@ export {
 export { foldHistoryPages, foldTurnEvents } from "./history.js";
 export { applyDelta, type Merged, mergeAll } from "./merge.js";
 export {
+  compactionsOf,
   isFailed,
   isFinished,
   isPaused,
   lastTurn,
   pendingOf,
   subAgentsOf,
+  type TimelineEntry,
   type ToolCallView,
   threadMessages,
+  threadTimeline,
   toolCallsOf,
   turnMessages,
 } from "./selectors.js";
 export {
+  type CompactionView,
   type ConversationState,
   type ConversationStatus,
   type FoldInput,

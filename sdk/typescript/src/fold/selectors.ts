@@ -9,6 +9,7 @@ import type {
 } from "../resources/types.js";
 import { answerOf, messageById, toolResponseOf } from "./fold.js";
 import {
+  type CompactionView,
   type ConversationState,
   type MessageView,
   ROOT_THREAD_ID,
@@ -68,6 +69,42 @@ export function threadMessages(state: ConversationState, threadId: string = ROOT
     const view = messageById(state, id);
     return view === undefined ? [] : [view];
   });
+}
+
+/** The compactions of a thread's context (the root's by default), oldest first. */
+export function compactionsOf(state: ConversationState, threadId: string = ROOT_THREAD_ID): CompactionView[] {
+  return [...(state.threads[threadId]?.compactions ?? [])];
+}
+
+/** One entry of a thread's timeline: a message, or the marker of a compaction. */
+export type TimelineEntry =
+  | { readonly kind: "message"; readonly message: MessageView }
+  | { readonly kind: "compaction"; readonly compaction: CompactionView };
+
+/**
+ * A thread's messages (the root's by default) with its compactions placed among them: each after the
+ * message it followed, oldest first. What a chat renders, with a "context compacted" marker where the agent
+ * went on from a summary.
+ */
+export function threadTimeline(state: ConversationState, threadId: string = ROOT_THREAD_ID): TimelineEntry[] {
+  const messages = threadMessages(state, threadId);
+  const pending = compactionsOf(state, threadId);
+  const placed = (after: string | null): TimelineEntry[] => {
+    const here = pending.filter((compaction) => compaction.afterMessageId === after);
+    return here.map((compaction) => ({ kind: "compaction", compaction }));
+  };
+  const timeline: TimelineEntry[] = placed(null);
+  for (const message of messages) {
+    timeline.push({ kind: "message", message }, ...placed(message.id));
+  }
+  // A compaction after a message the view no longer has (never expected) still shows, at the end.
+  const shown = new Set([null, ...messages.map((message) => message.id)]);
+  for (const compaction of pending) {
+    if (!shown.has(compaction.afterMessageId)) {
+      timeline.push({ kind: "compaction", compaction });
+    }
+  }
+  return timeline;
 }
 
 /** The messages a turn added to a thread (the root by default), oldest first. */

@@ -4,6 +4,7 @@
 // is kept off the view, in non-enumerable properties a deep equality and `JSON.stringify` do not see.
 
 import type {
+  ContextCompactedEvent,
   ModelMessageEvent,
   SandboxCreatedEvent,
   SequencedEvent,
@@ -90,9 +91,28 @@ export interface ThreadView {
   readonly error: string | null;
   /** The thread's messages, oldest first (see `messageById`). */
   readonly messageIds: readonly string[];
+  /** The compactions of the thread's context, oldest first (see `threadTimeline`). */
+  readonly compactions: readonly CompactionView[];
   /** The `thread.created` and `thread.done` events as received. */
   readonly created: ThreadCreatedEvent | null;
   readonly done: ThreadDoneEvent | null;
+}
+
+/**
+ * A compaction of a thread's context (`context.compacted`): from here on the agent works from a summary
+ * (`event.summary`, `method: "summary"`), or with its oldest tool outputs cut (`method: "truncation"`).
+ */
+export interface CompactionView {
+  /** The turn it happened in. */
+  readonly turnId: string;
+  readonly threadId: string;
+  /**
+   * The thread's last message before the compaction, where a UI places its marker; `null` when the thread
+   * had no message yet.
+   */
+  readonly afterMessageId: string | null;
+  /** The event as received: `method`, `summary`, `replaced_messages`, `tokens_before`, `tokens_after`. */
+  readonly event: ContextCompactedEvent;
 }
 
 /** An event of a type this SDK does not know, kept with the turn it arrived in. */

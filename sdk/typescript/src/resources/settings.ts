@@ -1,5 +1,7 @@
 // The tenant's configuration (admins only): MCP servers, model providers, skills, the sandbox provider.
-// Secrets come back redacted; sending a redacted value back keeps the stored one.
+// Secrets come back redacted; sending a redacted value back keeps the stored one. Deleting (this server's
+// addition; the reference has no settings deletes) cascades to nothing that names the resource: an agent or
+// session naming a deleted one is refused (422) on its next turn, as if it had never been configured.
 
 import type { HttpClient, RequestOptions } from "../http.js";
 import type {
@@ -41,6 +43,14 @@ class McpServerSettings {
     return (await this.#http.call("put", "/api/v1/settings/mcp-servers", { ...options, body: { manifest } }))
       .data;
   }
+
+  /**
+   * Deletes a server with every user's OAuth token and MCP session (404 when there is none of that name).
+   * Configured again under the same name, it starts afresh: its users authorize it anew.
+   */
+  async delete(name: string, options?: RequestOptions): Promise<void> {
+    await this.#http.call("delete", "/api/v1/settings/mcp-servers/{name}", { ...options, path: { name } });
+  }
 }
 
 class ModelProviderSettings {
@@ -67,6 +77,14 @@ class ModelProviderSettings {
       await this.#http.call("put", "/api/v1/settings/model-providers", { ...options, body: { manifest } })
     ).data;
   }
+
+  /** Deletes a provider (404 when there is none of that name). */
+  async delete(name: string, options?: RequestOptions): Promise<void> {
+    await this.#http.call("delete", "/api/v1/settings/model-providers/{name}", {
+      ...options,
+      path: { name },
+    });
+  }
 }
 
 class SkillSettings {
@@ -90,6 +108,11 @@ class SkillSettings {
   async put(manifest: SkillManifest, options?: RequestOptions): Promise<ConfiguredSkill> {
     return (await this.#http.call("put", "/api/v1/settings/skills", { ...options, body: { manifest } })).data;
   }
+
+  /** Deletes a skill (404 when there is none of that name). */
+  async delete(name: string, options?: RequestOptions): Promise<void> {
+    await this.#http.call("delete", "/api/v1/settings/skills/{name}", { ...options, path: { name } });
+  }
 }
 
 class SandboxProviderSettings {
@@ -109,6 +132,11 @@ class SandboxProviderSettings {
     return (
       await this.#http.call("put", "/api/v1/settings/sandbox-providers", { ...options, body: { manifest } })
     ).data;
+  }
+
+  /** Removes the tenant's sandbox provider (404 when none is configured). */
+  async delete(options?: RequestOptions): Promise<void> {
+    await this.#http.call("delete", "/api/v1/settings/sandbox-providers", options);
   }
 }
 

@@ -50,14 +50,18 @@ const COVERED_BY: Readonly<Record<string, string>> = {
   put_mcp_server: "settings.mcpServers.put",
   create_mcp_server: "settings.mcpServers.create",
   get_mcp_server: "settings.mcpServers.get",
+  delete_mcp_server: "settings.mcpServers.delete",
   list_model_providers: "settings.modelProviders.list",
   put_model_provider: "settings.modelProviders.put",
   create_model_provider: "settings.modelProviders.create",
+  delete_model_provider: "settings.modelProviders.delete",
   get_sandbox_provider: "settings.sandboxProvider.get",
   put_sandbox_provider: "settings.sandboxProvider.put",
+  delete_sandbox_provider: "settings.sandboxProvider.delete",
   list_skills: "settings.skills.list",
   put_skill: "settings.skills.put",
   create_skill: "settings.skills.create",
+  delete_skill: "settings.skills.delete",
   list_available_skills: "skills.list",
 };
 

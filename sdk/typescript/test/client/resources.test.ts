@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { TrueForgeApiError } from "../../src/index.js";
-import { draftsAgent, FAKE_MODEL, type Harness, harness, say } from "./helpers.js";
+import { draftsAgent, FAKE_MODEL, type Harness, harness, MCP_FIXTURE, say } from "./helpers.js";
 
 let h: Harness;
 before(async () => {
@@ -101,6 +101,48 @@ describe("settings", () => {
     assert.equal((await h.tf.settings.skills.create(manifest)).name, "pdf");
     assert.equal((await h.tf.settings.skills.put({ ...manifest, ref: "v2" })).manifest.ref, "v2");
     assert.ok((await h.tf.settings.skills.list()).some((skill) => skill.name === "pdf"));
+  });
+
+  test("deletes answer nothing, the resource leaves its list, and a second delete is a 404", async () => {
+    await h.tf.settings.modelProviders.create({
+      type: "custom",
+      name: "doomed",
+      base_url: "http://127.0.0.1:9/v1",
+      models: [{ model_id: "mini", name: "mini", properties: {} }],
+    });
+    assert.equal(await h.tf.settings.modelProviders.delete("doomed"), undefined);
+    const providers = (await h.tf.settings.modelProviders.list()).map((provider) => provider.name);
+    assert.ok(!providers.includes("doomed") && providers.includes("fake"), providers.join());
+    await refused(h.tf.settings.modelProviders.delete("doomed"), 404);
+    await refused(h.tf.settings.modelProviders.delete("Not a name"), 400);
+
+    // A server with an open connection (listing its tools started it) is closed and forgotten.
+    await h.tf.settings.mcpServers.create({
+      type: "stdio",
+      name: "scratch",
+      description: "Drafts, briefly.",
+      command: process.execPath,
+      args: [MCP_FIXTURE, "--serve"],
+    });
+    assert.ok((await h.tf.mcpServers.tools("scratch")).length > 0);
+    assert.equal(await h.tf.settings.mcpServers.delete("scratch"), undefined);
+    await refused(h.tf.settings.mcpServers.get("scratch"), 404);
+    await refused(h.tf.mcpServers.tools("scratch"), 404);
+    await refused(h.tf.settings.mcpServers.delete("scratch"), 404);
+
+    await h.tf.settings.skills.create({
+      type: "git",
+      name: "doomed-skill",
+      url: "https://github.com/example/skills",
+      path: "doomed",
+      ref: "main",
+      description: "Goes away.",
+    });
+    assert.equal(await h.tf.settings.skills.delete("doomed-skill"), undefined);
+    assert.ok(!(await h.tf.settings.skills.list()).some((skill) => skill.name === "doomed-skill"));
+    await refused(h.tf.settings.skills.delete("doomed-skill"), 404);
+
+    await refused(h.tf.settings.sandboxProvider.delete(), 404);
   });
 
   test("sandbox provider: none configured (404), a remote one refused (422)", async () => {

@@ -2,9 +2,18 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { SequencedEvent, StoredEvent, TurnEvent } from "../../src/events.js";
+import fc from "fast-check";
+import {
+  type ContextCompactedEvent,
+  isKnownEventType,
+  type SequencedEvent,
+  type StoredEvent,
+  type TurnEvent,
+  toTurnEvent,
+} from "../../src/events.js";
 import {
   type ConversationState,
+  compactionsOf,
   emptyConversation,
   type FoldInput,
   fold,
@@ -20,6 +29,7 @@ import {
   type StoredEventItem,
   subAgentsOf,
   threadMessages,
+  threadTimeline,
   toolCallsOf,
   toolResponseOf,
   turnMessages,
@@ -477,6 +487,139 @@ describe("other events", () => {
     );
     assert.equal(state.sandbox?.sandbox_id, "v1:local:1");
     assert.deepEqual(state.mcpServers, { s: { id: "s", name: "stub" } });
+  });
+});
+
+describe("compactions", () => {
+  const compacted = (id: string, thread = "main"): ContextCompactedEvent => ({
+    type: "context.compacted",
+    id,
+    created_at: T,
+    thread_id: thread,
+    method: "summary",
+    summary: `summary ${id}`,
+    replaced_messages: 3,
+    tokens_before: 9000,
+    tokens_after: 120,
+  });
+  const answer = (id: string, content: string, thread = "main") =>
+    ({ ...placeholder(id, thread), content, finish_reason: "stop", usage: USAGE }) as TurnEvent;
+  const response = (callId: string, thread = "main") =>
+    ({
+      type: "tool.response",
+      id: `r-${callId}`,
+      created_at: T,
+      thread_id: thread,
+      tool_call_id: callId,
+      content: "x",
+    }) as TurnEvent;
+  const call = (id: string, callId: string, thread = "main") =>
+    ({
+      ...placeholder(id, thread),
+      tool_calls: [
+        { id: callId, type: "function", function: { name: "lookup", arguments: "{}" }, tool_info: INFO },
+      ],
+      finish_reason: "tool_calls",
+      usage: USAGE,
+    }) as TurnEvent;
+
+  /** One turn as the server stores it: a call, its result, a compaction, the answer from the summary. */
+  const stored: TurnEvent[] = [
+    turnCreated("t1", USER),
+    call("m1", "c1"),
+    response("c1"),
+    compacted("k1"),
+    answer("m2", "From the summary."),
+    turnDone("t1", { status: "done", output: answer("m2", "From the summary."), required_actions: [] }),
+  ];
+
+  /** The same turn as it streams: placeholders and deltas instead of the complete messages. */
+  function streamedTurn(): SequencedEvent[] {
+    return live(
+      turnCreated("t1", USER),
+      placeholder("m1"),
+      delta("m1", {
+        tool_calls: [
+          {
+            index: 0,
+            id: "c1",
+            type: "function",
+            function: { name: "lookup", arguments: "{}" },
+            tool_info: INFO,
+          },
+        ],
+      }),
+      delta("m1", { finish_reason: "tool_calls", usage: USAGE }),
+      response("c1"),
+      compacted("k1"),
+      placeholder("m2"),
+      delta("m2", { content: "From the " }),
+      delta("m2", { content: "summary.", finish_reason: "stop", usage: USAGE }),
+      turnDone("t1", { status: "done", output: answer("m2", "From the summary."), required_actions: [] }),
+    );
+  }
+
+  test("is a known event type, typed as itself", () => {
+    assert.ok(isKnownEventType("context.compacted"));
+    assert.equal(toTurnEvent(compacted("k"))?.type, "context.compacted");
+  });
+
+  test("is kept on its thread after the message before it, once, and placed in the timeline", () => {
+    const state = foldAll(streamedTurn());
+    assert.deepEqual(compactionsOf(state), [
+      { turnId: "t1", threadId: "main", afterMessageId: "m1", event: compacted("k1") },
+    ]);
+    assert.deepEqual(
+      threadTimeline(state).map((entry) =>
+        entry.kind === "message" ? entry.message.id : entry.compaction.event.id,
+      ),
+      ["m1", "k1", "m2"],
+    );
+    assert.equal(fold(state, { seq: 6, event: compacted("k1") }), state, "a replay changes nothing");
+    assert.equal(fold(state, compacted("k1") as StoredEvent), state, "nor the stored copy");
+  });
+
+  test("live and stored fold to the same view, whatever replays a reconnect adds", () => {
+    const expected = foldTurnEvents("t1", stored as StoredEvent[]);
+    const frames = streamedTurn();
+    assert.deepEqual(foldAll(frames), expected);
+    fc.assert(
+      fc.property(fc.nat(frames.length), fc.nat(frames.length), (a, b) => {
+        const [from, seen] = [Math.min(a, b), Math.max(a, b)];
+        assert.deepEqual(foldAll([...frames.slice(0, seen), ...frames.slice(from)]), expected);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  test("a sub-agent's compaction stays on its thread; a thread's first one has no message before it", () => {
+    const state = foldAll(
+      live(
+        turnCreated("t1", USER),
+        compacted("k0"),
+        placeholder("s1", "sub"),
+        delta("s1", { content: "working", finish_reason: "stop" }, "sub"),
+        compacted("k2", "sub"),
+      ),
+    );
+    assert.deepEqual(
+      compactionsOf(state).map((compaction) => [compaction.event.id, compaction.afterMessageId]),
+      [["k0", null]],
+    );
+    assert.deepEqual(
+      compactionsOf(state, "sub").map((compaction) => [compaction.event.id, compaction.afterMessageId]),
+      [["k2", "s1"]],
+    );
+    assert.deepEqual(
+      threadTimeline(state).map((entry) => entry.kind),
+      ["compaction"],
+    );
+    assert.deepEqual(
+      threadTimeline(state, "sub").map((entry) => entry.kind),
+      ["message", "compaction"],
+    );
+    assert.deepEqual(compactionsOf(state, "nowhere"), []);
+    assert.deepEqual(threadTimeline(state, "nowhere"), []);
   });
 });
 

@@ -146,16 +146,16 @@ async function historyPages(server: RunningServer, sessionId: string): Promise<R
   return pages;
 }
 
+const SPEC = {
+  model: { name: FAKE_MODEL },
+  mcp_servers: [{ name: "stub", preload: true }],
+  config: { dynamic_sub_agents: { enabled: true }, ask_user_questions: { enabled: true } },
+};
+
 async function newSession(server: RunningServer): Promise<string> {
-  const created = (await call(server, "POST", "/api/v1/sessions", {
-    agent: {
-      spec: {
-        model: { name: FAKE_MODEL },
-        mcp_servers: [{ name: "stub", preload: true }],
-        config: { dynamic_sub_agents: { enabled: true }, ask_user_questions: { enabled: true } },
-      },
-    },
-  })) as { data: { id: string } };
+  const created = (await call(server, "POST", "/api/v1/sessions", { agent: { spec: SPEC } })) as {
+    data: { id: string };
+  };
   return created.data.id;
 }
 
@@ -228,6 +228,22 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
       { type: "user.tool_response", thread_id: thread, tool_call_id: id, content: "a" },
     ]);
     return [first, second];
+  },
+  compaction: async (server, session) => {
+    // A threshold every context reaches: the second turn's model call finds the first turn's messages and
+    // the new one to compact (the fake model writes the summary).
+    await call(server, "PATCH", `/api/v1/sessions/${session}`, {
+      agent: {
+        spec: {
+          ...SPEC,
+          config: { ...SPEC.config, context_management: { compaction: { compaction_threshold_tokens: 1 } } },
+        },
+      },
+    });
+    return [
+      await streamTurn(server, session, user("Say hello.")),
+      await streamTurn(server, session, user("Say it again.")),
+    ];
   },
   "model-error": async (server, session) => [await streamTurn(server, session, user("Fail. #error=400"))],
   cancelled: async (server, session) => [

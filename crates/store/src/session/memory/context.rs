@@ -92,15 +92,18 @@ impl State {
         Ok(())
     }
 
+    /// Validates everything before changing anything, as [`commit_thread_step`](Self::commit_thread_step).
     pub(super) fn overwrite_thread_context(
         &mut self,
         key: &TurnKey,
         thread_id: &ThreadId,
+        events: Vec<StoredEvent>,
         messages: Vec<ContextMessage>,
         usage: CurrentContextUsage,
     ) -> StoreResult<()> {
         self.fence(key)?;
         let old_segment = self.thread_mut(key, thread_id)?.segment_id;
+        self.append_events(key, events)?;
         let segment_id = self.new_segment(&key.session_id, None, Some(old_segment));
         self.append_messages(segment_id, &key.turn_id, messages);
         let thread = self.thread_mut(key, thread_id)?;

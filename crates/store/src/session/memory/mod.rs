@@ -197,11 +197,12 @@ impl SessionStore for MemorySessionStore {
         &self,
         key: &TurnKey,
         thread_id: &ThreadId,
+        events: Vec<StoredEvent>,
         messages: Vec<ContextMessage>,
         usage: CurrentContextUsage,
     ) -> StoreResult<()> {
         self.write_turn(key, |state| {
-            state.overwrite_thread_context(key, thread_id, messages, usage)
+            state.overwrite_thread_context(key, thread_id, events, messages, usage)
         })
     }
 

@@ -337,15 +337,22 @@ where
         &self,
         key: &TurnKey,
         thread_id: &ThreadId,
+        events: Vec<StoredEvent>,
         messages: Vec<ContextMessage>,
         usage: CurrentContextUsage,
     ) -> StoreResult<()> {
-        let (key, thread_id) = (key.clone(), thread_id.to_owned());
-        self.db
+        let events = rules::order_event_batch(&key.turn_id, events, 0)?;
+        let ids = events::event_ids(&events);
+        let (owned, thread_id) = (key.clone(), thread_id.to_owned());
+        let written = self
+            .db
             .run(Access::Write, move |conn| {
-                Box::pin(context::overwrite_thread_context(conn, key, thread_id, messages, usage))
+                Box::pin(context::overwrite_thread_context(
+                    conn, owned, thread_id, events, messages, usage,
+                ))
             })
-            .await
+            .await;
+        events::name_duplicate(&self.db, key, ids, written).await
     }
 
     async fn thread_capability_state(

@@ -589,7 +589,13 @@ async fn race_delete_session(store: &Store, kinds: &[RaceWrite]) {
                             RaceWrite::Overwrite => {
                                 let message = user(&format!("sub-{task}-{step}"));
                                 store
-                                    .overwrite_thread_context(&turn_key, &"sub".into(), vec![message], usage(step))
+                                    .overwrite_thread_context(
+                                        &turn_key,
+                                        &"sub".into(),
+                                        Vec::new(),
+                                        vec![message],
+                                        usage(step),
+                                    )
                                     .await
                             }
                             RaceWrite::Finish => {

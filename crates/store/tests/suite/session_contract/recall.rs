@@ -26,6 +26,7 @@ async fn compact(store: &Store, turn_key: &TurnKey, texts: &[&str]) {
         .overwrite_thread_context(
             turn_key,
             &MAIN.into(),
+            Vec::new(),
             texts.iter().map(|text| user(text)).collect(),
             usage(1),
         )
@@ -165,7 +166,13 @@ pub async fn recall_history_of_added_and_compacted_sub_thread(store: Store) {
     };
     store.add_threads(&turn_1, vec![snapshot]).await.unwrap();
     store
-        .overwrite_thread_context(&turn_1, &"sub".into(), vec![user("sub compacted")], usage(2))
+        .overwrite_thread_context(
+            &turn_1,
+            &"sub".into(),
+            Vec::new(),
+            vec![user("sub compacted")],
+            usage(2),
+        )
         .await
         .unwrap();
     let history = store.thread_history(&turn_1, &"sub".into()).await.unwrap();

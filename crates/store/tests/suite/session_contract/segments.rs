@@ -32,6 +32,7 @@ async fn compact(store: &Store, turn_key: &TurnKey, thread_id: &str, texts: &[&s
         .overwrite_thread_context(
             turn_key,
             &thread_id.into(),
+            Vec::new(),
             texts.iter().map(|text| user(text)).collect(),
             usage(1),
         )

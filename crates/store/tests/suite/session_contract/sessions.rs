@@ -455,7 +455,7 @@ pub async fn turn_scoped_write_errors(
     );
     record!(
         "overwrite_context",
-        store.overwrite_thread_context(turn_key, &MAIN.into(), vec![user("y")], usage(1))
+        store.overwrite_thread_context(turn_key, &MAIN.into(), Vec::new(), vec![user("y")], usage(1))
     );
     record!("patch_mcp_servers", store.patch_mcp_servers(turn_key, Vec::new()));
     record!(

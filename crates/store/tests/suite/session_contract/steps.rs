@@ -198,7 +198,45 @@ pub async fn refused_step_sets_no_capability_key(store: Store) {
     assert_eq!(main_state(&store, &turn_key).await, None);
 }
 
+/// A compaction's record (its `context.compacted`) is stored with the context it replaced, or neither is.
+pub async fn overwrite_stores_its_events_with_the_new_context(store: Store) {
+    let turn_key = running(&store).await;
+    let events = |seqs: &[u64]| -> Vec<_> {
+        seqs.iter()
+            .map(|seq| stored(*seq, model_message(&event_id(), &format!("event {seq}"))))
+            .collect()
+    };
+    store
+        .overwrite_thread_context(&turn_key, &MAIN.into(), events(&[1]), vec![user("summary")], usage(3))
+        .await
+        .expect("overwrite");
+    assert_eq!(event_types(&store, &turn_key).await, ["model.message"]);
+    assert_eq!(main_context(&store, &turn_key).await, ["summary"]);
+    assert_eq!(last_seq(&store, &turn_key).await, 1);
+
+    let error = store
+        .overwrite_thread_context(&turn_key, &MAIN.into(), events(&[1]), vec![user("lost")], usage(1))
+        .await
+        .expect_err("seq 1 is taken");
+    assert!(matches!(error, StoreError::EventSequenceConflict { .. }), "{error:?}");
+    let error = store
+        .overwrite_thread_context(&turn_key, &"ghost".into(), events(&[2]), vec![user("lost")], usage(1))
+        .await
+        .expect_err("unknown thread");
+    assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
+    assert_eq!(main_context(&store, &turn_key).await, ["summary"], "no refused context");
+    assert_eq!(
+        event_types(&store, &turn_key).await,
+        ["model.message"],
+        "no refused event"
+    );
+    assert_eq!(last_seq(&store, &turn_key).await, 1);
+    let record = store.get_turn(&turn_key).await.unwrap().unwrap();
+    assert_eq!(record.snapshot.threads[MAIN].current_context_usage, usage(3));
+}
+
 contract_group!(
+    overwrite_stores_its_events_with_the_new_context,
     step_commits_events_and_rows_together,
     step_without_events_appends_rows_only,
     step_for_a_missing_thread_writes_nothing,

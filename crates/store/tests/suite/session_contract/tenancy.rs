@@ -185,7 +185,7 @@ pub async fn tenancy_foreign_turn_key_writes_fail_and_change_nothing(store: Stor
     assert_turn_not_found(
         "overwrite_thread_context",
         store
-            .overwrite_thread_context(&foreign, &MAIN.into(), vec![user("wiped")], usage(9))
+            .overwrite_thread_context(&foreign, &MAIN.into(), Vec::new(), vec![user("wiped")], usage(9))
             .await,
     );
     let server: McpServerInitInfo = serde_json::from_value(json!({"id": "svc", "name": "svc"})).unwrap();

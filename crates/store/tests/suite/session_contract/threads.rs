@@ -55,7 +55,13 @@ pub async fn threads_add_remove_append_overwrite(store: Store) {
     let record = store.get_turn(&key("turn-1")).await.unwrap().unwrap();
     assert_eq!(texts(&record.snapshot.threads["child"].context), ["c1"]);
     store
-        .overwrite_thread_context(&key("turn-1"), &"child".into(), vec![user("replaced")], usage(7))
+        .overwrite_thread_context(
+            &key("turn-1"),
+            &"child".into(),
+            Vec::new(),
+            vec![user("replaced")],
+            usage(7),
+        )
         .await
         .unwrap();
     let record = store.get_turn(&key("turn-1")).await.unwrap().unwrap();
@@ -105,7 +111,7 @@ pub async fn unknown_thread_writes_are_rejected(store: Store) {
         .unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");
     let error = store
-        .overwrite_thread_context(&turn_key, &"ghost".into(), vec![user("x")], usage(1))
+        .overwrite_thread_context(&turn_key, &"ghost".into(), Vec::new(), vec![user("x")], usage(1))
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::ThreadNotFound { .. }), "{error:?}");

@@ -93,7 +93,7 @@ pub async fn get_turn_reusing_leaves_out_contexts_only_when_every_length_matches
     third.capability_states.push(("sub".into(), None));
     store.create_turn(third).await.unwrap();
     store
-        .overwrite_thread_context(&turn_3, &MAIN.into(), vec![user("summary")], usage(1))
+        .overwrite_thread_context(&turn_3, &MAIN.into(), Vec::new(), vec![user("summary")], usage(1))
         .await
         .unwrap();
     finish(&store, &turn_3).await;
@@ -305,7 +305,13 @@ pub async fn create_turn_fork_after_tip_overwrite_sees_parent_prefix(store: Stor
         .await
         .unwrap();
     store
-        .overwrite_thread_context(&key("turn-2"), &MAIN.into(), vec![user("compacted")], usage(1))
+        .overwrite_thread_context(
+            &key("turn-2"),
+            &MAIN.into(),
+            Vec::new(),
+            vec![user("compacted")],
+            usage(1),
+        )
         .await
         .unwrap();
     finish(&store, &key("turn-2")).await;

@@ -303,18 +303,22 @@ pub(crate) async fn commit_thread_step<C: SessionSql>(conn: &mut C, key: TurnKey
     Ok(())
 }
 
+/// A compaction in one transaction: the fence (advancing the last seq past its events, which come
+/// ordered), the events, and a new root segment holding `messages` that the thread points to from now on.
 pub(crate) async fn overwrite_thread_context<C: SessionSql>(
     conn: &mut C,
     key: TurnKey,
     thread_id: ThreadId,
+    events: Vec<StoredEvent>,
     messages: Vec<ContextMessage>,
     usage: CurrentContextUsage,
 ) -> StoreResult<()> {
     let now = conn.now().await?;
-    fence(conn, &key, now).await?;
+    fence_and_advance(conn, &key, now, &events).await?;
     let old_segment = thread_segment(conn, &key, &thread_id)
         .await?
         .ok_or_else(|| thread_not_found(&key, &thread_id))?;
+    insert_events(conn, &key, &events, now).await?;
     let segment_id = new_segment(conn, &key, &thread_id, None, Some(old_segment)).await?;
     append_messages(conn, &key, segment_id, &messages).await?;
     conn.execute(
