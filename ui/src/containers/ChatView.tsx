@@ -36,6 +36,29 @@ async function messageInput(text: string, files: File[]): Promise<TurnInputItem[
   return [{ type: "user.message", content: parts }];
 }
 
+/** The server's request-body limit: what it reports in its capabilities, else what the port says. */
+function useRequestLimit(server: AgentUIServer): number | undefined {
+  const [limit, setLimit] = useState(server.maxRequestBytes);
+  useEffect(() => {
+    let live = true;
+    server.agents
+      ?.capabilities()
+      .then((capabilities) => {
+        const reported = capabilities.limits?.max_request_body_bytes;
+        if (live && reported !== undefined) {
+          setLimit(reported);
+        }
+      })
+      .catch(() => {
+        // The port's own figure stays; the chat works without capabilities.
+      });
+    return () => {
+      live = false;
+    };
+  }, [server]);
+  return limit;
+}
+
 function useController(server: AgentUIServer, sessionId: string | null): ConversationController {
   const current = useRef<ConversationController | null>(null);
   // A new chat that just got its session keeps its controller (and its open stream) across the address change.
@@ -60,6 +83,7 @@ export function ChatView({ sessionId }: { readonly sessionId: string | null }) {
   const [session, setSession] = useState<Session | null>(null);
   const [model, setModel] = useDefaultModel();
   const [decisions, setDecisions] = useState(0);
+  const maxRequestBytes = useRequestLimit(server);
 
   useEffect(() => {
     if (sessionId === null) {
@@ -170,7 +194,7 @@ export function ChatView({ sessionId }: { readonly sessionId: string | null }) {
                 ? "Configure a model in Settings first"
                 : "Message the agent…"
           }
-          maxRequestBytes={server.maxRequestBytes}
+          maxRequestBytes={maxRequestBytes}
           onSend={(text, files) => void onSend(text, files)}
           onStop={() => void controller.cancel()}
           accessory={

@@ -5,12 +5,14 @@ import {
   type ConversationState,
   type MessageView,
   reasoningOf,
+  type TimelineEntry,
   type TurnInputItem,
   type TurnView,
-  threadMessages,
+  threadTimeline,
   toolCallsOf,
 } from "@trueforge/sdk";
 import { useState } from "react";
+import { CompactionMarker } from "../atoms/CompactionMarker.js";
 import { formatBytes } from "../atoms/format.js";
 import { CopyIcon, EditIcon } from "../atoms/icons.js";
 import { Markdown } from "../atoms/Markdown.js";
@@ -103,16 +105,20 @@ function AssistantMessage({
           subAgent={
             call.subAgentThread && depth < 4 ? (
               <section className="tf-subagent" aria-label={`Sub-agent ${call.subAgentThread.title ?? ""}`}>
-                {threadMessages(state, call.subAgentThread.id).map((child) => (
-                  <AssistantMessage
-                    key={child.id}
-                    state={state}
-                    view={child}
-                    chat={chat}
-                    streaming={call.subAgentThread?.status === "running"}
-                    depth={depth + 1}
-                  />
-                ))}
+                {threadTimeline(state, call.subAgentThread.id).map((entry) =>
+                  entry.kind === "compaction" ? (
+                    <CompactionMarker key={entry.compaction.event.id} compaction={entry.compaction} />
+                  ) : (
+                    <AssistantMessage
+                      key={entry.message.id}
+                      state={state}
+                      view={entry.message}
+                      chat={chat}
+                      streaming={call.subAgentThread?.status === "running"}
+                      depth={depth + 1}
+                    />
+                  ),
+                )}
                 {call.subAgentThread.error && <p className="tf-error-text">{call.subAgentThread.error}</p>}
               </section>
             ) : undefined
@@ -232,27 +238,36 @@ function UserMessage({
   );
 }
 
+function turnOf(entry: TimelineEntry): string {
+  return entry.kind === "message" ? entry.message.turnId : entry.compaction.turnId;
+}
+
 /** One turn: the user's message, the answer, and what the turn ended with. */
 export function TurnBlock({ turn, isLast }: { readonly turn: TurnView; readonly isLast: boolean }) {
   const chat = useChatSession();
   const state = chat.snapshot.state;
   const streaming = turn.status === "running";
-  const messages = threadMessages(state).filter((view) => view.turnId === turn.id);
+  const timeline = threadTimeline(state).filter((entry) => turnOf(entry) === turn.id);
+  const lastMessage = timeline.findLast((entry) => entry.kind === "message");
   const idle = !chat.snapshot.streaming;
   return (
     <div className="tf-turn" data-turn-id={turn.id} data-status={turn.status}>
       <UserMessage turn={turn} chat={chat} editable={idle} />
-      {messages.map((view, index) => (
-        <AssistantMessage
-          key={view.id}
-          state={state}
-          view={view}
-          chat={chat}
-          streaming={streaming && index === messages.length - 1}
-          depth={0}
-        />
-      ))}
-      {streaming && messages.length === 0 && (
+      {timeline.map((entry) =>
+        entry.kind === "compaction" ? (
+          <CompactionMarker key={entry.compaction.event.id} compaction={entry.compaction} />
+        ) : (
+          <AssistantMessage
+            key={entry.message.id}
+            state={state}
+            view={entry.message}
+            chat={chat}
+            streaming={streaming && entry === lastMessage}
+            depth={0}
+          />
+        ),
+      )}
+      {streaming && lastMessage === undefined && (
         <div className="tf-typing" role="status" aria-label="The agent is working">
           <span />
           <span />

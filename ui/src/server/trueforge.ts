@@ -105,12 +105,15 @@ export function createTrueForgeServer(options: TrueForgeServerOptions): AgentUIS
       modelProviderCatalog: () => client.catalogs.modelProviders(),
       modelProviders: () => client.settings.modelProviders.list(),
       putModelProvider: (manifest) => client.settings.modelProviders.put(manifest),
+      deleteModelProvider: (name) => client.settings.modelProviders.delete(name),
       mcpCatalog: () => client.catalogs.mcpServers(),
       mcpServers: () => client.settings.mcpServers.list(),
       putMcpServer: (manifest) => client.settings.mcpServers.put(manifest),
+      deleteMcpServer: (name) => client.settings.mcpServers.delete(name),
       skillCatalog: () => client.catalogs.skills(),
       skills: () => client.settings.skills.list(),
       putSkill: (manifest) => client.settings.skills.put(manifest),
+      deleteSkill: (name) => client.settings.skills.delete(name),
       sandboxCatalog: () => client.catalogs.sandboxProviders(),
       sandboxProvider: async () => {
         try {
@@ -123,6 +126,7 @@ export function createTrueForgeServer(options: TrueForgeServerOptions): AgentUIS
         }
       },
       putSandboxProvider: (manifest) => client.settings.sandboxProvider.put(manifest),
+      deleteSandboxProvider: () => client.settings.sandboxProvider.delete(),
     },
     auth: {
       me: async () => {

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Locator } from "playwright-core";
-import { type Harness, send, startHarness, waitForTurnEnd } from "../support/harness.js";
+import { FAKE_MODEL, type Harness, send, startHarness, waitForTurnEnd } from "../support/harness.js";
 
 let harness: Harness;
 
@@ -185,6 +185,29 @@ describe("chat", () => {
     );
     assert.equal(turns.data.length, 3);
     assert.equal(turns.data[2]?.previous_turn_id, null, "the branch continues what the first turn continued");
+  });
+
+  test("a compaction shows as a marker with the summary the agent went on from", async () => {
+    const created = await harness.api<{ data: { id: string } }>("POST", "/api/v1/sessions", {
+      agent: {
+        spec: {
+          model: { name: FAKE_MODEL },
+          config: { context_management: { compaction: { compaction_threshold_tokens: 1 } } },
+        },
+      },
+    });
+    const page = await openSession(created.data.id);
+    await send(page, "Say hello. #echo");
+    await waitForTurnEnd(page, 1);
+    await send(page, "Say it again. #echo");
+    await waitForTurnEnd(page, 2);
+    const marker = page.getByTestId("compaction").first();
+    await marker.waitFor();
+    assert.equal(await marker.getAttribute("data-method"), "summary");
+    assert.match(await marker.locator("summary").innerText(), /Context compacted: \d+ messages summarised/);
+    await marker.locator("summary").click();
+    assert.match(await marker.innerText(), /continues from this summary/);
+    assert.match(await page.getByTestId("turn-metrics").last().innerText(), /1 compaction/);
   });
 
   test("stop cancels the running turn", async () => {
