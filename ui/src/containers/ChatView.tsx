@@ -189,7 +189,7 @@ export function ChatView({ sessionId }: { readonly sessionId: string | null }) {
           disabled={needsModel || waiting}
           placeholder={
             waiting
-              ? "Answer the questions above first"
+              ? "Answer what the agent asks above first"
               : needsModel
                 ? "Configure a model in Settings first"
                 : "Message the agent…"

@@ -180,7 +180,8 @@ export function TrueForgeUI(props: TrueForgeUIProps) {
                           <Shell
                             layout={effectiveLayout}
                             actions={
-                              me && server.auth ? (
+                              // `default` is the local user of a server without login: nothing to sign out of.
+                            me && me.type !== "default" && server.auth ? (
                                 <button
                                   type="button"
                                   className="tf-button tf-button-quiet"
