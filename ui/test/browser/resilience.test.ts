@@ -1,0 +1,114 @@
+// Bad input and bad conditions in the browser: a server that is down, a sign-in that expired, an attachment
+// larger than the server takes, and an event type the UI does not know (a newer server). Failures are
+// injected on the page's network (Playwright routes); everything else is the real server.
+
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { type Harness, send, startHarness, waitForTurnEnd } from "../support/harness.js";
+
+/** The request-body limit this server is started with: small, so a test file goes over it. */
+const LIMIT = 256 * 1024;
+
+let harness: Harness;
+
+before(async () => {
+  harness = await startHarness({ MAX_REQUEST_BODY_BYTES: String(LIMIT) });
+});
+
+after(async () => {
+  await harness?.stop();
+});
+
+test("a server that cannot be reached gets a clear state and a retry that recovers", async () => {
+  const { page } = await harness.page();
+  await page.route("**/api/**", (route) => route.abort("connectionrefused"));
+  await page.goto("/");
+  const alert = page.getByRole("alert");
+  await alert.getByText("The server cannot be reached").waitFor();
+  await page.unroute("**/api/**");
+  await alert.getByRole("button", { name: "Retry" }).click();
+  await page.getByLabel("Message", { exact: true }).waitFor();
+});
+
+test("a 401 shows the sign-in screen instead of the chat", async () => {
+  const { page } = await harness.page();
+  await page.route("**/api/v1/auth/me", (route) =>
+    route.fulfill({ status: 401, contentType: "application/json", body: '{"error":{"message":"expired"}}' }),
+  );
+  await page.goto("/agents");
+  const signIn = page.getByRole("link", { name: "Sign in" });
+  await signIn.waitFor();
+  const href = new URL((await signIn.getAttribute("href")) ?? "", harness.server.baseUrl);
+  assert.equal(href.pathname, "/api/v1/auth/login");
+  assert.equal(href.searchParams.get("return_to"), "/agents");
+  assert.equal(await page.getByLabel("Message", { exact: true }).count(), 0);
+});
+
+test("an attachment over the server's limit is refused before anything is sent", async () => {
+  const sessionId = await harness.toolSession();
+  const { page } = await harness.page();
+  let turnPosts = 0;
+  page.on("request", (request) => {
+    if (request.method() === "POST" && request.url().endsWith("/turns")) {
+      turnPosts += 1;
+    }
+  });
+  await page.goto(`/sessions/${sessionId}`);
+  await page.getByLabel("Message", { exact: true }).fill("Here is the file.");
+  await page
+    .getByTestId("file-input")
+    .setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(LIMIT) });
+  await page
+    .getByRole("alert")
+    .getByText(/Too large to send/)
+    .waitFor();
+  assert.ok(await page.getByRole("button", { name: "Send", exact: true }).isDisabled());
+  await page.getByRole("button", { name: "Remove big.bin" }).click();
+  await page
+    .getByTestId("file-input")
+    .setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("a small file\n") });
+  await page.getByRole("button", { name: "Send", exact: true }).click();
+  await waitForTurnEnd(page);
+  assert.equal(turnPosts, 1, "only the message under the limit was sent");
+  assert.match(await page.locator(".tf-message-user").innerText(), /notes\.txt/);
+});
+
+test("an event of a type the UI does not know is skipped and logged, never a blank page", async () => {
+  const sessionId = await harness.toolSession();
+  const { page } = await harness.page();
+  const warnings: string[] = [];
+  page.on("console", (message) => {
+    if (message.type() === "warning") {
+      warnings.push(message.text());
+    }
+  });
+  // The real turn's stream with one event of a newer server's type inserted before `turn.done`, the
+  // frames after it renumbered so the stream stays dense.
+  await page.route("**/turns", async (route) => {
+    if (route.request().method() !== "POST") {
+      return route.continue();
+    }
+    const response = await route.fetch();
+    const frames = (await response.text()).split("\n\n").filter((frame) => frame.trim() !== "");
+    const done = frames.findIndex((frame) => frame.includes('"turn.done"'));
+    const out: string[] = [];
+    let shift = 0;
+    frames.forEach((frame, index) => {
+      if (index === done) {
+        const id = Number(/^id: (\d+)$/m.exec(frame)?.[1]);
+        out.push(`id: ${id}\ndata: ${JSON.stringify({ type: "agent.mood", id: "x1", mood: "cheerful" })}`);
+        shift = 1;
+      }
+      out.push(frame.replace(/^id: (\d+)$/m, (_, n: string) => `id: ${Number(n) + shift}`));
+    });
+    await route.fulfill({ response, body: `${out.join("\n\n")}\n\n` });
+  });
+  await page.goto(`/sessions/${sessionId}`);
+  await send(page, "Tell me something new. #echo");
+  await waitForTurnEnd(page);
+  assert.match(await page.locator(".tf-message-assistant").innerText(), /Tell me something new/);
+  assert.ok(
+    warnings.some((text) => text.includes('unknown type "agent.mood"')),
+    `warned: ${JSON.stringify(warnings)}`,
+  );
+});
