@@ -93,12 +93,12 @@ export function McpPicker({
     setConnecting(name);
     try {
       const done = await authorizeInPopup(server.mcpAuth, name, "");
-      if (done) {
+      if (done.authorized) {
         toast.success(`Connected to ${name}.`);
         available.reload();
         loadTools(name);
       } else {
-        toast.info(`${name} is not connected yet.`);
+        toast.info(`${name} is not connected${done.reason ? `: ${done.reason}` : " yet."}`);
       }
     } catch (error) {
       toast.error(`Could not connect to ${name}: ${describeError(error)}`);

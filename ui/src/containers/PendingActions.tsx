@@ -127,11 +127,13 @@ function McpAuthorization({ chat }: { readonly chat: ChatSession }) {
                 className="tf-button"
                 onClick={async () => {
                   try {
-                    const ok = await authorizeInPopup(auth, info.name, info.auth_url);
-                    if (ok) {
+                    const outcome = await authorizeInPopup(auth, info.name, info.auth_url);
+                    if (outcome.authorized) {
                       setConnected((value) => ({ ...value, [info.name]: true }));
                     } else {
-                      toast.error(`${info.name} was not authorized.`);
+                      toast.error(
+                        `${info.name} was not authorized${outcome.reason ? `: ${outcome.reason}` : "."}`,
+                      );
                     }
                   } catch (error) {
                     toast.error(`Could not authorize ${info.name}: ${describeError(error)}`);

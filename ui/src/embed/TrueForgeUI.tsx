@@ -181,7 +181,7 @@ export function TrueForgeUI(props: TrueForgeUIProps) {
                             layout={effectiveLayout}
                             actions={
                               // `default` is the local user of a server without login: nothing to sign out of.
-                            me && me.type !== "default" && server.auth ? (
+                              me && me.type !== "default" && server.auth ? (
                                 <button
                                   type="button"
                                   className="tf-button tf-button-quiet"

@@ -99,10 +99,10 @@ export function McpServersSection() {
     setBusy(name);
     try {
       const done = await authorizeInPopup(mcpAuth, name, "");
-      if (done) {
+      if (done.authorized) {
         toast.success(`Connected to ${name}.`);
       } else {
-        toast.info(`${name} is not connected yet.`);
+        toast.info(`${name} is not connected${done.reason ? `: ${done.reason}` : " yet."}`);
       }
       configured.reload();
     } catch (error) {

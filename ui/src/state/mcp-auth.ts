@@ -11,18 +11,26 @@ export const MCP_AUTH_SCREEN = "mcp-auth";
 interface PopupMessage {
   readonly popupUid: string;
   readonly isSuccess: boolean;
+  /** Why it failed, as the server's callback reported it (`access_denied`, …). */
+  readonly reason?: string;
+}
+
+/** How an authorization in the popup ended. */
+export interface PopupOutcome {
+  readonly authorized: boolean;
+  readonly reason?: string;
 }
 
 function randomId(): string {
   return globalThis.crypto?.randomUUID?.() ?? `${Date.now()}-${Math.random().toString(36).slice(2)}`;
 }
 
-/** Resolves `true` once `server` is authorized, `false` when the user gave up or it was refused. */
+/** Resolves once `server` is authorized, or the user gave up, or it was refused (with the reason when known). */
 export async function authorizeInPopup(
   auth: McpAuthPort | undefined,
   server: string,
   fallbackUrl: string,
-): Promise<boolean> {
+): Promise<PopupOutcome> {
   const popupUid = randomId();
   // Opened at once, inside the click, so no popup blocker refuses it; pointed at the URL when it is known.
   const popup = window.open("about:blank", `trueforge-mcp-${popupUid}`, "popup,width=520,height=700");
@@ -33,7 +41,7 @@ export async function authorizeInPopup(
       const status = await auth.authorize(server, returnTo);
       if (status.status !== "auth_required") {
         popup?.close();
-        return true;
+        return { authorized: true };
       }
       url = status.authorization_url ?? fallbackUrl;
     } catch (error) {
@@ -44,13 +52,16 @@ export async function authorizeInPopup(
   if (popup === null) {
     // Popups refused: a new tab; the user comes back and presses Continue.
     window.open(url, "_blank", "noopener");
-    return false;
+    return {
+      authorized: false,
+      reason: "the browser blocked the popup; authorize in the new tab, then Continue",
+    };
   }
   popup.location.href = url;
-  return new Promise<boolean>((resolve) => {
+  return new Promise<PopupOutcome>((resolve) => {
     const channel = typeof BroadcastChannel === "undefined" ? null : new BroadcastChannel(MCP_AUTH_CHANNEL);
     let settled = false;
-    const finish = (value: boolean) => {
+    const finish = (value: PopupOutcome) => {
       if (settled) {
         return;
       }
@@ -61,7 +72,12 @@ export async function authorizeInPopup(
     };
     channel?.addEventListener("message", (event: MessageEvent<PopupMessage>) => {
       if (event.data?.popupUid === popupUid) {
-        finish(event.data.isSuccess === true);
+        const reason = event.data.reason;
+        finish(
+          reason
+            ? { authorized: event.data.isSuccess === true, reason }
+            : { authorized: event.data.isSuccess === true },
+        );
       }
     });
     const timer = setInterval(async () => {
@@ -70,14 +86,14 @@ export async function authorizeInPopup(
       }
       clearInterval(timer);
       if (auth === undefined) {
-        finish(false);
+        finish({ authorized: false });
         return;
       }
       try {
         const status = await auth.authorize(server, window.location.pathname);
-        finish(status.status !== "auth_required");
+        finish({ authorized: status.status !== "auth_required" });
       } catch {
-        finish(false);
+        finish({ authorized: false });
       }
     }, 500);
   });
@@ -89,9 +105,11 @@ export function completeAuthorizationPopup(): boolean {
   if (query.get("screenType") !== MCP_AUTH_SCREEN) {
     return false;
   }
+  const reason = query.get("reason");
   const message: PopupMessage = {
     popupUid: query.get("pUid") ?? "",
     isSuccess: query.get("isSuccess") === "true",
+    ...(reason ? { reason } : {}),
   };
   if (typeof BroadcastChannel !== "undefined") {
     const channel = new BroadcastChannel(MCP_AUTH_CHANNEL);
