@@ -2085,11 +2085,21 @@ async fn sessions_patch_title_renames_and_bad_titles_are_400() {
     assert_eq!(body["data"]["agent"]["type"], "inline", "the agent is kept: {body}");
     assert_eq!(session_body(&server, &session_id).await["title"], "Quarterly report");
     let before = session_body(&server, &session_id).await;
-    for bad in [json!(""), json!("   "), json!("two\nlines"), json!("x".repeat(201)), json!(7)] {
+    for bad in [
+        json!(""),
+        json!("   "),
+        json!("two\nlines"),
+        json!("x".repeat(201)),
+        json!(7),
+    ] {
         let reply = patch(&server, &path, json!({"title": bad})).await;
         assert_bad_request(&reply);
     }
-    assert_eq!(session_body(&server, &session_id).await, before, "no rejected rename was written");
+    assert_eq!(
+        session_body(&server, &session_id).await,
+        before,
+        "no rejected rename was written"
+    );
     let (status, body) = patch(&server, &path, json!({"title": "é".repeat(200)})).await;
     assert_eq!(status, 200, "200 characters (not bytes) are allowed: {body}");
     server.stop().await;
