@@ -88,6 +88,54 @@ describe("settings", () => {
   });
 });
 
+describe("history filter and deletes", () => {
+  test("the history filtered by an agent lists only that agent's chats", async () => {
+    await harness.api("POST", "/api/v1/agents", {
+      name: "filtered",
+      manifest: { model: { name: FAKE_MODEL } },
+    });
+    const mine = await harness.api<{ data: { id: string } }>("POST", "/api/v1/sessions", {
+      agent: { name: "filtered" },
+    });
+    await harness.api("PATCH", `/api/v1/sessions/${mine.data.id}`, { title: "With the filtered agent" });
+    const other = await harness.toolSession();
+    await harness.api("PATCH", `/api/v1/sessions/${other}`, { title: "Inline agent chat" });
+    const { page } = await harness.page();
+    await page.goto("/");
+    await page.locator(".tf-session", { hasText: "Inline agent chat" }).waitFor();
+    await page.getByLabel("Filter by agent").selectOption({ label: "filtered" });
+    await page.locator(".tf-session", { hasText: "Inline agent chat" }).waitFor({ state: "detached" });
+    assert.deepEqual(await page.locator(".tf-session-title").allInnerTexts(), ["With the filtered agent"]);
+  });
+
+  test("a model provider is deleted from settings", async () => {
+    await harness.api("PUT", "/api/v1/settings/model-providers", {
+      manifest: {
+        type: "custom",
+        name: "doomed",
+        base_url: `${harness.server.fakeLlmUrl}/v1`,
+        auth: { api_key: "k" },
+        models: [{ model_id: "model-a", name: "model-a", properties: {} }],
+      },
+    });
+    const { page } = await harness.page();
+    await page.goto("/settings/models");
+    const row = page.getByTestId("provider-list").locator("li", { hasText: "doomed" });
+    await row.waitFor();
+    await row.getByRole("button", { name: /Delete/ }).click();
+    await page
+      .getByRole("button", { name: /^Delete/ })
+      .last()
+      .click();
+    await row.waitFor({ state: "detached" });
+    const providers = await harness.api<{ data: { name: string }[] }>(
+      "GET",
+      "/api/v1/settings/model-providers",
+    );
+    assert.ok(!providers.data.some((provider) => provider.name === "doomed"));
+  });
+});
+
 describe("look", () => {
   test("the dark theme is switched on and remembered", async () => {
     const { page } = await harness.page();

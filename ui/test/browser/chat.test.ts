@@ -210,6 +210,40 @@ describe("chat", () => {
     assert.match(await page.getByTestId("turn-metrics").last().innerText(), /1 compaction/);
   });
 
+  test("reasoning folds away and a sub-agent's thread is nested in the card of its call", async () => {
+    const page = await openSession(await harness.toolSession());
+    const args = JSON.stringify({ name: "helper", input: "#steps=1 #tool=lookup" }).replaceAll(
+      " ",
+      "\\u0020",
+    );
+    await send(page, `Delegate. #reasoning #steps=1 #tool=create_sub_agent #args=${args}`);
+    await waitForTurnEnd(page);
+    const reasoning = page.locator(".tf-reasoning").first();
+    assert.equal(await reasoning.getAttribute("open"), null, "reasoning is folded once the answer is whole");
+    assert.match(await reasoning.innerText(), /Reasoning/);
+    const card = page.locator('.tf-tool[data-tool="create_sub_agent"]');
+    assert.match(await card.locator(".tf-tool-title").first().innerText(), /Sub-agent: helper/);
+    const nested = card.getByRole("region", { name: /Sub-agent helper/ });
+    await nested.locator('.tf-tool[data-tool="lookup"][data-status="done"]').waitFor();
+  });
+
+  test("an approval is given from the keyboard", async () => {
+    const page = await openSession(await harness.toolSession());
+    await send(page, 'Switch it on. #steps=1 #tool=toggle #args={"on":true}');
+    const approval = page.getByRole("region", { name: /Approval required for toggle/ });
+    await approval.waitFor();
+    await approval.getByRole("button", { name: "Allow once" }).focus();
+    // Once, session, deny: a saved agent's chat would have a third allow button between them.
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Deny…");
+    await page.keyboard.press("Enter");
+    await page.keyboard.type("no, thanks");
+    await page.keyboard.press("Enter");
+    await waitForTurnEnd(page, 2);
+    assert.match(await page.locator('.tf-tool[data-tool="toggle"]').innerText(), /toggle/);
+  });
+
   test("stop cancels the running turn", async () => {
     const page = await openSession(await harness.toolSession());
     await send(page, "Go on and on. #chunks=40 #delay=150");
