@@ -2,8 +2,9 @@
 // configuring a model provider, the themes and the phone-width layout.
 
 import assert from "node:assert/strict";
+import { resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { FAKE_MODEL, type Harness, send, startHarness, waitForTurnEnd } from "../support/harness.js";
+import { FAKE_MODEL, type Harness, REPO, send, startHarness, waitForTurnEnd } from "../support/harness.js";
 
 let harness: Harness;
 
@@ -133,6 +134,75 @@ describe("history filter and deletes", () => {
       "/api/v1/settings/model-providers",
     );
     assert.ok(!providers.data.some((provider) => provider.name === "doomed"));
+  });
+});
+
+describe("standing approvals and stdio servers", () => {
+  test("'always allow for this agent' is remembered for the agent, listed in its builder and revoked there", async () => {
+    await harness.api("POST", "/api/v1/agents", {
+      name: "switcher",
+      manifest: { model: { name: FAKE_MODEL }, mcp_servers: [{ name: "stub", preload: true }] },
+    });
+    const session = await harness.api<{ data: { id: string } }>("POST", "/api/v1/sessions", {
+      agent: { name: "switcher" },
+    });
+    const { page } = await harness.page();
+    await page.goto(`/sessions/${session.data.id}`);
+    await send(page, 'Switch it on. #steps=1 #tool=toggle #args={"on":true}');
+    const approval = page.getByRole("region", { name: /Approval required for toggle/ });
+    await approval.getByRole("button", { name: "Always allow for this agent" }).click();
+    await waitForTurnEnd(page, 2);
+    const agents = await harness.api<{ data: { id: string; name: string }[] }>("GET", "/api/v1/agents");
+    const agentId = agents.data.find((agent) => agent.name === "switcher")?.id ?? "";
+    const standing = await harness.api<{ data: unknown[] }>(
+      "GET",
+      `/api/v1/agents/${agentId}/tool-approvals`,
+    );
+    assert.equal(standing.data.length, 1, JSON.stringify(standing));
+
+    await page.goto(`/agents/${agentId}`);
+    const list = page.getByTestId("tool-approvals");
+    await list.getByRole("button", { name: /^Revoke toggle/ }).click();
+    await list.getByRole("button", { name: /^Revoke toggle/ }).waitFor({ state: "detached" });
+    const after = await harness.api<{ data: unknown[] }>("GET", `/api/v1/agents/${agentId}/tool-approvals`);
+    assert.equal(after.data.length, 0);
+  });
+
+  test("an agent's instructions are updated in the builder", async () => {
+    const created = await harness.api<{ data: { id: string } }>("POST", "/api/v1/agents", {
+      name: "editable",
+      manifest: { model: { name: FAKE_MODEL }, instructions: "Old." },
+    });
+    const { page } = await harness.page();
+    await page.goto(`/agents/${created.data.id}`);
+    const form = page.getByTestId("agent-form");
+    await form.getByLabel("Instructions").fill("New and better.");
+    await form.getByTestId("agent-save").click();
+    await page.waitForFunction(async (id) => {
+      const body = (await (await fetch(`/api/v1/agents/${id}`)).json()) as {
+        data: { manifest: { instructions?: string } };
+      };
+      return body.data.manifest.instructions === "New and better.";
+    }, created.data.id);
+  });
+
+  test("a stdio MCP server is added in settings and its tools are listed", async () => {
+    const { page } = await harness.page();
+    await page.goto("/settings/mcp");
+    await page.getByTestId("mcp-add-custom").click();
+    const form = page.getByTestId("mcp-form");
+    await form.getByTestId("mcp-transport-stdio").check();
+    await form.getByTestId("mcp-name").fill("stub-two");
+    await form.getByTestId("mcp-description").fill("Looks words up.");
+    await form.getByTestId("mcp-command").fill(process.execPath);
+    await form.getByTestId("mcp-args").fill(resolve(REPO, "sdk/typescript/test/fixtures/mcp-stub.mjs"));
+    await form.getByRole("button", { name: "Add server" }).click();
+    await page.getByTestId("mcp-list").locator("li", { hasText: "stub-two" }).waitFor();
+    const tools = await harness.api<{ data: { name: string }[] }>(
+      "GET",
+      "/api/v1/mcp-servers/stub-two/tools",
+    );
+    assert.deepEqual(tools.data.map((tool) => tool.name).sort(), ["lookup", "toggle"]);
   });
 });
 
