@@ -69,7 +69,10 @@ function useController(server: AgentUIServer, sessionId: string | null): Convers
     });
   }
   const controller = current.current;
-  useEffect(() => () => controller.dispose(), [controller]);
+  useEffect(() => {
+    controller.revive();
+    return () => controller.dispose();
+  }, [controller]);
   return controller;
 }
 

@@ -235,10 +235,18 @@ export class ConversationController {
     }
   }
 
+  /**
+   * Stops the stream and ignores late results. React may mount a component twice in development (Strict
+   * Mode), disposing in between: `revive` undoes a dispose, and the second mount loads again.
+   */
   dispose(): void {
+    this.#generation += 1;
     this.#closeStream();
     this.#disposed = true;
-    this.#listeners.clear();
+  }
+
+  revive(): void {
+    this.#disposed = false;
   }
 
   #start(sessionId: string, input: TurnInputItem[], previousTurnId: string): void {
