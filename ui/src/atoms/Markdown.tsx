@@ -2,7 +2,16 @@
 // images shown as links (the page's CSP loads no remote image: a prompt-injected answer must not leak data
 // through an image URL), and three kinds of fences: code, generative UI (`openui`) and sandbox artifacts.
 
-import { type ComponentProps, lazy, memo, type ReactElement, Suspense } from "react";
+import {
+  type ComponentProps,
+  createContext,
+  lazy,
+  memo,
+  type ReactElement,
+  Suspense,
+  useContext,
+  useMemo,
+} from "react";
 import ReactMarkdown, { type Components } from "react-markdown";
 import remarkGfm from "remark-gfm";
 import { ArtifactList, parseArtifacts } from "./Artifacts.js";
@@ -31,42 +40,50 @@ function fenceOf(children: ComponentProps<"pre">["children"]): { code: string; l
   return { code: code.replace(/\n$/, ""), language };
 }
 
-function components(context: MarkdownContext): Components {
-  return {
-    a: ({ href, children }) => (
-      <a href={href} target="_blank" rel="noopener noreferrer">
-        {children}
-      </a>
-    ),
-    img: ({ src, alt }) => (
-      <a
-        className="tf-image-link"
-        href={typeof src === "string" ? src : undefined}
-        target="_blank"
-        rel="noopener noreferrer"
-      >
-        {alt ? `image: ${alt}` : "image"}
-      </a>
-    ),
-    pre: ({ children }) => {
-      const fence = fenceOf(children);
-      if (fence === null) {
-        return <pre>{children}</pre>;
-      }
-      if (fence.language === "openui") {
-        return (
-          <Suspense fallback={<CodeBlock code={fence.code} language="" streaming />}>
-            <OpenUiBlock source={fence.code} streaming={context.streaming} />
-          </Suspense>
-        );
-      }
-      if (fence.language === "sandbox_artifacts") {
-        return <ArtifactList files={parseArtifacts(fence.code)} turnId={context.turnId} />;
-      }
-      return <CodeBlock code={fence.code} language={fence.language} streaming={context.streaming} />;
-    },
-  };
+/** What the fences need to know; read through a context so the renderers below stay the same functions. */
+const MarkdownState = createContext<MarkdownContext>({ streaming: false, turnId: null });
+
+/**
+ * A fenced block. One stable component: were it recreated per render, React would remount every fence on
+ * each streamed delta (a generative-UI block would lose its tabs and typed values).
+ */
+function Pre({ children }: ComponentProps<"pre">) {
+  const context = useContext(MarkdownState);
+  const fence = fenceOf(children);
+  if (fence === null) {
+    return <pre>{children}</pre>;
+  }
+  if (fence.language === "openui") {
+    return (
+      <Suspense fallback={<CodeBlock code={fence.code} language="" streaming />}>
+        <OpenUiBlock source={fence.code} streaming={context.streaming} />
+      </Suspense>
+    );
+  }
+  if (fence.language === "sandbox_artifacts") {
+    return <ArtifactList files={parseArtifacts(fence.code)} turnId={context.turnId} />;
+  }
+  return <CodeBlock code={fence.code} language={fence.language} streaming={context.streaming} />;
 }
+
+const COMPONENTS: Components = {
+  a: ({ href, children }) => (
+    <a href={href} target="_blank" rel="noopener noreferrer">
+      {children}
+    </a>
+  ),
+  img: ({ src, alt }) => (
+    <a
+      className="tf-image-link"
+      href={typeof src === "string" ? src : undefined}
+      target="_blank"
+      rel="noopener noreferrer"
+    >
+      {alt ? `image: ${alt}` : "image"}
+    </a>
+  ),
+  pre: Pre,
+};
 
 const PLUGINS = [remarkGfm];
 
@@ -82,9 +99,11 @@ export const Markdown = memo(function Markdown({
 }) {
   return (
     <div className="tf-markdown">
-      <ReactMarkdown remarkPlugins={PLUGINS} components={components({ streaming, turnId })}>
-        {text}
-      </ReactMarkdown>
+      <MarkdownState.Provider value={useMemo(() => ({ streaming, turnId }), [streaming, turnId])}>
+        <ReactMarkdown remarkPlugins={PLUGINS} components={COMPONENTS}>
+          {text}
+        </ReactMarkdown>
+      </MarkdownState.Provider>
     </div>
   );
 });

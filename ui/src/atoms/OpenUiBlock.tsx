@@ -1,7 +1,9 @@
-// Generative UI: an ```openui fence. The renderer of the OpenUI language is not built yet (README, "Not yet"):
-// the block shows its source, marked as such, so nothing the model wrote is hidden.
+// Generative UI: an ```openui fence, rendered as the components it describes (src/openui/: a tolerant
+// streaming parser of the language the agent's guide defines, and React components for it). A separate
+// chunk, loaded by Markdown only when an answer has such a block.
 
-import { CodeBlock } from "./CodeBlock.js";
+import "../openui/openui.css";
+import { OpenUi } from "../openui/OpenUi.js";
 
 export default function OpenUiBlock({
   source,
@@ -10,9 +12,5 @@ export default function OpenUiBlock({
   readonly source: string;
   readonly streaming: boolean;
 }) {
-  return (
-    <div className="tf-openui" data-openui="source">
-      <CodeBlock code={source} language="openui" streaming={streaming} />
-    </div>
-  );
+  return <OpenUi source={source} streaming={streaming} />;
 }
