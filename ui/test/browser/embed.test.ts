@@ -1,4 +1,4 @@
-// The example host app (ui/examples/host) in Chromium: built from source at test time, served by a host
+// The example host app (ui/examples/host) in Chromium: built at test time against the package's library build, served by a host
 // server of its own that proxies `/api` to the real TrueForge server (the deployment the example's README
 // describes). Its custom layout and custom tool card are on screen, and a turn runs through them.
 
@@ -21,6 +21,8 @@ let outDir: string;
 
 before(async () => {
   outDir = await mkdtemp(join(tmpdir(), "trueforge-ui-example-"));
+  // The package's library build first: the example imports `@trueforge/ui` as a host would.
+  await build({ configFile: resolve(REPO, "ui/vite.lib.config.ts"), logLevel: "error" });
   await build({
     configFile: resolve(REPO, "ui/examples/host/vite.config.ts"),
     logLevel: "error",
