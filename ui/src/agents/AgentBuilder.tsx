@@ -4,28 +4,42 @@
 
 import type { Agent, AvailableMcpServer, AvailableModel, AvailableSkill, Capabilities } from "@trueforge/sdk";
 import { type ReactNode, useCallback, useId, useMemo, useRef, useState } from "react";
-import { toast } from "sonner";
 import { useNavigation } from "../app/router.js";
 import { ChevronIcon } from "../atoms/icons.js";
-import { useServer, useShell } from "../embed/context.js";
-import {
-  CheckboxField,
-  ConfirmDelete,
-  EmptyState,
-  ErrorState,
-  Fieldset,
-  FormError,
-  LoadingState,
-  SelectField,
-  TextField,
-} from "../settings/fields.js";
-import { type Loaded, useLoad } from "../settings/useLoad.js";
+import { useServer } from "../embed/context.js";
+import { CheckboxField, Fieldset, NameField, SelectField, TextField } from "../settings/fields.js";
+import { Form, FormFooter, SubmitButton, useFormSave } from "../settings/forms.js";
+import { EmptyState, NotLoaded } from "../settings/states.js";
+import { type Loaded, useLoad, useLoadFrom } from "../settings/useLoad.js";
 import { resourceNameError } from "../settings/validation.js";
-import { describeError } from "../state/errors.js";
+import { DeleteAgent, useStartChat } from "./agent-actions.js";
 import { McpPicker } from "./McpPicker.js";
+import { PickerState, SettingsLink, useOpenSettings } from "./settings-link.js";
 import { type AgentForm, emptyForm, formFromSpec, specFromForm } from "./spec-form.js";
 import { ToolApprovals } from "./ToolApprovals.js";
 import "../settings/screens.css";
+
+/** The capabilities every server offers, each a switch of the form (the sandbox, which a server may lack, apart). */
+const CAPABILITY_SWITCHES = [
+  {
+    field: "askUserQuestions",
+    label: "Ask the user questions",
+    hint: "The agent may stop to ask clarifying questions, with choices to pick from.",
+    testId: "cap-ask-user",
+  },
+  {
+    field: "dynamicSubAgents",
+    label: "Dynamic sub-agents",
+    hint: "The agent may hand self-contained tasks to sub-agents it creates.",
+    testId: "cap-sub-agents",
+  },
+  {
+    field: "generativeUi",
+    label: "Generative UI",
+    hint: "The agent may answer with interactive components (forms, tables, charts) besides text.",
+    testId: "cap-generative-ui",
+  },
+] as const;
 
 export default function AgentBuilder({ agentId }: { readonly agentId: string | null }) {
   const server = useServer();
@@ -42,22 +56,10 @@ export default function AgentBuilder({ agentId }: { readonly agentId: string | n
     [port, needsLoad, agentId],
   );
   const loaded = useLoad(loadAgent, "the agent");
-  const models = useLoad(
-    useMemo(() => (port ? () => port.models() : null), [port]),
-    "the models",
-  );
-  const mcpServers = useLoad(
-    useMemo(() => (port ? () => port.mcpServers() : null), [port]),
-    "the MCP servers",
-  );
-  const skills = useLoad(
-    useMemo(() => (port ? () => port.skills() : null), [port]),
-    "the skills",
-  );
-  const capabilities = useLoad(
-    useMemo(() => (port ? () => port.capabilities() : null), [port]),
-    "the server's capabilities",
-  );
+  const models = useLoadFrom(port, (agents) => agents.models(), "the models");
+  const mcpServers = useLoadFrom(port, (agents) => agents.mcpServers(), "the MCP servers");
+  const skills = useLoadFrom(port, (agents) => agents.skills(), "the skills");
+  const capabilities = useLoadFrom(port, (agents) => agents.capabilities(), "the server's capabilities");
 
   const back = (
     <button
@@ -85,11 +87,7 @@ export default function AgentBuilder({ agentId }: { readonly agentId: string | n
 
   let body: ReactNode;
   if (agentId !== null && agent === undefined) {
-    body = loaded.error ? (
-      <ErrorState message={loaded.error} onRetry={loaded.reload} testId="agent-load-error" />
-    ) : (
-      <LoadingState label="Loading the agent…" />
-    );
+    body = <NotLoaded loaded={loaded} label="Loading the agent…" errorTestId="agent-load-error" />;
   } else if (agentId !== null && agent === null) {
     body = (
       <EmptyState testId="agent-missing">
@@ -100,11 +98,7 @@ export default function AgentBuilder({ agentId }: { readonly agentId: string | n
       </EmptyState>
     );
   } else if (!models.data) {
-    body = models.error ? (
-      <ErrorState message={models.error} onRetry={models.reload} />
-    ) : (
-      <LoadingState label="Loading the models…" />
-    );
+    body = <NotLoaded loaded={models} label="Loading the models…" />;
   } else {
     body = (
       <AgentEditor
@@ -147,8 +141,9 @@ function AgentEditor({
   readonly onSaved: (agent: Agent, created: boolean) => void;
 }) {
   const server = useServer();
-  const shell = useShell();
   const { navigate } = useNavigation();
+  const openSettings = useOpenSettings();
+  const startChat = useStartChat();
   const port = server.agents;
   const headingId = useId();
   const formRef = useRef<HTMLFormElement>(null);
@@ -161,10 +156,13 @@ function AgentEditor({
   const spec = useMemo(() => specFromForm(form, base), [form, base]);
   const [baseline, setBaseline] = useState(() => JSON.stringify(spec));
   const dirty = JSON.stringify(spec) !== baseline || (agent === null && form.name !== "");
-  const [submitted, setSubmitted] = useState(false);
-  const [saving, setSaving] = useState(false);
+  const saveForm = useFormSave<Agent>({
+    what: "the agent",
+    savedMessage: (saved) => (agent ? `Saved ${saved.name}.` : `Created ${saved.name}.`),
+    onSaved: (saved) => onSaved(saved, agent === null),
+  });
+  const { submitted, saving, show } = saveForm;
   const [starting, setStarting] = useState(false);
-  const [serverError, setServerError] = useState<string | null>(null);
 
   const set = useCallback(<K extends keyof AgentForm>(field: K, value: AgentForm[K]) => {
     setForm((current) => ({ ...current, [field]: value }));
@@ -177,37 +175,22 @@ function AgentEditor({
     model: form.model === "" ? "Choose a model." : null,
   };
   const invalid = Object.values(errors).some((error) => error !== null);
-  // A name's rules are shown as soon as something is typed; the rest after a first Save.
-  const shown = (field: keyof typeof errors) =>
-    submitted || (field === "name" && form.name !== "") ? errors[field] : null;
 
-  const save = async (): Promise<Agent | null> => {
-    setSubmitted(true);
-    if (!port) {
-      return null;
-    }
-    if (invalid) {
+  const save = (): Promise<Agent | null> => {
+    if (port && invalid) {
       requestAnimationFrame(() =>
         formRef.current?.querySelector<HTMLElement>("[aria-invalid='true']")?.focus(),
       );
-      return null;
     }
-    setSaving(true);
-    setServerError(null);
-    try {
-      const result = agent ? await port.update(agent.id, spec) : await port.create(form.name, spec);
-      setBaseline(JSON.stringify(spec));
-      toast.success(agent ? `Saved ${result.name}.` : `Created ${result.name}.`);
-      onSaved(result, agent === null);
-      return result;
-    } catch (error) {
-      const message = describeError(error);
-      setServerError(message);
-      toast.error(`Could not save the agent: ${message}`);
-      return null;
-    } finally {
-      setSaving(false);
-    }
+    return saveForm.submit(
+      port && !invalid
+        ? async () => {
+            const result = agent ? await port.update(agent.id, spec) : await port.create(form.name, spec);
+            setBaseline(JSON.stringify(spec));
+            return result;
+          }
+        : null,
+    );
   };
 
   const tryInChat = async () => {
@@ -216,11 +199,7 @@ function AgentEditor({
       return;
     }
     setStarting(true);
-    try {
-      const session = await server.chat.createSession({ name: target.name });
-      navigate({ name: "chat", sessionId: session.id });
-    } catch (error) {
-      toast.error(`Could not start a chat with ${target.name}: ${describeError(error)}`);
+    if (!(await startChat(target.name))) {
       setStarting(false);
     }
   };
@@ -236,29 +215,17 @@ function AgentEditor({
         <h1 id={headingId}>{agent ? agent.name : "New agent"}</h1>
         {dirty && agent ? <span className="tf-chip tf-chip-warn">Unsaved changes</span> : null}
       </div>
-      <form
-        ref={formRef}
-        className="tf-form"
-        data-testid="agent-form"
-        aria-labelledby={headingId}
-        noValidate
-        onSubmit={(event) => {
-          event.preventDefault();
-          void save();
-        }}
-      >
+      <Form ref={formRef} testId="agent-form" labelledBy={headingId} onSubmit={() => void save()}>
         <Fieldset legend="Agent">
           {agent === null ? (
-            <TextField
-              label="Name"
+            <NameField
               value={form.name}
               onChange={(value) => set("name", value)}
-              required
+              error={errors.name}
+              submitted={submitted}
               autoFocus
-              monospace
               testId="agent-name"
               hint="2 to 64 characters: lowercase letters, digits, '.', '_' and '-'; a letter first. It cannot be changed later."
-              error={shown("name")}
             />
           ) : (
             <p className="tf-field-hint">
@@ -291,17 +258,11 @@ function AgentEditor({
                 }));
               }}
               error={
-                shown("model") ?? (form.model && !model ? "This model is not configured any more." : null)
+                show(errors.model) ?? (form.model && !model ? "This model is not configured any more." : null)
               }
               hint={
-                models.length === 0 && shell.settings && server.settings ? (
-                  <button
-                    type="button"
-                    className="tf-link"
-                    onClick={() => navigate({ name: "settings", section: "models" })}
-                  >
-                    Add a model provider in the settings
-                  </button>
+                models.length === 0 && openSettings ? (
+                  <SettingsLink section="models">Add a model provider in the settings</SettingsLink>
                 ) : undefined
               }
             />
@@ -353,27 +314,16 @@ function AgentEditor({
         />
 
         <Fieldset legend="Capabilities" testId="agent-capabilities">
-          <CheckboxField
-            label="Ask the user questions"
-            hint="The agent may stop to ask clarifying questions, with choices to pick from."
-            checked={form.askUserQuestions}
-            onChange={(on) => set("askUserQuestions", on)}
-            testId="cap-ask-user"
-          />
-          <CheckboxField
-            label="Dynamic sub-agents"
-            hint="The agent may hand self-contained tasks to sub-agents it creates."
-            checked={form.dynamicSubAgents}
-            onChange={(on) => set("dynamicSubAgents", on)}
-            testId="cap-sub-agents"
-          />
-          <CheckboxField
-            label="Generative UI"
-            hint="The agent may answer with interactive components (forms, tables, charts) besides text."
-            checked={form.generativeUi}
-            onChange={(on) => set("generativeUi", on)}
-            testId="cap-generative-ui"
-          />
+          {CAPABILITY_SWITCHES.map(({ field, label, hint, testId }) => (
+            <CheckboxField
+              key={field}
+              label={label}
+              hint={hint}
+              checked={form[field]}
+              onChange={(on) => set(field, on)}
+              testId={testId}
+            />
+          ))}
           <CheckboxField
             label="Sandbox"
             hint={
@@ -389,51 +339,31 @@ function AgentEditor({
           />
         </Fieldset>
 
-        <div className="tf-form-actions">
-          <FormError message={serverError} testId="agent-save-error" />
-          <div className="tf-row tf-wrap">
-            <button
-              type="submit"
-              className="tf-button tf-button-primary"
+        <FormFooter error={saveForm.error} errorTestId="agent-save-error">
+          <SubmitButton saving={saving} disabled={busy} testId="agent-save">
+            {agent ? "Save" : "Create agent"}
+          </SubmitButton>
+          <button
+            type="button"
+            className="tf-button"
+            disabled={busy}
+            aria-busy={starting}
+            data-testid="agent-try"
+            onClick={() => void tryInChat()}
+          >
+            {starting ? "Starting…" : agent === null || dirty ? "Save and try in chat" : "Try in chat"}
+          </button>
+          {agent && remove ? (
+            <DeleteAgent
+              agent={agent}
               disabled={busy}
-              aria-busy={saving}
-              data-testid="agent-save"
-            >
-              {saving ? "Saving…" : agent ? "Save" : "Create agent"}
-            </button>
-            <button
-              type="button"
-              className="tf-button"
-              disabled={busy}
-              aria-busy={starting}
-              data-testid="agent-try"
-              onClick={() => void tryInChat()}
-            >
-              {starting ? "Starting…" : agent === null || dirty ? "Save and try in chat" : "Try in chat"}
-            </button>
-            {agent && remove ? (
-              <ConfirmDelete
-                what={agent.name}
-                disabled={busy}
-                testId="agent-delete"
-                description={
-                  <p>The agent is removed from the library for everyone. This cannot be undone.</p>
-                }
-                onConfirm={async () => {
-                  try {
-                    await remove.call(port, agent.id);
-                    toast.success(`Deleted ${agent.name}.`);
-                    navigate({ name: "agents" });
-                  } catch (error) {
-                    toast.error(`Could not delete ${agent.name}: ${describeError(error)}`);
-                    throw error;
-                  }
-                }}
-              />
-            ) : null}
-          </div>
-        </div>
-      </form>
+              testId="agent-delete"
+              remove={() => remove.call(port, agent.id)}
+              onDeleted={() => navigate({ name: "agents" })}
+            />
+          ) : null}
+        </FormFooter>
+      </Form>
       {agent ? <ToolApprovals agentId={agent.id} /> : null}
     </>
   );
@@ -452,9 +382,6 @@ function SkillsPicker({
   readonly reason: string | undefined;
   readonly onChange: (skills: string[]) => void;
 }) {
-  const server = useServer();
-  const shell = useShell();
-  const { navigate } = useNavigation();
   const configured = skills.data ?? [];
   const known = new Set(configured.map((skill) => skill.name));
   const missing = skills.data ? chosen.filter((name) => !known.has(name)) : [];
@@ -470,22 +397,13 @@ function SkillsPicker({
       }
       testId="agent-skills"
     >
-      {skills.loading && !skills.data ? <LoadingState label="Loading the skills…" /> : null}
-      {skills.error && !skills.data ? <ErrorState message={skills.error} onRetry={skills.reload} /> : null}
-      {skills.data && configured.length === 0 && missing.length === 0 ? (
-        <p className="tf-muted">
-          No skill is configured.{" "}
-          {shell.settings && server.settings ? (
-            <button
-              type="button"
-              className="tf-link"
-              onClick={() => navigate({ name: "settings", section: "skills" })}
-            >
-              Add one in the settings
-            </button>
-          ) : null}
-        </p>
-      ) : null}
+      <PickerState
+        loaded={skills}
+        label="Loading the skills…"
+        empty={configured.length === 0 && missing.length === 0}
+        what="skill"
+        section="skills"
+      />
       <div className="tf-check-grid">
         {configured.map((skill) => (
           <CheckboxField

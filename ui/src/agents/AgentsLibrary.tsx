@@ -2,14 +2,14 @@
 // (the builder) and Delete; and the way to a new agent.
 
 import type { Agent } from "@trueforge/sdk";
-import { useCallback, useEffect, useMemo, useState } from "react";
-import { toast } from "sonner";
+import { useEffect, useMemo, useState } from "react";
 import { useNavigation } from "../app/router.js";
 import { BotIcon, EditIcon, PlusIcon } from "../atoms/icons.js";
 import { useServer, useShell } from "../embed/context.js";
-import { ConfirmDelete, EmptyState, ErrorState, LoadingState } from "../settings/fields.js";
-import { useLoad } from "../settings/useLoad.js";
-import { describeError } from "../state/errors.js";
+import { RowButton } from "../settings/rows.js";
+import { EmptyState, Loadable } from "../settings/states.js";
+import { useLoadFrom } from "../settings/useLoad.js";
+import { DeleteAgent, useStartChat } from "./agent-actions.js";
 import "../settings/screens.css";
 
 const SEARCH_DELAY_MS = 250;
@@ -46,8 +46,7 @@ export default function AgentsLibrary() {
   const shell = useShell();
   const { navigate } = useNavigation();
   const agentsPort = server.agents;
-  const load = useMemo(() => (agentsPort ? () => agentsPort.list() : null), [agentsPort]);
-  const agents = useLoad(load, "the agents");
+  const agents = useLoadFrom(agentsPort, (port) => port.list(), "the agents");
   const [query, setQuery] = useState("");
   const search = useDebounced(query, SEARCH_DELAY_MS);
   const [starting, setStarting] = useState<string | null>(null);
@@ -58,19 +57,13 @@ export default function AgentsLibrary() {
     return words.length === 0 ? list : list.filter((agent) => matches(agent, words));
   }, [agents.data, search]);
 
-  const chat = useCallback(
-    async (agent: Agent) => {
-      setStarting(agent.id);
-      try {
-        const session = await server.chat.createSession({ name: agent.name });
-        navigate({ name: "chat", sessionId: session.id });
-      } catch (error) {
-        toast.error(`Could not start a chat with ${agent.name}: ${describeError(error)}`);
-        setStarting(null);
-      }
-    },
-    [server, navigate],
-  );
+  const startChat = useStartChat();
+  const chat = async (agent: Agent) => {
+    setStarting(agent.id);
+    if (!(await startChat(agent.name))) {
+      setStarting(null);
+    }
+  };
 
   if (!agentsPort) {
     return (
@@ -117,103 +110,105 @@ export default function AgentsLibrary() {
         )}
       </search>
 
-      {agents.loading && !agents.data ? (
-        <LoadingState label="Loading the agents…" />
-      ) : agents.error && !agents.data ? (
-        <ErrorState message={agents.error} onRetry={agents.reload} testId="agents-error" />
-      ) : total === 0 ? (
-        <EmptyState testId="agents-empty">
-          <p>No agents yet.</p>
-          {shell.builder && (
-            <p>An agent is a model with instructions, MCP servers and skills, saved under a name.</p>
-          )}
-        </EmptyState>
-      ) : visible.length === 0 ? (
-        <EmptyState testId="agents-no-match">No agent matches “{search.trim()}”.</EmptyState>
-      ) : (
-        <ul className="tf-list" data-testid="agent-list" aria-label="Saved agents">
-          {visible.map((agent) => {
-            const servers = agent.manifest.mcp_servers ?? [];
-            const skills = agent.manifest.skills ?? [];
-            return (
-              <li key={agent.id} className="tf-list-row" data-testid="agent-row" data-name={agent.name}>
-                <div className="tf-list-row-main">
-                  <span className="tf-row-icon" aria-hidden="true">
-                    <BotIcon />
-                  </span>
-                  <div className="tf-list-row-text">
-                    <div className="tf-list-row-title">{agent.name}</div>
-                    <div className="tf-list-row-badges">
-                      <span
-                        className="tf-chip"
-                        title={agent.manifest.model.name}
-                        data-testid="agent-row-model"
-                      >
-                        {shortModelName(agent.manifest.model.name)}
-                      </span>
-                      <span
-                        className="tf-chip"
-                        title={servers.length > 0 ? servers.map((s) => s.name).join(", ") : undefined}
-                      >
-                        {plural(servers.length, "MCP server", "MCP servers")}
-                      </span>
-                      <span
-                        className="tf-chip"
-                        title={skills.length > 0 ? skills.map((s) => s.name).join(", ") : undefined}
-                      >
-                        {plural(skills.length, "skill", "skills")}
-                      </span>
-                    </div>
-                    {agent.manifest.instructions ? (
-                      <p className="tf-list-row-subtitle tf-clamp">{agent.manifest.instructions}</p>
-                    ) : null}
-                  </div>
-                  <div className="tf-list-row-actions">
-                    <button
-                      type="button"
-                      className="tf-button tf-button-primary"
-                      aria-label={`Chat with ${agent.name}`}
-                      disabled={starting !== null}
-                      aria-busy={starting === agent.id}
-                      onClick={() => void chat(agent)}
-                    >
-                      {starting === agent.id ? "Starting…" : "Chat"}
-                    </button>
-                    {shell.builder && (
-                      <button
-                        type="button"
-                        className="tf-button"
-                        aria-label={`Edit ${agent.name}`}
-                        onClick={() => navigate({ name: "agent", agentId: agent.id })}
-                      >
-                        <EditIcon /> Edit
-                      </button>
-                    )}
-                    {remove && (
-                      <ConfirmDelete
-                        what={agent.name}
-                        description={
-                          <p>The agent is removed from the library for everyone. This cannot be undone.</p>
-                        }
-                        onConfirm={async () => {
-                          try {
-                            await remove.call(agentsPort, agent.id);
-                            agents.update((list) => list.filter((a) => a.id !== agent.id));
-                            toast.success(`Deleted ${agent.name}.`);
-                          } catch (error) {
-                            toast.error(`Could not delete ${agent.name}: ${describeError(error)}`);
-                            throw error;
-                          }
-                        }}
-                      />
-                    )}
-                  </div>
-                </div>
-              </li>
-            );
-          })}
-        </ul>
-      )}
+      <Loadable loaded={agents} label="Loading the agents…" errorTestId="agents-error">
+        {total === 0 ? (
+          <EmptyState testId="agents-empty">
+            <p>No agents yet.</p>
+            {shell.builder && (
+              <p>An agent is a model with instructions, MCP servers and skills, saved under a name.</p>
+            )}
+          </EmptyState>
+        ) : visible.length === 0 ? (
+          <EmptyState testId="agents-no-match">No agent matches “{search.trim()}”.</EmptyState>
+        ) : (
+          <ul className="tf-list" data-testid="agent-list" aria-label="Saved agents">
+            {visible.map((agent) => (
+              <AgentRow
+                key={agent.id}
+                agent={agent}
+                starting={starting}
+                onChat={() => void chat(agent)}
+                onEdit={shell.builder ? () => navigate({ name: "agent", agentId: agent.id }) : undefined}
+                remove={remove && (() => remove.call(agentsPort, agent.id))}
+                onDeleted={() => agents.update((list) => list.filter((a) => a.id !== agent.id))}
+              />
+            ))}
+          </ul>
+        )}
+      </Loadable>
     </div>
+  );
+}
+
+/**
+ * One saved agent: its model, how many MCP servers and skills it uses and the start of its instructions,
+ * with Chat, Edit (where the builder is offered) and Delete (where the server can delete).
+ */
+function AgentRow({
+  agent,
+  starting,
+  onChat,
+  onEdit,
+  remove,
+  onDeleted,
+}: {
+  readonly agent: Agent;
+  /** The id of the agent whose chat is starting: every Chat waits for it. */
+  readonly starting: string | null;
+  readonly onChat: () => void;
+  readonly onEdit: (() => void) | undefined;
+  readonly remove: (() => Promise<unknown>) | undefined;
+  readonly onDeleted: () => void;
+}) {
+  const servers = agent.manifest.mcp_servers ?? [];
+  const skills = agent.manifest.skills ?? [];
+  return (
+    <li className="tf-list-row" data-testid="agent-row" data-name={agent.name}>
+      <div className="tf-list-row-main">
+        <span className="tf-row-icon" aria-hidden="true">
+          <BotIcon />
+        </span>
+        <div className="tf-list-row-text">
+          <div className="tf-list-row-title">{agent.name}</div>
+          <div className="tf-list-row-badges">
+            <span className="tf-chip" title={agent.manifest.model.name} data-testid="agent-row-model">
+              {shortModelName(agent.manifest.model.name)}
+            </span>
+            <span
+              className="tf-chip"
+              title={servers.length > 0 ? servers.map((s) => s.name).join(", ") : undefined}
+            >
+              {plural(servers.length, "MCP server", "MCP servers")}
+            </span>
+            <span
+              className="tf-chip"
+              title={skills.length > 0 ? skills.map((s) => s.name).join(", ") : undefined}
+            >
+              {plural(skills.length, "skill", "skills")}
+            </span>
+          </div>
+          {agent.manifest.instructions ? (
+            <p className="tf-list-row-subtitle tf-clamp">{agent.manifest.instructions}</p>
+          ) : null}
+        </div>
+        <div className="tf-list-row-actions">
+          <RowButton
+            primary
+            label={`Chat with ${agent.name}`}
+            disabled={starting !== null}
+            busy={starting === agent.id}
+            onClick={onChat}
+          >
+            {starting === agent.id ? "Starting…" : "Chat"}
+          </RowButton>
+          {onEdit && (
+            <RowButton label={`Edit ${agent.name}`} onClick={onEdit}>
+              <EditIcon /> Edit
+            </RowButton>
+          )}
+          {remove && <DeleteAgent agent={agent} remove={remove} onDeleted={onDeleted} />}
+        </div>
+      </div>
+    </li>
   );
 }

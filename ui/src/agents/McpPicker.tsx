@@ -2,14 +2,16 @@
 // may call and which ask the user first. The tools are listed from the server itself.
 
 import { type AvailableMcpServer, TrueForgeApiError } from "@trueforge/sdk";
-import { useCallback, useEffect, useId, useRef, useState } from "react";
+import { type ReactNode, useCallback, useEffect, useId, useRef, useState } from "react";
 import { toast } from "sonner";
-import { useNavigation } from "../app/router.js";
-import { useServer, useShell } from "../embed/context.js";
-import { CheckboxField, ErrorState, Fieldset, LoadingState, StatusChip } from "../settings/fields.js";
+import { useServer } from "../embed/context.js";
+import { CheckboxField, Fieldset } from "../settings/fields.js";
+import { RowButton, StatusChip, useRowAction } from "../settings/rows.js";
+import { LoadingState } from "../settings/states.js";
 import type { Loaded } from "../settings/useLoad.js";
 import { describeError } from "../state/errors.js";
-import { authorizeInPopup } from "../state/mcp-auth.js";
+import { AuthStatusChip, connectInPopup } from "./mcp-connect.js";
+import { PickerState } from "./settings-link.js";
 import {
   type McpChoice,
   newMcpChoice,
@@ -26,18 +28,6 @@ type ToolsState =
   | { readonly status: "ready"; readonly tools: readonly ToolInfo[] }
   | { readonly status: "error"; readonly message: string; readonly needsAuth: boolean };
 
-/** The auth status of a server, as a chip. */
-export function AuthStatusChip({ status }: { readonly status: AvailableMcpServer["auth_status"]["status"] }) {
-  switch (status) {
-    case "authenticated":
-      return <StatusChip tone="ok">Connected</StatusChip>;
-    case "auth_required":
-      return <StatusChip tone="warn">Needs authorization</StatusChip>;
-    case "not_required":
-      return <StatusChip tone="muted">No sign-in needed</StatusChip>;
-  }
-}
-
 const TOOL_FILTER_FROM = 8;
 
 export function McpPicker({
@@ -50,12 +40,10 @@ export function McpPicker({
   readonly onChange: (choices: McpChoice[]) => void;
 }) {
   const server = useServer();
-  const shell = useShell();
-  const { navigate } = useNavigation();
   const port = server.agents;
   const [tools, setTools] = useState<Record<string, ToolsState>>({});
   const requested = useRef(new Set<string>());
-  const [connecting, setConnecting] = useState<string | null>(null);
+  const connecting = useRowAction();
 
   const loadTools = useCallback(
     (name: string) => {
@@ -89,23 +77,13 @@ export function McpPicker({
     }
   }, [choices, loadTools]);
 
-  const connect = async (name: string) => {
-    setConnecting(name);
-    try {
-      const done = await authorizeInPopup(server.mcpAuth, name, "");
-      if (done.authorized) {
-        toast.success(`Connected to ${name}.`);
+  const connect = (name: string) =>
+    connecting.run(name, `Could not connect to ${name}`, async () => {
+      if (await connectInPopup(server.mcpAuth, name)) {
         available.reload();
         loadTools(name);
-      } else {
-        toast.info(`${name} is not connected${done.reason ? `: ${done.reason}` : " yet."}`);
       }
-    } catch (error) {
-      toast.error(`Could not connect to ${name}: ${describeError(error)}`);
-    } finally {
-      setConnecting(null);
-    }
-  };
+    });
 
   const chosen = new Map(choices.map((choice) => [choice.name, choice]));
   const configured = available.data ?? [];
@@ -129,24 +107,13 @@ export function McpPicker({
       hint="Tools from the MCP servers configured in the settings. For each server, choose the tools the agent may use and those it must ask about before running."
       testId="agent-mcp"
     >
-      {available.loading && !available.data ? <LoadingState label="Loading the MCP servers…" /> : null}
-      {available.error && !available.data ? (
-        <ErrorState message={available.error} onRetry={available.reload} />
-      ) : null}
-      {available.data && configured.length === 0 && missing.length === 0 ? (
-        <p className="tf-muted">
-          No MCP server is configured.{" "}
-          {shell.settings && server.settings ? (
-            <button
-              type="button"
-              className="tf-link"
-              onClick={() => navigate({ name: "settings", section: "mcp" })}
-            >
-              Add one in the settings
-            </button>
-          ) : null}
-        </p>
-      ) : null}
+      <PickerState
+        loaded={available}
+        label="Loading the MCP servers…"
+        empty={configured.length === 0 && missing.length === 0}
+        what="MCP server"
+        section="mcp"
+      />
       <ul className="tf-choice-list" data-testid="agent-mcp-list">
         {configured.map((entry) => {
           const choice = chosen.get(entry.name);
@@ -163,15 +130,13 @@ export function McpPicker({
                 <div className="tf-choice-side">
                   <AuthStatusChip status={entry.auth_status.status} />
                   {needsAuth && server.mcpAuth ? (
-                    <button
-                      type="button"
-                      className="tf-button"
-                      aria-label={`Connect ${entry.name}`}
-                      disabled={connecting !== null}
+                    <RowButton
+                      label={`Connect ${entry.name}`}
+                      disabled={connecting.busy !== null}
                       onClick={() => void connect(entry.name)}
                     >
-                      {connecting === entry.name ? "Connecting…" : "Connect"}
-                    </button>
+                      {connecting.busy === entry.name ? "Connecting…" : "Connect"}
+                    </RowButton>
                   ) : null}
                 </div>
               </div>
@@ -209,6 +174,49 @@ export function McpPicker({
   );
 }
 
+/**
+ * A rule of the tools panel, as two radios: every tool, or only some; under "only", what the some are
+ * (`children`).
+ */
+function EveryToolOr({
+  legend,
+  every,
+  onlyLabel,
+  onChange,
+  after,
+  children,
+}: {
+  readonly legend: ReactNode;
+  readonly every: boolean;
+  readonly onlyLabel: string;
+  readonly onChange: (every: boolean) => void;
+  /** Shown under the rule whichever radio is on. */
+  readonly after?: ReactNode;
+  readonly children: ReactNode;
+}) {
+  const group = useId();
+  return (
+    <Fieldset legend={legend} plain>
+      <CheckboxField
+        type="radio"
+        name={group}
+        label="Every tool"
+        checked={every}
+        onChange={() => onChange(true)}
+      />
+      <CheckboxField
+        type="radio"
+        name={group}
+        label={onlyLabel}
+        checked={!every}
+        onChange={() => onChange(false)}
+      />
+      {!every ? <div className="tf-indent">{children}</div> : null}
+      {after}
+    </Fieldset>
+  );
+}
+
 function ToolsPanel({
   choice,
   state,
@@ -222,7 +230,6 @@ function ToolsPanel({
   readonly onRetry: () => void;
   readonly onConnect: (() => void) | undefined;
 }) {
-  const groupId = useId();
   const [filter, setFilter] = useState("");
   const listing = state?.status === "ready" ? state.tools : [];
   const words = filter.trim().toLowerCase();
@@ -235,65 +242,39 @@ function ToolsPanel({
   return (
     <div className="tf-tools-panel" data-testid="agent-mcp-tools">
       <div className="tf-tools-rules">
-        <fieldset className="tf-fieldset tf-fieldset-plain">
-          <legend>Tools {choice.name} offers the agent</legend>
+        <EveryToolOr
+          legend={<>Tools {choice.name} offers the agent</>}
+          every={choice.allTools}
+          onlyLabel="Only the tools ticked below"
+          onChange={(every) => onChange({ ...choice, allTools: every })}
+          after={
+            noTools ? <p className="tf-field-error">The agent can use none of this server's tools.</p> : null
+          }
+        >
           <CheckboxField
-            type="radio"
-            name={`${groupId}-use`}
-            label="Every tool"
-            checked={choice.allTools}
-            onChange={() => onChange({ ...choice, allTools: true })}
+            label="and every tool marked read-only"
+            checked={choice.readOnlyTools}
+            onChange={(on) => onChange({ ...choice, readOnlyTools: on })}
+          />
+        </EveryToolOr>
+        <EveryToolOr
+          legend="Ask the user before running"
+          every={choice.approveAll}
+          onlyLabel="Only these tools"
+          onChange={(every) => onChange({ ...choice, approveAll: every })}
+        >
+          <CheckboxField
+            label="Tools marked as changing data"
+            checked={choice.approveWrite}
+            onChange={(on) => onChange({ ...choice, approveWrite: on })}
           />
           <CheckboxField
-            type="radio"
-            name={`${groupId}-use`}
-            label="Only the tools ticked below"
-            checked={!choice.allTools}
-            onChange={() => onChange({ ...choice, allTools: false })}
+            label="Tools marked as destructive"
+            checked={choice.approveDestructive}
+            onChange={(on) => onChange({ ...choice, approveDestructive: on })}
           />
-          {!choice.allTools ? (
-            <div className="tf-indent">
-              <CheckboxField
-                label="and every tool marked read-only"
-                checked={choice.readOnlyTools}
-                onChange={(on) => onChange({ ...choice, readOnlyTools: on })}
-              />
-            </div>
-          ) : null}
-          {noTools ? <p className="tf-field-error">The agent can use none of this server's tools.</p> : null}
-        </fieldset>
-        <fieldset className="tf-fieldset tf-fieldset-plain">
-          <legend>Ask the user before running</legend>
-          <CheckboxField
-            type="radio"
-            name={`${groupId}-ask`}
-            label="Every tool"
-            checked={choice.approveAll}
-            onChange={() => onChange({ ...choice, approveAll: true })}
-          />
-          <CheckboxField
-            type="radio"
-            name={`${groupId}-ask`}
-            label="Only these tools"
-            checked={!choice.approveAll}
-            onChange={() => onChange({ ...choice, approveAll: false })}
-          />
-          {!choice.approveAll ? (
-            <div className="tf-indent">
-              <CheckboxField
-                label="Tools marked as changing data"
-                checked={choice.approveWrite}
-                onChange={(on) => onChange({ ...choice, approveWrite: on })}
-              />
-              <CheckboxField
-                label="Tools marked as destructive"
-                checked={choice.approveDestructive}
-                onChange={(on) => onChange({ ...choice, approveDestructive: on })}
-              />
-              <p className="tf-field-hint">and the tools ticked under “Ask first” below.</p>
-            </div>
-          ) : null}
-        </fieldset>
+          <p className="tf-field-hint">and the tools ticked under “Ask first” below.</p>
+        </EveryToolOr>
       </div>
       <CheckboxField
         label="Preload the tools"
@@ -359,7 +340,9 @@ function ToolsPanel({
                         {tool.destructive === true ? (
                           <span className="tf-chip tf-chip-warn">destructive</span>
                         ) : null}
-                        {tool.description ? <p className="tf-tool-description">{tool.description}</p> : null}
+                        {tool.description ? (
+                          <p className="tf-tool-description tf-clamp">{tool.description}</p>
+                        ) : null}
                       </th>
                       <td>
                         <input

@@ -264,6 +264,33 @@ export function toolNeedsApproval(choice: McpChoice, tool: ToolInfo): "rule" | "
   return choice.approvalTools.includes(tool.name) ? "name" : false;
 }
 
+/**
+ * `choice` with `tool` switched off for what `rule` decides (use, or ask first): a tool chosen by name leaves
+ * the `names` list; one a rule chose turns the rules off (`rulesOff`) and the names they matched, but
+ * `tool`, into that list.
+ */
+function switchedOff(
+  choice: McpChoice,
+  listing: readonly ToolInfo[],
+  tool: ToolInfo,
+  rule: (choice: McpChoice, tool: ToolInfo) => "rule" | "name" | false,
+  names: "tools" | "approvalTools",
+  rulesOff: Partial<McpChoice>,
+): McpChoice {
+  const by = rule(choice, tool);
+  if (by === false) {
+    return choice;
+  }
+  if (by === "name") {
+    return { ...choice, [names]: choice[names].filter((name) => name !== tool.name) };
+  }
+  return {
+    ...choice,
+    ...rulesOff,
+    [names]: expand(listing, choice[names], (t) => rule(choice, t) !== false, tool.name),
+  };
+}
+
 /** The names of `listing` that `pick` marks, plus the chosen names the listing no longer has. */
 function expand(
   listing: readonly ToolInfo[],
@@ -296,19 +323,7 @@ export function withToolEnabled(
     const next = { ...choice, rest };
     return toolEnabled(next, tool) ? next : { ...next, tools: [...next.tools, tool.name] };
   }
-  const by = toolEnabled(choice, tool);
-  if (by === false) {
-    return choice;
-  }
-  if (by === "name") {
-    return { ...choice, tools: choice.tools.filter((name) => name !== tool.name) };
-  }
-  return {
-    ...choice,
-    allTools: false,
-    readOnlyTools: false,
-    tools: expand(listing, choice.tools, (t) => toolEnabled(choice, t) !== false, tool.name),
-  };
+  return switchedOff(choice, listing, tool, toolEnabled, "tools", { allTools: false, readOnlyTools: false });
 }
 
 /** Turns asking first on or off for one tool, as {@link withToolEnabled} does for using it. */
@@ -323,23 +338,9 @@ export function withToolApproval(
       ? choice
       : { ...choice, approvalTools: [...choice.approvalTools, tool.name] };
   }
-  const by = toolNeedsApproval(choice, tool);
-  if (by === false) {
-    return choice;
-  }
-  if (by === "name") {
-    return { ...choice, approvalTools: choice.approvalTools.filter((name) => name !== tool.name) };
-  }
-  return {
-    ...choice,
+  return switchedOff(choice, listing, tool, toolNeedsApproval, "approvalTools", {
     approveAll: false,
     approveWrite: false,
     approveDestructive: false,
-    approvalTools: expand(
-      listing,
-      choice.approvalTools,
-      (t) => toolNeedsApproval(choice, t) !== false,
-      tool.name,
-    ),
-  };
+  });
 }

@@ -3,26 +3,16 @@
 // HTTP, with no auth, static headers or OAuth) or a local stdio process.
 
 import type { CatalogMcpServer, ConfiguredMcpServer, McpServerManifest } from "@trueforge/sdk";
-import { useId, useMemo, useRef, useState } from "react";
+import { useState } from "react";
 import { toast } from "sonner";
-import { AuthStatusChip } from "../agents/McpPicker.js";
+import { AuthStatusChip, connectInPopup } from "../agents/mcp-connect.js";
 import { useServer } from "../embed/context.js";
-import { describeError } from "../state/errors.js";
-import { authorizeInPopup } from "../state/mcp-auth.js";
-import {
-  CatalogLogo,
-  CheckboxField,
-  ConfirmDelete,
-  EmptyState,
-  ErrorState,
-  Fieldset,
-  FormError,
-  ListRow,
-  LoadingState,
-  TextField,
-  useReveal,
-} from "./fields.js";
-import { useLoad } from "./useLoad.js";
+import { DescriptionField, Fieldset, NameField, RadioChoices, TextField } from "./fields.js";
+import { type EditFormProps, PanelForm, useFormSave } from "./forms.js";
+import { CatalogTitle, EditAndDelete, ListRow, RowButton, useRowAction } from "./rows.js";
+import { Section } from "./section.js";
+import { EmptyState, LoadedList } from "./states.js";
+import { useNamedSettings } from "./useNamedSettings.js";
 import { ENV_NAME, requiredError, resourceNameError, urlError } from "./validation.js";
 
 type AuthKind = "none" | "header" | "dcr";
@@ -32,6 +22,17 @@ function authKind(manifest: McpServerManifest | CatalogMcpServer): AuthKind {
 }
 
 const AUTH_LABELS: Record<AuthKind, string> = { none: "No auth", header: "API key (header)", dcr: "OAuth" };
+
+const AUTH_CHOICES: readonly { readonly value: AuthKind; readonly label: string }[] = [
+  { value: "none", label: "None" },
+  { value: "header", label: "API key in a header" },
+  { value: "dcr", label: "OAuth" },
+];
+
+const TRANSPORTS: readonly { readonly value: McpServerManifest["type"]; readonly label: string }[] = [
+  { value: "remote", label: "Remote (Streamable HTTP)" },
+  { value: "stdio", label: "Local process (stdio)" },
+];
 
 function where(manifest: McpServerManifest): string {
   if (manifest.type === "remote") {
@@ -49,37 +50,30 @@ export function McpServersSection() {
   const server = useServer();
   const settings = server.settings;
   const mcpAuth = server.mcpAuth;
-  const loadCatalog = useMemo(() => (settings ? () => settings.mcpCatalog() : null), [settings]);
-  const loadConfigured = useMemo(() => (settings ? () => settings.mcpServers() : null), [settings]);
-  const catalog = useLoad(loadCatalog, "the MCP catalog");
-  const configured = useLoad(loadConfigured, "the MCP servers");
+  const servers = useNamedSettings(
+    (port) => port.mcpCatalog(),
+    (port) => port.mcpServers(),
+    { catalog: "the MCP catalog", configured: "the MCP servers" },
+  );
   const [editing, setEditing] = useState<Editing>(null);
-  const [busy, setBusy] = useState<string | null>(null);
+  const { busy, run } = useRowAction();
   if (!settings) {
     return null;
   }
   const remove = settings.deleteMcpServer;
-  const servers = configured.data ?? [];
-  const names = new Set(servers.map((s) => s.name));
-  const available = (catalog.data ?? []).filter((entry) => !names.has(entry.name));
 
   const saved = (result: ConfiguredMcpServer) => {
-    configured.update((list) =>
-      list.some((s) => s.name === result.name)
-        ? list.map((s) => (s.name === result.name ? result : s))
-        : [...list, result],
-    );
+    servers.put(result);
     setEditing(null);
   };
 
-  const addPreset = async (entry: CatalogMcpServer) => {
+  const addPreset = (entry: CatalogMcpServer) => {
     if (entry.auth?.type === "header") {
       // The catalog's header values are placeholders: the user supplies the real key first.
       setEditing({ mode: "new", preset: entry });
       return;
     }
-    setBusy(entry.name);
-    try {
+    void run(entry.name, `Could not add ${entry.name}`, async () => {
       const { logo: _logo, ...manifest } = entry;
       const result = await settings.putMcpServer(manifest as McpServerManifest);
       saved(result);
@@ -88,50 +82,32 @@ export function McpServersSection() {
           ? `Added ${result.name}. Connect it to authorize access.`
           : `Added ${result.name}.`,
       );
-    } catch (error) {
-      toast.error(`Could not add ${entry.name}: ${describeError(error)}`);
-    } finally {
-      setBusy(null);
-    }
+    });
   };
 
-  const connect = async (name: string) => {
-    setBusy(name);
-    try {
-      const done = await authorizeInPopup(mcpAuth, name, "");
-      if (done.authorized) {
-        toast.success(`Connected to ${name}.`);
-      } else {
-        toast.info(`${name} is not connected${done.reason ? `: ${done.reason}` : " yet."}`);
-      }
-      configured.reload();
-    } catch (error) {
-      toast.error(`Could not connect to ${name}: ${describeError(error)}`);
-    } finally {
-      setBusy(null);
-    }
-  };
+  const connect = (name: string) =>
+    run(name, `Could not connect to ${name}`, async () => {
+      await connectInPopup(mcpAuth, name);
+      servers.configured.reload();
+    });
 
   const disconnect = async (name: string) => {
     if (!mcpAuth) {
       return;
     }
-    setBusy(name);
-    try {
+    await run(name, `Could not disconnect from ${name}`, async () => {
       await mcpAuth.disconnect(name);
       toast.success(`Disconnected from ${name}.`);
-      configured.reload();
-    } catch (error) {
-      toast.error(`Could not disconnect from ${name}: ${describeError(error)}`);
-    } finally {
-      setBusy(null);
-    }
+      servers.configured.reload();
+    });
   };
 
   return (
-    <section className="tf-section" aria-labelledby="tf-mcp-title" data-testid="settings-mcp">
-      <div className="tf-page-head">
-        <h2 id="tf-mcp-title">MCP servers</h2>
+    <Section
+      titleId="tf-mcp-title"
+      title="MCP servers"
+      testId="settings-mcp"
+      action={
         <button
           type="button"
           className="tf-button"
@@ -140,12 +116,9 @@ export function McpServersSection() {
         >
           Add a server
         </button>
-      </div>
-      <p className="tf-field-hint">
-        Tool servers agents can use. OAuth servers are authorized by each user with Connect; header keys are
-        stored encrypted and never shown again.
-      </p>
-
+      }
+      intro="Tool servers agents can use. OAuth servers are authorized by each user with Connect; header keys are stored encrypted and never shown again."
+    >
       {editing?.mode === "new" ? (
         <McpServerForm
           key={editing.preset?.name ?? "custom"}
@@ -156,147 +129,124 @@ export function McpServersSection() {
         />
       ) : null}
 
-      <h3 className="tf-subhead">Configured</h3>
-      {configured.loading && !configured.data ? (
-        <LoadingState label="Loading the MCP servers…" />
-      ) : configured.error && !configured.data ? (
-        <ErrorState message={configured.error} onRetry={configured.reload} />
-      ) : servers.length === 0 ? (
-        <EmptyState testId="mcp-empty">No MCP server yet.</EmptyState>
-      ) : (
-        <ul className="tf-list" data-testid="mcp-list" aria-label="Configured MCP servers">
-          {servers.map((entry) => {
-            const kind = authKind(entry.manifest);
-            const status = entry.auth_status.status;
-            const isEditing = editing?.mode === "edit" && editing.name === entry.name;
-            return (
-              <ListRow
-                key={entry.name}
-                testId="mcp-row"
-                name={entry.name}
-                title={entry.name}
-                subtitle={
-                  <>
-                    <span className="tf-mono tf-break">{where(entry.manifest)}</span>
-                    <span className="tf-block">{entry.manifest.description}</span>
-                  </>
-                }
-                badges={
-                  <>
-                    <span className="tf-chip">
-                      {entry.manifest.type === "stdio" ? "Local process" : "Remote"}
-                    </span>
-                    <span className="tf-chip">{AUTH_LABELS[kind]}</span>
-                    <AuthStatusChip status={status} />
-                  </>
-                }
-                actions={
-                  <>
-                    {kind === "dcr" && status === "auth_required" && mcpAuth ? (
-                      <button
-                        type="button"
-                        className="tf-button tf-button-primary"
-                        aria-label={`Connect ${entry.name}`}
-                        disabled={busy !== null}
-                        onClick={() => void connect(entry.name)}
-                      >
-                        {busy === entry.name ? "Connecting…" : "Connect"}
-                      </button>
-                    ) : null}
-                    {kind === "dcr" && status === "authenticated" && mcpAuth ? (
-                      <button
-                        type="button"
-                        className="tf-button"
-                        aria-label={`Disconnect ${entry.name}`}
-                        disabled={busy !== null}
-                        onClick={() => void disconnect(entry.name)}
-                      >
-                        Disconnect
-                      </button>
-                    ) : null}
-                    <button
-                      type="button"
-                      className="tf-button"
-                      aria-label={`Edit ${entry.name}`}
-                      aria-expanded={isEditing}
-                      onClick={() => setEditing(isEditing ? null : { mode: "edit", name: entry.name })}
-                    >
-                      Edit
-                    </button>
-                    {remove ? (
-                      <ConfirmDelete
-                        what={entry.name}
-                        description={<p>Agents that use it are refused until it is removed from them.</p>}
-                        onConfirm={async () => {
-                          try {
-                            await remove.call(settings, entry.name);
-                            configured.update((list) => list.filter((s) => s.name !== entry.name));
-                            toast.success(`Deleted ${entry.name}.`);
-                          } catch (error) {
-                            toast.error(`Could not delete ${entry.name}: ${describeError(error)}`);
-                            throw error;
-                          }
-                        }}
-                      />
-                    ) : null}
-                  </>
-                }
-              >
-                {isEditing ? (
-                  <McpServerForm
-                    existing={entry}
-                    preset={null}
-                    onSaved={saved}
-                    onCancel={() => setEditing(null)}
-                  />
-                ) : null}
-              </ListRow>
-            );
-          })}
-        </ul>
-      )}
-
-      <h3 className="tf-subhead">From the catalog</h3>
-      {catalog.loading && !catalog.data ? (
-        <LoadingState label="Loading the catalog…" />
-      ) : catalog.error && !catalog.data ? (
-        <ErrorState message={catalog.error} onRetry={catalog.reload} />
-      ) : available.length === 0 ? (
-        <EmptyState>Every server of the catalog is configured.</EmptyState>
-      ) : (
-        <ul className="tf-list" data-testid="mcp-catalog" aria-label="MCP servers to add">
-          {available.map((entry) => {
-            const kind = authKind(entry);
-            return (
-              <ListRow
-                key={entry.name}
-                testId="mcp-catalog-row"
-                name={entry.name}
-                title={
-                  <span className="tf-row">
-                    <CatalogLogo src={entry.logo} name={entry.name} />
-                    {entry.name}
+      <LoadedList
+        heading="Configured"
+        loaded={servers.configured}
+        loadingLabel="Loading the MCP servers…"
+        empty={
+          servers.list.length === 0 ? <EmptyState testId="mcp-empty">No MCP server yet.</EmptyState> : null
+        }
+        testId="mcp-list"
+        label="Configured MCP servers"
+      >
+        {servers.list.map((entry) => {
+          const kind = authKind(entry.manifest);
+          const status = entry.auth_status.status;
+          // Connect and Disconnect are for OAuth, where each user signs in.
+          const oauth = kind === "dcr" && mcpAuth !== undefined;
+          const isEditing = editing?.mode === "edit" && editing.name === entry.name;
+          return (
+            <ListRow
+              key={entry.name}
+              testId="mcp-row"
+              name={entry.name}
+              title={entry.name}
+              subtitle={
+                <>
+                  <span className="tf-mono tf-break">{where(entry.manifest)}</span>
+                  <span className="tf-block">{entry.manifest.description}</span>
+                </>
+              }
+              badges={
+                <>
+                  <span className="tf-chip">
+                    {entry.manifest.type === "stdio" ? "Local process" : "Remote"}
                   </span>
-                }
-                subtitle={entry.description}
-                badges={<span className="tf-chip">{AUTH_LABELS[kind]}</span>}
-                actions={
-                  <button
-                    type="button"
-                    className="tf-button"
-                    aria-label={`Add ${entry.name}`}
-                    disabled={busy !== null}
-                    onClick={() => void addPreset(entry)}
-                  >
-                    {busy === entry.name ? "Adding…" : kind === "header" ? "Add…" : "Add"}
-                  </button>
-                }
-              />
-            );
-          })}
-        </ul>
-      )}
-    </section>
+                  <span className="tf-chip">{AUTH_LABELS[kind]}</span>
+                  <AuthStatusChip status={status} />
+                </>
+              }
+              actions={
+                <>
+                  {oauth && status === "auth_required" ? (
+                    <RowButton
+                      primary
+                      label={`Connect ${entry.name}`}
+                      disabled={busy !== null}
+                      onClick={() => void connect(entry.name)}
+                    >
+                      {busy === entry.name ? "Connecting…" : "Connect"}
+                    </RowButton>
+                  ) : null}
+                  {oauth && status === "authenticated" ? (
+                    <RowButton
+                      label={`Disconnect ${entry.name}`}
+                      disabled={busy !== null}
+                      onClick={() => void disconnect(entry.name)}
+                    >
+                      Disconnect
+                    </RowButton>
+                  ) : null}
+                  <EditAndDelete
+                    what={entry.name}
+                    editing={isEditing}
+                    onToggleEdit={() => setEditing(isEditing ? null : { mode: "edit", name: entry.name })}
+                    remove={remove && (() => remove.call(settings, entry.name))}
+                    onDeleted={() => servers.drop(entry.name)}
+                    description={<p>Agents that use it are refused until it is removed from them.</p>}
+                  />
+                </>
+              }
+            >
+              {isEditing ? (
+                <McpServerForm
+                  existing={entry}
+                  preset={null}
+                  onSaved={saved}
+                  onCancel={() => setEditing(null)}
+                />
+              ) : null}
+            </ListRow>
+          );
+        })}
+      </LoadedList>
+
+      <LoadedList
+        heading="From the catalog"
+        loaded={servers.catalog}
+        loadingLabel="Loading the catalog…"
+        empty={
+          servers.available.length === 0 ? (
+            <EmptyState>Every server of the catalog is configured.</EmptyState>
+          ) : null
+        }
+        testId="mcp-catalog"
+        label="MCP servers to add"
+      >
+        {servers.available.map((entry) => {
+          const kind = authKind(entry);
+          return (
+            <ListRow
+              key={entry.name}
+              testId="mcp-catalog-row"
+              name={entry.name}
+              title={<CatalogTitle logo={entry.logo} name={entry.name} />}
+              subtitle={entry.description}
+              badges={<span className="tf-chip">{AUTH_LABELS[kind]}</span>}
+              actions={
+                <RowButton
+                  label={`Add ${entry.name}`}
+                  disabled={busy !== null}
+                  onClick={() => addPreset(entry)}
+                >
+                  {busy === entry.name ? "Adding…" : kind === "header" ? "Add…" : "Add"}
+                </RowButton>
+              }
+            />
+          );
+        })}
+      </LoadedList>
+    </Section>
   );
 }
 
@@ -418,16 +368,8 @@ export function McpServerForm({
   preset,
   onSaved,
   onCancel,
-}: {
-  readonly existing: ConfiguredMcpServer | null;
-  readonly preset: CatalogMcpServer | null;
-  readonly onSaved: (server: ConfiguredMcpServer) => void;
-  readonly onCancel: () => void;
-}) {
+}: EditFormProps<ConfiguredMcpServer> & { readonly preset: CatalogMcpServer | null }) {
   const settings = useServer().settings;
-  const formRef = useRef<HTMLFormElement>(null);
-  useReveal(formRef);
-  const groupId = useId();
   const source: McpServerManifest | CatalogMcpServer | null = existing?.manifest ?? preset;
   const remoteSource =
     source?.type === "remote" ? (source as Extract<McpServerManifest, { type: "remote" }>) : null;
@@ -446,9 +388,15 @@ export function McpServerForm({
   const [command, setCommand] = useState(stdioSource?.command ?? "");
   const [args, setArgs] = useState((stdioSource?.args ?? []).join("\n"));
   const [env, setEnv] = useState<Pair[]>(() => pairsOf(stdioSource?.env, existing !== null));
-  const [submitted, setSubmitted] = useState(false);
-  const [saving, setSaving] = useState(false);
-  const [serverError, setServerError] = useState<string | null>(null);
+  const form = useFormSave({
+    what: "the MCP server",
+    savedMessage: (saved) =>
+      saved.auth_status.status === "auth_required"
+        ? `Saved ${saved.name}. Connect it to authorize access.`
+        : `Saved ${saved.name}.`,
+    onSaved,
+  });
+  const { submitted, show } = form;
 
   const errors = {
     name: existing ? null : resourceNameError(name),
@@ -464,7 +412,6 @@ export function McpServerForm({
       headers.some((pair) => Object.values(pairErrors(pair, headers, "header")).some(Boolean))) ||
     (transport === "stdio" && env.some((pair) => Object.values(pairErrors(pair, env, "env")).some(Boolean)));
   const invalid = pairsInvalid || Object.values(errors).some((error) => error !== null);
-  const show = (error: string | null) => (submitted ? error : null);
 
   const manifest = (): McpServerManifest => {
     const base = { name: existing?.name ?? name, description: description.trim() };
@@ -493,94 +440,50 @@ export function McpServerForm({
     };
   };
 
-  const save = async () => {
-    setSubmitted(true);
-    if (!settings || invalid) {
-      return;
-    }
-    setSaving(true);
-    setServerError(null);
-    try {
-      const result = await settings.putMcpServer(manifest());
-      toast.success(
-        result.auth_status.status === "auth_required"
-          ? `Saved ${result.name}. Connect it to authorize access.`
-          : `Saved ${result.name}.`,
-      );
-      onSaved(result);
-    } catch (error) {
-      const message = describeError(error);
-      setServerError(message);
-      toast.error(`Could not save the MCP server: ${message}`);
-    } finally {
-      setSaving(false);
-    }
-  };
+  const save = () => form.submit(settings && !invalid ? () => settings.putMcpServer(manifest()) : null);
 
-  const title = existing ? `Edit ${existing.name}` : preset ? `Add ${preset.name}` : "Add an MCP server";
   return (
-    <form
-      ref={formRef}
-      className="tf-form tf-panel"
-      data-testid="mcp-form"
-      aria-label={title}
-      noValidate
-      onSubmit={(event) => {
-        event.preventDefault();
-        void save();
-      }}
+    <PanelForm
+      label={existing ? `Edit ${existing.name}` : preset ? `Add ${preset.name}` : "Add an MCP server"}
+      testId="mcp-form"
+      errorTestId="mcp-save-error"
+      save={form}
+      submitLabel={existing ? "Save" : "Add server"}
+      onSubmit={() => void save()}
+      onCancel={onCancel}
     >
-      <h3 className="tf-panel-title">{title}</h3>
       {!existing && !preset ? (
-        <fieldset className="tf-fieldset tf-fieldset-plain">
-          <legend>Kind</legend>
-          <div className="tf-check-row">
-            <CheckboxField
-              type="radio"
-              name={`${groupId}-transport`}
-              label="Remote (Streamable HTTP)"
-              checked={transport === "remote"}
-              onChange={() => setTransport("remote")}
-              testId="mcp-transport-remote"
-            />
-            <CheckboxField
-              type="radio"
-              name={`${groupId}-transport`}
-              label="Local process (stdio)"
-              checked={transport === "stdio"}
-              onChange={() => setTransport("stdio")}
-              testId="mcp-transport-stdio"
-            />
-          </div>
+        <RadioChoices
+          legend="Kind"
+          options={TRANSPORTS}
+          value={transport}
+          onChange={setTransport}
+          testIdPrefix="mcp-transport"
+        >
           {transport === "stdio" ? (
             <p className="tf-field-hint">
               The server starts the process itself. Only allowed when its operator turned local processes on;
               otherwise saving is refused.
             </p>
           ) : null}
-        </fieldset>
+        </RadioChoices>
       ) : null}
       {existing ? null : (
-        <TextField
-          label="Name"
+        <NameField
           value={name}
           onChange={setName}
-          required
-          monospace
+          error={errors.name}
+          submitted={submitted}
           testId="mcp-name"
           hint="Lowercase letters, digits, '.', '_' and '-'; a letter first. It cannot be changed later."
-          error={submitted || name !== "" ? errors.name : null}
         />
       )}
-      <TextField
-        label="Description"
+      <DescriptionField
         value={description}
         onChange={setDescription}
-        required
-        rows={2}
+        error={show(errors.description)}
         testId="mcp-description"
         hint="Shown to the model so it knows when the server is useful."
-        error={show(errors.description)}
       />
       {transport === "remote" ? (
         <>
@@ -595,21 +498,13 @@ export function McpServerForm({
             placeholder="https://mcp.example.com/mcp"
             error={show(errors.url)}
           />
-          <fieldset className="tf-fieldset tf-fieldset-plain">
-            <legend>Authentication</legend>
-            <div className="tf-check-row">
-              {(["none", "header", "dcr"] as const).map((kind) => (
-                <CheckboxField
-                  key={kind}
-                  type="radio"
-                  name={`${groupId}-auth`}
-                  label={kind === "none" ? "None" : kind === "header" ? "API key in a header" : "OAuth"}
-                  checked={auth === kind}
-                  onChange={() => setAuth(kind)}
-                  testId={`mcp-auth-${kind}`}
-                />
-              ))}
-            </div>
+          <RadioChoices
+            legend="Authentication"
+            options={AUTH_CHOICES}
+            value={auth}
+            onChange={setAuth}
+            testIdPrefix="mcp-auth"
+          >
             {auth === "dcr" ? (
               <p className="tf-field-hint">
                 Each user authorizes the server with Connect (dynamic client registration; nothing to enter
@@ -625,7 +520,7 @@ export function McpServerForm({
                 {show(errors.headers) ? <p className="tf-field-error">{errors.headers}</p> : null}
               </>
             ) : null}
-          </fieldset>
+          </RadioChoices>
         </>
       ) : (
         <>
@@ -658,17 +553,6 @@ export function McpServerForm({
           </Fieldset>
         </>
       )}
-      <div className="tf-form-actions">
-        <FormError message={serverError} testId="mcp-save-error" />
-        <div className="tf-row tf-wrap">
-          <button type="submit" className="tf-button tf-button-primary" disabled={saving} aria-busy={saving}>
-            {saving ? "Saving…" : existing ? "Save" : "Add server"}
-          </button>
-          <button type="button" className="tf-button" onClick={onCancel} disabled={saving}>
-            Cancel
-          </button>
-        </div>
-      </div>
-    </form>
+    </PanelForm>
   );
 }

@@ -7,26 +7,14 @@ import type {
   components,
   ModelProviderManifest,
 } from "@trueforge/sdk";
-import { useMemo, useRef, useState } from "react";
-import { toast } from "sonner";
+import { useState } from "react";
 import { useServer } from "../embed/context.js";
-import { describeError } from "../state/errors.js";
-import {
-  CatalogLogo,
-  CheckboxField,
-  ConfirmDelete,
-  EmptyState,
-  ErrorState,
-  Fieldset,
-  FormError,
-  ListRow,
-  LoadingState,
-  SelectField,
-  StatusChip,
-  TextField,
-  useReveal,
-} from "./fields.js";
-import { useLoad } from "./useLoad.js";
+import { CheckboxField, Fieldset, NameField, SelectField, TextField } from "./fields.js";
+import { type EditFormProps, PanelForm, useFormSave } from "./forms.js";
+import { CatalogTitle, EditAndDelete, ListRow, RowButton, StatusChip } from "./rows.js";
+import { Section } from "./section.js";
+import { EmptyState, LoadedList } from "./states.js";
+import { useLoadFrom, withSaved } from "./useLoad.js";
 import {
   integerError,
   requiredError,
@@ -64,10 +52,8 @@ type Editing = { readonly type: string; readonly existing: ConfiguredModelProvid
 
 export function ModelProvidersSection() {
   const settings = useServer().settings;
-  const loadCatalog = useMemo(() => (settings ? () => settings.modelProviderCatalog() : null), [settings]);
-  const loadConfigured = useMemo(() => (settings ? () => settings.modelProviders() : null), [settings]);
-  const catalog = useLoad(loadCatalog, "the model provider catalog");
-  const configured = useLoad(loadConfigured, "the model providers");
+  const catalog = useLoadFrom(settings, (port) => port.modelProviderCatalog(), "the model provider catalog");
+  const configured = useLoadFrom(settings, (port) => port.modelProviders(), "the model providers");
   const [editing, setEditing] = useState<Editing>(null);
   if (!settings) {
     return null;
@@ -80,11 +66,7 @@ export function ModelProvidersSection() {
   );
 
   const saved = (result: ConfiguredModelProvider) => {
-    configured.update((list) =>
-      list.some((p) => p.name === result.name)
-        ? list.map((p) => (p.name === result.name ? result : p))
-        : [...list, result],
-    );
+    configured.update((list) => withSaved(list, result));
     setEditing(null);
   };
 
@@ -99,141 +81,114 @@ export function ModelProvidersSection() {
   );
 
   return (
-    <section className="tf-section" aria-labelledby="tf-providers-title" data-testid="settings-models">
-      <h2 id="tf-providers-title">Model providers</h2>
-      <p className="tf-field-hint">
-        The providers whose models agents can use, each with its API key. Keys are stored encrypted and never
-        shown again.
-      </p>
-
+    <Section
+      titleId="tf-providers-title"
+      title="Model providers"
+      testId="settings-models"
+      intro="The providers whose models agents can use, each with its API key. Keys are stored encrypted and never shown again."
+    >
       {editing && editing.existing === null ? form(editing.type, null) : null}
 
-      <h3 className="tf-subhead">Configured</h3>
-      {configured.loading && !configured.data ? (
-        <LoadingState label="Loading the model providers…" />
-      ) : configured.error && !configured.data ? (
-        <ErrorState message={configured.error} onRetry={configured.reload} />
-      ) : providers.length === 0 ? (
-        <EmptyState testId="providers-empty">
-          No model provider yet: add one below to start chatting.
-        </EmptyState>
-      ) : (
-        <ul className="tf-list" data-testid="provider-list" aria-label="Configured model providers">
-          {providers.map((provider) => {
-            const manifest = provider.manifest;
-            const isEditing = editing?.existing?.name === provider.name;
-            return (
-              <ListRow
-                key={provider.name}
-                testId="provider-row"
-                name={provider.name}
-                title={provider.name}
-                subtitle={`${providerLabel(manifest.type)} · ${manifest.base_url ?? "default endpoint"}`}
-                badges={
-                  <>
-                    {storedKey(manifest) ? (
-                      <StatusChip tone="ok">Key stored</StatusChip>
-                    ) : (
-                      <StatusChip tone="muted">No key</StatusChip>
-                    )}
-                    {manifest.models.map((model) => (
-                      <span key={model.name} className="tf-chip" title={model.model_id}>
-                        {model.name}
-                      </span>
-                    ))}
-                  </>
-                }
-                actions={
-                  <>
-                    <button
-                      type="button"
-                      className="tf-button"
-                      aria-label={`Edit ${provider.name}`}
-                      aria-expanded={isEditing}
-                      onClick={() =>
-                        setEditing(isEditing ? null : { type: manifest.type, existing: provider })
-                      }
-                    >
-                      Edit
-                    </button>
-                    {remove ? (
-                      <ConfirmDelete
-                        what={provider.name}
-                        description={
-                          <p>Agents that use its models stop working until they are given another model.</p>
-                        }
-                        onConfirm={async () => {
-                          try {
-                            await remove.call(settings, provider.name);
-                            configured.update((list) => list.filter((p) => p.name !== provider.name));
-                            toast.success(`Deleted ${provider.name}.`);
-                          } catch (error) {
-                            toast.error(`Could not delete ${provider.name}: ${describeError(error)}`);
-                            throw error;
-                          }
-                        }}
-                      />
-                    ) : null}
-                  </>
-                }
-              >
-                {isEditing ? form(manifest.type, provider) : null}
-              </ListRow>
-            );
-          })}
-        </ul>
-      )}
-
-      <h3 className="tf-subhead">Add a provider</h3>
-      {catalog.loading && !catalog.data ? (
-        <LoadingState label="Loading the catalog…" />
-      ) : catalog.error && !catalog.data ? (
-        <ErrorState message={catalog.error} onRetry={catalog.reload} />
-      ) : (
-        <ul className="tf-list" data-testid="provider-catalog" aria-label="Providers to add">
-          {available.map((entry) => (
+      <LoadedList
+        heading="Configured"
+        loaded={configured}
+        loadingLabel="Loading the model providers…"
+        empty={
+          providers.length === 0 ? (
+            <EmptyState testId="providers-empty">
+              No model provider yet: add one below to start chatting.
+            </EmptyState>
+          ) : null
+        }
+        testId="provider-list"
+        label="Configured model providers"
+      >
+        {providers.map((provider) => {
+          const manifest = provider.manifest;
+          const isEditing = editing?.existing?.name === provider.name;
+          return (
             <ListRow
-              key={entry.type}
-              testId="provider-catalog-row"
-              name={entry.type}
-              title={
-                <span className="tf-row">
-                  <CatalogLogo src={entry.logo} name={providerLabel(entry.type)} />
-                  {providerLabel(entry.type)}
-                </span>
+              key={provider.name}
+              testId="provider-row"
+              name={provider.name}
+              title={provider.name}
+              subtitle={`${providerLabel(manifest.type)} · ${manifest.base_url ?? "default endpoint"}`}
+              badges={
+                <>
+                  {storedKey(manifest) ? (
+                    <StatusChip tone="ok">Key stored</StatusChip>
+                  ) : (
+                    <StatusChip tone="muted">No key</StatusChip>
+                  )}
+                  {manifest.models.map((model) => (
+                    <span key={model.name} className="tf-chip" title={model.model_id}>
+                      {model.name}
+                    </span>
+                  ))}
+                </>
               }
-              subtitle={`${entry.models.length} preset model${entry.models.length === 1 ? "" : "s"}`}
               actions={
-                <button
-                  type="button"
-                  className="tf-button"
-                  aria-label={`Add ${providerLabel(entry.type)}`}
-                  onClick={() => setEditing({ type: entry.type, existing: null })}
-                >
-                  Add
-                </button>
+                <EditAndDelete
+                  what={provider.name}
+                  editing={isEditing}
+                  onToggleEdit={() =>
+                    setEditing(isEditing ? null : { type: manifest.type, existing: provider })
+                  }
+                  remove={remove && (() => remove.call(settings, provider.name))}
+                  onDeleted={() => configured.update((list) => list.filter((p) => p.name !== provider.name))}
+                  description={
+                    <p>Agents that use its models stop working until they are given another model.</p>
+                  }
+                />
               }
-            />
-          ))}
+            >
+              {isEditing ? form(manifest.type, provider) : null}
+            </ListRow>
+          );
+        })}
+      </LoadedList>
+
+      <LoadedList
+        heading="Add a provider"
+        loaded={catalog}
+        loadingLabel="Loading the catalog…"
+        empty={null}
+        testId="provider-catalog"
+        label="Providers to add"
+      >
+        {available.map((entry) => (
           <ListRow
+            key={entry.type}
             testId="provider-catalog-row"
-            name="custom"
-            title="Custom provider"
-            subtitle="Any OpenAI-compatible endpoint (a gateway, a local server), under a name of your own."
+            name={entry.type}
+            title={<CatalogTitle logo={entry.logo} name={providerLabel(entry.type)} />}
+            subtitle={`${entry.models.length} preset model${entry.models.length === 1 ? "" : "s"}`}
             actions={
-              <button
-                type="button"
-                className="tf-button"
-                aria-label="Add a custom provider"
-                onClick={() => setEditing({ type: "custom", existing: null })}
+              <RowButton
+                label={`Add ${providerLabel(entry.type)}`}
+                onClick={() => setEditing({ type: entry.type, existing: null })}
               >
                 Add
-              </button>
+              </RowButton>
             }
           />
-        </ul>
-      )}
-    </section>
+        ))}
+        <ListRow
+          testId="provider-catalog-row"
+          name="custom"
+          title="Custom provider"
+          subtitle="Any OpenAI-compatible endpoint (a gateway, a local server), under a name of your own."
+          actions={
+            <RowButton
+              label="Add a custom provider"
+              onClick={() => setEditing({ type: "custom", existing: null })}
+            >
+              Add
+            </RowButton>
+          }
+        />
+      </LoadedList>
+    </Section>
   );
 }
 
@@ -301,6 +256,12 @@ function rowErrors(row: ModelRow, rows: readonly ModelRow[]) {
   };
 }
 
+/** A model's optional token counts, each a whole number of at least 1. */
+const MODEL_COUNTS = [
+  { field: "contextLength", label: "Context length (tokens)", hint: undefined },
+  { field: "maxOutputTokens", label: "Most output tokens", hint: "The default limit of an answer." },
+] as const;
+
 const ALL_EFFORTS: readonly ReasoningEffort[] = ["none", "minimal", "low", "medium", "high", "xhigh", "max"];
 
 export function ProviderForm({
@@ -309,16 +270,11 @@ export function ProviderForm({
   catalog,
   onSaved,
   onCancel,
-}: {
+}: EditFormProps<ConfiguredModelProvider> & {
   readonly type: string;
-  readonly existing: ConfiguredModelProvider | null;
   readonly catalog: readonly CatalogModelProvider[];
-  readonly onSaved: (provider: ConfiguredModelProvider) => void;
-  readonly onCancel: () => void;
 }) {
   const settings = useServer().settings;
-  const formRef = useRef<HTMLFormElement>(null);
-  useReveal(formRef);
   const custom = type === "custom";
   const preset = catalog.find(
     (entry): entry is WellKnownCatalog => entry.type === type && entry.type !== "custom",
@@ -338,9 +294,12 @@ export function ProviderForm({
         ? [emptyRow()]
         : (preset?.models ?? []).map(rowFromModel),
   );
-  const [submitted, setSubmitted] = useState(false);
-  const [saving, setSaving] = useState(false);
-  const [serverError, setServerError] = useState<string | null>(null);
+  const form = useFormSave({
+    what: "the provider",
+    savedMessage: (saved) => `Saved ${saved.name}.`,
+    onSaved,
+  });
+  const { submitted, show } = form;
 
   const keyRequired = !custom && !stored;
   const errors = {
@@ -351,7 +310,6 @@ export function ProviderForm({
   };
   const rowsInvalid = rows.some((row) => Object.values(rowErrors(row, rows)).some((error) => error !== null));
   const invalid = rowsInvalid || Object.values(errors).some((error) => error !== null);
-  const show = (error: string | null) => (submitted ? error : null);
   const missingPresets = (preset?.models ?? []).filter(
     (model) => !rows.some((row) => row.modelId.trim() === model.model_id),
   );
@@ -391,25 +349,7 @@ export function ProviderForm({
     } as ModelProviderManifest;
   };
 
-  const save = async () => {
-    setSubmitted(true);
-    if (!settings || invalid) {
-      return;
-    }
-    setSaving(true);
-    setServerError(null);
-    try {
-      const result = await settings.putModelProvider(manifest());
-      toast.success(`Saved ${result.name}.`);
-      onSaved(result);
-    } catch (error) {
-      const message = describeError(error);
-      setServerError(message);
-      toast.error(`Could not save the provider: ${message}`);
-    } finally {
-      setSaving(false);
-    }
-  };
+  const save = () => form.submit(settings && !invalid ? () => settings.putModelProvider(manifest()) : null);
 
   const baseUrlField = (
     <TextField
@@ -448,30 +388,24 @@ export function ProviderForm({
       error={show(errors.apiKey)}
     />
   );
-  const title = existing ? `Edit ${existing.name}` : `Add ${providerLabel(type)}`;
   return (
-    <form
-      ref={formRef}
-      className="tf-form tf-panel"
-      data-testid="provider-form"
-      aria-label={title}
-      noValidate
-      onSubmit={(event) => {
-        event.preventDefault();
-        void save();
-      }}
+    <PanelForm
+      label={existing ? `Edit ${existing.name}` : `Add ${providerLabel(type)}`}
+      testId="provider-form"
+      errorTestId="provider-save-error"
+      save={form}
+      submitLabel={existing ? "Save" : "Add provider"}
+      onSubmit={() => void save()}
+      onCancel={onCancel}
     >
-      <h3 className="tf-panel-title">{title}</h3>
       {custom && !existing ? (
-        <TextField
-          label="Name"
+        <NameField
           value={name}
           onChange={setName}
-          required
-          monospace
+          error={errors.name}
+          submitted={submitted}
           testId="provider-name"
           hint="Agents name its models as <name>/<model>. Lowercase letters, digits, '.', '_' and '-'."
-          error={submitted || name !== "" ? errors.name : null}
         />
       ) : null}
       {custom ? baseUrlField : keyField}
@@ -516,26 +450,20 @@ export function ProviderForm({
                 <details className="tf-details">
                   <summary>Properties</summary>
                   <div className="tf-grid-2">
-                    <TextField
-                      label="Context length (tokens)"
-                      type="number"
-                      min={1}
-                      value={row.contextLength}
-                      onChange={(value) => change(row.key, { contextLength: value })}
-                      error={show(rowError.contextLength)}
-                    />
-                    <TextField
-                      label="Most output tokens"
-                      type="number"
-                      min={1}
-                      value={row.maxOutputTokens}
-                      onChange={(value) => change(row.key, { maxOutputTokens: value })}
-                      hint="The default limit of an answer."
-                      error={show(rowError.maxOutputTokens)}
-                    />
+                    {MODEL_COUNTS.map(({ field, label, hint }) => (
+                      <TextField
+                        key={field}
+                        label={label}
+                        type="number"
+                        min={1}
+                        value={row[field]}
+                        onChange={(value) => change(row.key, { [field]: value })}
+                        hint={hint}
+                        error={show(rowError[field])}
+                      />
+                    ))}
                   </div>
-                  <fieldset className="tf-fieldset tf-fieldset-plain">
-                    <legend>Reasoning efforts the model accepts</legend>
+                  <Fieldset legend="Reasoning efforts the model accepts" plain>
                     <div className="tf-check-row">
                       {supportedEfforts.map((effort) => (
                         <CheckboxField
@@ -552,7 +480,7 @@ export function ProviderForm({
                         />
                       ))}
                     </div>
-                  </fieldset>
+                  </Fieldset>
                 </details>
                 <button
                   type="button"
@@ -591,18 +519,6 @@ export function ProviderForm({
           ) : null}
         </div>
       </Fieldset>
-
-      <div className="tf-form-actions">
-        <FormError message={serverError} testId="provider-save-error" />
-        <div className="tf-row tf-wrap">
-          <button type="submit" className="tf-button tf-button-primary" disabled={saving} aria-busy={saving}>
-            {saving ? "Saving…" : existing ? "Save" : "Add provider"}
-          </button>
-          <button type="button" className="tf-button" onClick={onCancel} disabled={saving}>
-            Cancel
-          </button>
-        </div>
-      </div>
-    </form>
+    </PanelForm>
   );
 }

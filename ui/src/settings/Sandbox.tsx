@@ -6,25 +6,21 @@ import type {
   ConfiguredSandboxProvider,
   SandboxProviderManifest,
 } from "@trueforge/sdk";
-import { useEffect, useMemo, useRef, useState } from "react";
-import { toast } from "sonner";
+import { useEffect, useState } from "react";
 import { useServer } from "../embed/context.js";
-import { describeError } from "../state/errors.js";
-import {
-  ConfirmDelete,
-  EmptyState,
-  ErrorState,
-  FormError,
-  ListRow,
-  LoadingState,
-  StatusChip,
-  TextField,
-  useReveal,
-} from "./fields.js";
-import { useLoad } from "./useLoad.js";
+import { TextField } from "./fields.js";
+import { type EditFormProps, PanelForm, useFormSave } from "./forms.js";
+import { EditAndDelete, ListRow, RowButton, StatusChip } from "./rows.js";
+import { Section } from "./section.js";
+import { EmptyState, LoadedList } from "./states.js";
+import { useLoadFrom } from "./useLoad.js";
 import { integerError, storedSecretHint } from "./validation.js";
 
 const PROVIDER_NAMES: Record<string, string> = { daytona: "Daytona" };
+
+function providerName(type: string): string {
+  return PROVIDER_NAMES[type] ?? type;
+}
 /** While an image builds, the state is asked again this often. */
 const PENDING_POLL_MS = 10_000;
 
@@ -49,12 +45,18 @@ function BuildStatus({ provider }: { readonly provider: ConfiguredSandboxProvide
 
 type Editing = { readonly preset: CatalogSandboxProvider | null } | null;
 
+/** How long a sandbox may idle, in minutes (0: never), and what the form starts from without a manifest. */
+const IDLE_TIMES = [
+  { field: "auto_stop_interval_in_minutes", label: "Stop when idle for (min)", byDefault: 5 },
+  { field: "auto_archive_interval_in_minutes", label: "Archive when stopped for (min)", byDefault: 60 },
+  { field: "auto_delete_interval_in_minutes", label: "Delete when stopped for (min)", byDefault: 7200 },
+] as const;
+type IdleTime = (typeof IDLE_TIMES)[number]["field"];
+
 export function SandboxSection() {
   const settings = useServer().settings;
-  const loadCatalog = useMemo(() => (settings ? () => settings.sandboxCatalog() : null), [settings]);
-  const loadConfigured = useMemo(() => (settings ? () => settings.sandboxProvider() : null), [settings]);
-  const catalog = useLoad(loadCatalog, "the sandbox catalog");
-  const configured = useLoad(loadConfigured, "the sandbox provider");
+  const catalog = useLoadFrom(settings, (port) => port.sandboxCatalog(), "the sandbox catalog");
+  const configured = useLoadFrom(settings, (port) => port.sandboxProvider(), "the sandbox provider");
   const [editing, setEditing] = useState<Editing>(null);
   const [replaced, setReplaced] = useState<ConfiguredSandboxProvider | null | undefined>(undefined);
   const provider = replaced !== undefined ? replaced : configured.data;
@@ -90,12 +92,12 @@ export function SandboxSection() {
   };
 
   return (
-    <section className="tf-section" aria-labelledby="tf-sandbox-title" data-testid="settings-sandbox">
-      <h2 id="tf-sandbox-title">Sandbox</h2>
-      <p className="tf-field-hint">
-        A remote machine per chat where agents run commands and keep files. One provider serves the whole
-        workspace.
-      </p>
+    <Section
+      titleId="tf-sandbox-title"
+      title="Sandbox"
+      testId="settings-sandbox"
+      intro="A remote machine per chat where agents run commands and keep files. One provider serves the whole workspace."
+    >
       <div className="tf-notice" role="note" data-testid="sandbox-notice">
         <strong>Sandboxes are still being built.</strong> This server does not run them yet: it refuses to
         save a sandbox provider (the form shows its answer) and agents cannot turn the sandbox on. The form is
@@ -111,19 +113,24 @@ export function SandboxSection() {
         />
       ) : null}
 
-      <h3 className="tf-subhead">Configured</h3>
-      {configured.loading && provider === undefined ? (
-        <LoadingState label="Loading the sandbox provider…" />
-      ) : configured.error && provider === undefined ? (
-        <ErrorState message={configured.error} onRetry={configured.reload} />
-      ) : !provider ? (
-        <EmptyState testId="sandbox-empty">No sandbox provider is configured.</EmptyState>
-      ) : (
-        <ul className="tf-list" data-testid="sandbox-list" aria-label="Sandbox provider">
+      <LoadedList
+        heading="Configured"
+        // A save or a poll replaces what was loaded.
+        loaded={{ ...configured, data: provider }}
+        loadingLabel="Loading the sandbox provider…"
+        empty={
+          !provider ? (
+            <EmptyState testId="sandbox-empty">No sandbox provider is configured.</EmptyState>
+          ) : null
+        }
+        testId="sandbox-list"
+        label="Sandbox provider"
+      >
+        {provider ? (
           <ListRow
             testId="sandbox-row"
             name={provider.manifest.type}
-            title={PROVIDER_NAMES[provider.manifest.type] ?? provider.manifest.type}
+            title={providerName(provider.manifest.type)}
             subtitle={`Commands time out after ${provider.manifest.exec_timeout_ms / 1000} s · stops ${minutes(provider.manifest.auto_stop_interval_in_minutes)}, archived ${minutes(provider.manifest.auto_archive_interval_in_minutes)}, deleted ${minutes(provider.manifest.auto_delete_interval_in_minutes)}`}
             badges={
               <>
@@ -132,72 +139,51 @@ export function SandboxSection() {
               </>
             }
             actions={
-              <>
-                <button
-                  type="button"
-                  className="tf-button"
-                  aria-label="Edit the sandbox provider"
-                  aria-expanded={editing !== null}
-                  onClick={() => setEditing(editing ? null : { preset: null })}
-                >
-                  Edit
-                </button>
-                {remove ? (
-                  <ConfirmDelete
-                    what="the sandbox provider"
-                    onConfirm={async () => {
-                      try {
-                        await remove.call(settings);
-                        setReplaced(null);
-                        toast.success("Deleted the sandbox provider.");
-                      } catch (error) {
-                        toast.error(`Could not delete the sandbox provider: ${describeError(error)}`);
-                        throw error;
-                      }
-                    }}
-                  />
-                ) : null}
-              </>
+              <EditAndDelete
+                what="the sandbox provider"
+                editing={editing !== null}
+                onToggleEdit={() => setEditing(editing ? null : { preset: null })}
+                remove={remove && (() => remove.call(settings))}
+                onDeleted={() => setReplaced(null)}
+              />
             }
           />
-        </ul>
-      )}
+        ) : null}
+      </LoadedList>
 
       {!provider ? (
-        <>
-          <h3 className="tf-subhead">From the catalog</h3>
-          {catalog.loading && !catalog.data ? (
-            <LoadingState label="Loading the catalog…" />
-          ) : catalog.error && !catalog.data ? (
-            <ErrorState message={catalog.error} onRetry={catalog.reload} />
-          ) : (catalog.data ?? []).length === 0 ? (
-            <EmptyState>The catalog offers no sandbox provider.</EmptyState>
-          ) : (
-            <ul className="tf-list" data-testid="sandbox-catalog" aria-label="Sandbox providers to configure">
-              {(catalog.data ?? []).map((entry) => (
-                <ListRow
-                  key={entry.type}
-                  testId="sandbox-catalog-row"
-                  name={entry.type}
-                  title={PROVIDER_NAMES[entry.type] ?? entry.type}
-                  subtitle="Needs an API key from the provider."
-                  actions={
-                    <button
-                      type="button"
-                      className="tf-button"
-                      aria-label={`Configure ${PROVIDER_NAMES[entry.type] ?? entry.type}`}
-                      onClick={() => setEditing({ preset: entry })}
-                    >
-                      Configure
-                    </button>
-                  }
-                />
-              ))}
-            </ul>
-          )}
-        </>
+        <LoadedList
+          heading="From the catalog"
+          loaded={catalog}
+          loadingLabel="Loading the catalog…"
+          empty={
+            (catalog.data ?? []).length === 0 ? (
+              <EmptyState>The catalog offers no sandbox provider.</EmptyState>
+            ) : null
+          }
+          testId="sandbox-catalog"
+          label="Sandbox providers to configure"
+        >
+          {(catalog.data ?? []).map((entry) => (
+            <ListRow
+              key={entry.type}
+              testId="sandbox-catalog-row"
+              name={entry.type}
+              title={providerName(entry.type)}
+              subtitle="Needs an API key from the provider."
+              actions={
+                <RowButton
+                  label={`Configure ${providerName(entry.type)}`}
+                  onClick={() => setEditing({ preset: entry })}
+                >
+                  Configure
+                </RowButton>
+              }
+            />
+          ))}
+        </LoadedList>
       ) : null}
-    </section>
+    </Section>
   );
 }
 
@@ -206,77 +192,62 @@ export function SandboxForm({
   preset,
   onSaved,
   onCancel,
-}: {
-  readonly existing: ConfiguredSandboxProvider | null;
-  readonly preset: CatalogSandboxProvider | null;
-  readonly onSaved: (provider: ConfiguredSandboxProvider) => void;
-  readonly onCancel: () => void;
-}) {
+}: EditFormProps<ConfiguredSandboxProvider> & { readonly preset: CatalogSandboxProvider | null }) {
   const settings = useServer().settings;
-  const formRef = useRef<HTMLFormElement>(null);
-  useReveal(formRef);
   const source: CatalogSandboxProvider | SandboxProviderManifest | undefined =
     existing?.manifest ?? preset ?? undefined;
   const stored = existing?.manifest.auth.api_key;
   const [apiKey, setApiKey] = useState("");
   const [timeout, setTimeoutMs] = useState(String(source?.exec_timeout_ms ?? 60_000));
-  const [stop, setStop] = useState(String(source?.auto_stop_interval_in_minutes ?? 5));
-  const [archive, setArchive] = useState(String(source?.auto_archive_interval_in_minutes ?? 60));
-  const [remove, setRemove] = useState(String(source?.auto_delete_interval_in_minutes ?? 7200));
-  const [submitted, setSubmitted] = useState(false);
-  const [saving, setSaving] = useState(false);
-  const [serverError, setServerError] = useState<string | null>(null);
+  const [idle, setIdle] = useState(() => {
+    const times = {} as Record<IdleTime, string>;
+    for (const { field, byDefault } of IDLE_TIMES) {
+      times[field] = String(source?.[field] ?? byDefault);
+    }
+    return times;
+  });
+  const form = useFormSave({
+    what: "the sandbox provider",
+    savedMessage: () => "Saved the sandbox provider.",
+    onSaved,
+  });
+  const { submitted, show } = form;
   const errors = {
     apiKey: !stored && apiKey.trim() === "" ? "Required." : null,
     timeout: integerError(timeout, 1),
-    stop: integerError(stop, 0),
-    archive: integerError(archive, 0),
-    remove: integerError(remove, 0),
   };
-  const invalid = Object.values(errors).some((error) => error !== null);
-  const show = (error: string | null) => (submitted ? error : null);
+  const idleError = (field: IdleTime) => integerError(idle[field], 0);
+  const invalid =
+    Object.values(errors).some((error) => error !== null) ||
+    IDLE_TIMES.some(({ field }) => idleError(field) !== null);
 
-  const save = async () => {
-    setSubmitted(true);
-    if (!settings || invalid) {
-      return;
-    }
-    setSaving(true);
-    setServerError(null);
-    try {
-      const result = await settings.putSandboxProvider({
-        type: "daytona",
-        // Left empty on an edit, the stored key is kept: the redacted value sent back says so.
-        auth: { api_key: apiKey.trim() !== "" ? apiKey.trim() : (stored ?? "") },
-        exec_timeout_ms: Number(timeout),
-        auto_stop_interval_in_minutes: Number(stop),
-        auto_archive_interval_in_minutes: Number(archive),
-        auto_delete_interval_in_minutes: Number(remove),
-      });
-      toast.success("Saved the sandbox provider.");
-      onSaved(result);
-    } catch (error) {
-      const message = describeError(error);
-      setServerError(message);
-      toast.error(`Could not save the sandbox provider: ${message}`);
-    } finally {
-      setSaving(false);
-    }
-  };
+  const save = () =>
+    form.submit(
+      settings && !invalid
+        ? () =>
+            settings.putSandboxProvider({
+              type: "daytona",
+              // Left empty on an edit, the stored key is kept: the redacted value sent back says so.
+              auth: { api_key: apiKey.trim() !== "" ? apiKey.trim() : (stored ?? "") },
+              exec_timeout_ms: Number(timeout),
+              auto_stop_interval_in_minutes: Number(idle.auto_stop_interval_in_minutes),
+              auto_archive_interval_in_minutes: Number(idle.auto_archive_interval_in_minutes),
+              auto_delete_interval_in_minutes: Number(idle.auto_delete_interval_in_minutes),
+            })
+        : null,
+    );
 
   return (
-    <form
-      ref={formRef}
-      className="tf-form tf-panel"
-      data-testid="sandbox-form"
-      aria-label="Sandbox provider"
-      noValidate
-      onSubmit={(event) => {
-        event.preventDefault();
-        void save();
-      }}
+    <PanelForm
+      label="Sandbox provider"
+      title={existing ? "Edit the sandbox provider" : "Configure Daytona"}
+      testId="sandbox-form"
+      errorTestId="sandbox-save-error"
+      save={form}
+      submitLabel="Save"
+      onSubmit={() => void save()}
+      onCancel={onCancel}
     >
-      <h3 className="tf-panel-title">{existing ? "Edit the sandbox provider" : "Configure Daytona"}</h3>
       <TextField
         label="API key"
         type="password"
@@ -300,52 +271,24 @@ export function SandboxForm({
             required
             error={show(errors.timeout)}
           />
-          <TextField
-            label="Stop when idle for (min)"
-            type="number"
-            min={0}
-            value={stop}
-            onChange={setStop}
-            required
-            hint="0: never."
-            error={show(errors.stop)}
-          />
-          <TextField
-            label="Archive when stopped for (min)"
-            type="number"
-            min={0}
-            value={archive}
-            onChange={setArchive}
-            required
-            hint="0: never."
-            error={show(errors.archive)}
-          />
-          <TextField
-            label="Delete when stopped for (min)"
-            type="number"
-            min={0}
-            value={remove}
-            onChange={setRemove}
-            required
-            hint="0: never."
-            error={show(errors.remove)}
-          />
+          {IDLE_TIMES.map(({ field, label }) => (
+            <TextField
+              key={field}
+              label={label}
+              type="number"
+              min={0}
+              value={idle[field]}
+              onChange={(value) => setIdle((times) => ({ ...times, [field]: value }))}
+              required
+              hint="0: never."
+              error={show(idleError(field))}
+            />
+          ))}
         </div>
       </details>
       {submitted && invalid && errors.apiKey === null ? (
         <p className="tf-field-error">Check the advanced settings.</p>
       ) : null}
-      <div className="tf-form-actions">
-        <FormError message={serverError} testId="sandbox-save-error" />
-        <div className="tf-row tf-wrap">
-          <button type="submit" className="tf-button tf-button-primary" disabled={saving} aria-busy={saving}>
-            {saving ? "Saving…" : "Save"}
-          </button>
-          <button type="button" className="tf-button" onClick={onCancel} disabled={saving}>
-            Cancel
-          </button>
-        </div>
-      </div>
-    </form>
+    </PanelForm>
   );
 }

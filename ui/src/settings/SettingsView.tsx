@@ -1,21 +1,25 @@
 // The settings: model providers, MCP servers, skills and the sandbox provider, one section at a time
 // behind tabs that change the route (so each section has its address).
 
-import type { ReactNode } from "react";
+import type { ComponentType } from "react";
 import { routePath, type SettingsSection, useNavigation } from "../app/router.js";
 import { useServer } from "../embed/context.js";
-import { EmptyState } from "./fields.js";
 import { McpServersSection } from "./McpServers.js";
 import { ModelProvidersSection } from "./ModelProviders.js";
 import { SandboxSection } from "./Sandbox.js";
 import { SkillsSection } from "./Skills.js";
+import { EmptyState } from "./states.js";
 import "./screens.css";
 
-const SECTIONS: readonly { readonly id: SettingsSection; readonly label: string }[] = [
-  { id: "models", label: "Model providers" },
-  { id: "mcp", label: "MCP servers" },
-  { id: "skills", label: "Skills" },
-  { id: "sandbox", label: "Sandbox" },
+const SECTIONS: readonly {
+  readonly id: SettingsSection;
+  readonly label: string;
+  readonly Content: ComponentType;
+}[] = [
+  { id: "models", label: "Model providers", Content: ModelProvidersSection },
+  { id: "mcp", label: "MCP servers", Content: McpServersSection },
+  { id: "skills", label: "Skills", Content: SkillsSection },
+  { id: "sandbox", label: "Sandbox", Content: SandboxSection },
 ];
 
 export default function SettingsView({ section }: { readonly section: SettingsSection }) {
@@ -29,21 +33,7 @@ export default function SettingsView({ section }: { readonly section: SettingsSe
       </div>
     );
   }
-  let content: ReactNode;
-  switch (section) {
-    case "models":
-      content = <ModelProvidersSection />;
-      break;
-    case "mcp":
-      content = <McpServersSection />;
-      break;
-    case "skills":
-      content = <SkillsSection />;
-      break;
-    case "sandbox":
-      content = <SandboxSection />;
-      break;
-  }
+  const Content = SECTIONS.find((entry) => entry.id === section)?.Content;
   return (
     <div className="tf-page" data-testid="settings">
       <h1>Settings</h1>
@@ -72,7 +62,7 @@ export default function SettingsView({ section }: { readonly section: SettingsSe
       </nav>
       {/* A new key per section: each opens fresh, and its loads start over. */}
       <div key={section} className="tf-tab-panel">
-        {content}
+        {Content ? <Content /> : null}
       </div>
     </div>
   );

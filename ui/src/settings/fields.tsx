@@ -1,33 +1,8 @@
-// The pieces every form and list of the settings and the agent builder repeat: labelled fields with their
-// hint and error, a select, a checkbox, a list row with actions, a confirmed delete, the loading, error and
-// empty states.
+// The fields of the settings' and the agent builder's forms: labelled, with their hint and error wired for
+// screen readers; a text field, a select, a checkbox (or radio), a group under a legend.
 
-import * as Dialog from "@radix-ui/react-dialog";
-import { type ReactNode, type RefObject, useEffect, useId, useRef, useState } from "react";
+import { type ReactNode, useId } from "react";
 import "./screens.css";
-
-/**
- * For a form that opens in place (an "Add" or "Edit" panel): scrolls it into view and focuses its first
- * field when it opens; when it closes, gives the focus back to what had it (the button that opened it).
- */
-export function useReveal(ref: RefObject<HTMLElement | null>) {
-  useEffect(() => {
-    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
-    const element = ref.current;
-    if (element) {
-      element.scrollIntoView?.({ block: "nearest" });
-      element
-        .querySelector<HTMLElement>("input:not([disabled]), textarea:not([disabled]), select:not([disabled])")
-        ?.focus();
-    }
-    return () => {
-      const lost = document.activeElement === null || document.activeElement === document.body;
-      if (opener?.isConnected && (lost || element?.contains(document.activeElement))) {
-        opener.focus();
-      }
-    };
-  }, [ref]);
-}
 
 function describedBy(...ids: (string | false | null | undefined)[]): string | undefined {
   const list = ids.filter((id): id is string => typeof id === "string" && id !== "");
@@ -226,14 +201,17 @@ export function Fieldset({
   hint,
   children,
   testId,
+  plain,
 }: {
   readonly legend: ReactNode;
   readonly hint?: ReactNode;
   readonly children: ReactNode;
   readonly testId?: string;
+  /** Without a frame, for a group inside a form's part (the choices of one setting). */
+  readonly plain?: boolean;
 }) {
   return (
-    <fieldset className="tf-fieldset" data-testid={testId}>
+    <fieldset className={plain ? "tf-fieldset tf-fieldset-plain" : "tf-fieldset"} data-testid={testId}>
       <legend>{legend}</legend>
       {hint ? <p className="tf-field-hint tf-fieldset-hint">{hint}</p> : null}
       {children}
@@ -241,206 +219,107 @@ export function Fieldset({
   );
 }
 
-/** One row of a list: a title, a line under it, chips, and the row's actions. */
-export function ListRow({
-  title,
-  subtitle,
-  badges,
-  actions,
-  children,
+/**
+ * The name a new resource is saved under. Unlike other fields, its rules are shown as soon as something is
+ * typed (not only after a first Save): a name is easy to get wrong and cannot be changed later.
+ */
+export function NameField({
+  value,
+  onChange,
+  error,
+  submitted,
+  hint,
   testId,
-  name,
+  autoFocus,
 }: {
-  readonly title: ReactNode;
-  readonly subtitle?: ReactNode;
-  readonly badges?: ReactNode;
-  readonly actions?: ReactNode;
-  readonly children?: ReactNode;
-  readonly testId?: string;
-  /** The row's resource name, for tests (`data-name`). */
-  readonly name?: string;
+  readonly value: string;
+  readonly onChange: (value: string) => void;
+  readonly error: string | null;
+  /** A save was tried: the error stands even for an empty field. */
+  readonly submitted: boolean;
+  readonly hint: string;
+  readonly testId: string;
+  readonly autoFocus?: boolean;
 }) {
   return (
-    <li className="tf-list-row" data-testid={testId} data-name={name}>
-      <div className="tf-list-row-main">
-        <div className="tf-list-row-text">
-          <div className="tf-list-row-title">{title}</div>
-          {subtitle ? <div className="tf-list-row-subtitle">{subtitle}</div> : null}
-          {badges ? <div className="tf-list-row-badges">{badges}</div> : null}
-        </div>
-        {actions ? <div className="tf-list-row-actions">{actions}</div> : null}
+    <TextField
+      label="Name"
+      value={value}
+      onChange={onChange}
+      required
+      autoFocus={autoFocus}
+      monospace
+      testId={testId}
+      hint={hint}
+      error={submitted || value !== "" ? error : null}
+    />
+  );
+}
+
+/**
+ * One choice of a few, as radios in a row under `legend`; each radio's test id is `<testIdPrefix>-<value>`.
+ * `children` follow the radios (what the choice means, its own fields).
+ */
+export function RadioChoices<T extends string>({
+  legend,
+  options,
+  value,
+  onChange,
+  testIdPrefix,
+  children,
+}: {
+  readonly legend: string;
+  readonly options: readonly { readonly value: T; readonly label: string }[];
+  readonly value: T;
+  readonly onChange: (value: T) => void;
+  readonly testIdPrefix: string;
+  readonly children?: ReactNode;
+}) {
+  const group = useId();
+  return (
+    <Fieldset legend={legend} plain>
+      <div className="tf-check-row">
+        {options.map((option) => (
+          <CheckboxField
+            key={option.value}
+            type="radio"
+            name={group}
+            label={option.label}
+            checked={value === option.value}
+            onChange={() => onChange(option.value)}
+            testId={`${testIdPrefix}-${option.value}`}
+          />
+        ))}
       </div>
       {children}
-    </li>
+    </Fieldset>
   );
 }
 
-/**
- * A delete button that asks first, in a dialog: `onConfirm` runs on "Delete", the dialog stays open (busy)
- * until it settles and closes on success; a failure is the caller's to report (a toast).
- */
-export function ConfirmDelete({
-  what,
-  description,
-  onConfirm,
-  label = "Delete",
-  confirmLabel = "Delete",
-  testId,
-  disabled,
-}: {
-  /** What is deleted, for the accessible name and the question: "Delete <what>?". */
-  readonly what: string;
-  readonly description?: ReactNode;
-  readonly onConfirm: () => Promise<unknown>;
-  readonly label?: string;
-  readonly confirmLabel?: string;
-  readonly testId?: string;
-  readonly disabled?: boolean;
-}) {
-  const [open, setOpen] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const trigger = useRef<HTMLButtonElement>(null);
-  // The dialog is put inside the app's root so it gets the theme's variables.
-  const container = open ? (trigger.current?.closest<HTMLElement>(".tf-root") ?? undefined) : undefined;
-  return (
-    <Dialog.Root open={open} onOpenChange={(next) => !busy && setOpen(next)}>
-      <Dialog.Trigger asChild>
-        <button
-          ref={trigger}
-          type="button"
-          className="tf-button tf-button-quiet tf-danger-text"
-          aria-label={`${label} ${what}`}
-          data-testid={testId}
-          disabled={disabled}
-        >
-          {label}
-        </button>
-      </Dialog.Trigger>
-      <Dialog.Portal container={container}>
-        <Dialog.Overlay className="tf-overlay" />
-        <Dialog.Content className="tf-dialog" data-testid="confirm-dialog" aria-describedby={undefined}>
-          <Dialog.Title className="tf-dialog-title">
-            {label} {what}?
-          </Dialog.Title>
-          {description ? <div className="tf-dialog-body">{description}</div> : null}
-          <div className="tf-dialog-actions">
-            <Dialog.Close asChild>
-              <button type="button" className="tf-button" disabled={busy}>
-                Cancel
-              </button>
-            </Dialog.Close>
-            <button
-              type="button"
-              className="tf-button tf-button-danger"
-              disabled={busy}
-              aria-busy={busy}
-              onClick={async () => {
-                setBusy(true);
-                try {
-                  await onConfirm();
-                  setOpen(false);
-                } catch {
-                  // Reported by `onConfirm`'s caller; the dialog stays for another try or Cancel.
-                } finally {
-                  setBusy(false);
-                }
-              }}
-            >
-              {busy ? "Deleting…" : confirmLabel}
-            </button>
-          </div>
-        </Dialog.Content>
-      </Dialog.Portal>
-    </Dialog.Root>
-  );
-}
-
-/** A failed save, next to the button that saves. */
-export function FormError({
-  message,
+/** What a described resource (an MCP server, a skill) is for, in words the agents' models read. */
+export function DescriptionField({
+  value,
+  onChange,
+  error,
+  hint,
   testId,
 }: {
-  readonly message: string | null;
-  readonly testId?: string;
+  readonly value: string;
+  readonly onChange: (value: string) => void;
+  readonly error: string | null;
+  readonly hint: string;
+  readonly testId: string;
 }) {
   return (
-    <p className="tf-form-error" role="alert" data-testid={testId} hidden={!message}>
-      {message}
-    </p>
-  );
-}
-
-export function LoadingState({ label = "Loading…" }: { readonly label?: string }) {
-  return (
-    <div className="tf-state" role="status">
-      <span className="tf-spinner" aria-hidden="true" /> {label}
-    </div>
-  );
-}
-
-export function ErrorState({
-  message,
-  onRetry,
-  testId,
-}: {
-  readonly message: string;
-  readonly onRetry?: () => void;
-  readonly testId?: string;
-}) {
-  return (
-    <div className="tf-state" role="alert" data-testid={testId}>
-      <p className="tf-error-text">{message}</p>
-      {onRetry ? (
-        <button type="button" className="tf-button" onClick={onRetry}>
-          Retry
-        </button>
-      ) : null}
-    </div>
-  );
-}
-
-export function EmptyState({ children, testId }: { readonly children: ReactNode; readonly testId?: string }) {
-  return (
-    <div className="tf-empty" data-testid={testId}>
-      {children}
-    </div>
-  );
-}
-
-/** A chip with a status colour. */
-export function StatusChip({
-  tone,
-  children,
-  title,
-}: {
-  readonly tone: "ok" | "warn" | "danger" | "muted";
-  readonly children: ReactNode;
-  readonly title?: string;
-}) {
-  return (
-    <span className={`tf-chip tf-chip-${tone}`} title={title}>
-      {children}
-    </span>
-  );
-}
-
-/**
- * A catalog entry's logo. The page's CSP loads images from its own origin only (no request to a third party
- * while the user browses the catalog), so a remote logo is replaced by the name's initial.
- */
-export function CatalogLogo({
-  src,
-  name,
-}: {
-  readonly src: string | null | undefined;
-  readonly name: string;
-}) {
-  if (src && (src.startsWith("/") || src.startsWith("data:"))) {
-    return <img className="tf-logo" src={src} alt="" loading="lazy" />;
-  }
-  return (
-    <span className="tf-logo tf-logo-initial" aria-hidden="true">
-      {name.trim().charAt(0).toUpperCase() || "?"}
-    </span>
+    <TextField
+      label="Description"
+      value={value}
+      onChange={onChange}
+      required
+      rows={2}
+      testId={testId}
+      hint={hint}
+      error={error}
+    />
   );
 }

@@ -1,6 +1,6 @@
 // One read from the server for a screen: loading, the data or the error (also toasted), and a reload.
 
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { toast } from "sonner";
 import { describeError } from "../state/errors.js";
 
@@ -63,4 +63,29 @@ export function useLoad<T>(load: (() => Promise<T>) | null, what: string): Loade
     setData((current) => (current === undefined ? current : change(current)));
   }, []);
   return { data, error, loading, reload, update };
+}
+
+/**
+ * {@link useLoad} of `read(port)`, loaded again when the port changes; nothing is loaded without a port.
+ * `read` is taken as it is when it runs, so an inline function does not start a load on every render.
+ */
+export function useLoadFrom<P, T>(
+  port: P | undefined,
+  read: (port: P) => Promise<T>,
+  what: string,
+): Loaded<T> {
+  const readRef = useRef(read);
+  readRef.current = read;
+  const load = useMemo(() => (port ? () => readRef.current(port) : null), [port]);
+  return useLoad(load, what);
+}
+
+/**
+ * `list` after `saved` was saved: in place of the entry of the same name, or added at the end when it is new
+ * (the server answers a save with the whole entry, so the list is not asked for again).
+ */
+export function withSaved<T extends { readonly name: string }>(list: readonly T[], saved: T): T[] {
+  return list.some((entry) => entry.name === saved.name)
+    ? list.map((entry) => (entry.name === saved.name ? saved : entry))
+    : [...list, saved];
 }

@@ -60,31 +60,39 @@ const SKILL_PATH = /^(?!\/*$)(?!(?:.*\/)?\.\.?(?:\/|$))[A-Za-z0-9._\-/]+$/;
 /** `SkillManifest.ref`. */
 const SKILL_REF = /^(?!\/*$)(?!(?:.*\/)?\.\.(?:\/|$))[A-Za-z0-9._\-/]+$/;
 
-export function skillUrlError(value: string): string | null {
+/** `message` when `value` (trimmed) does not match `pattern`; an empty value is `Required.` or, optional, fine. */
+function patternError(value: string, pattern: RegExp, message: string, required: boolean): string | null {
   if (value.trim() === "") {
-    return "Required.";
+    return required ? "Required." : null;
   }
-  return SKILL_URL.test(value.trim())
-    ? null
-    : "Use the HTTPS address of a GitHub or GitLab repository (https://github.com/owner/repo).";
+  return pattern.test(value.trim()) ? null : message;
+}
+
+export function skillUrlError(value: string): string | null {
+  return patternError(
+    value,
+    SKILL_URL,
+    "Use the HTTPS address of a GitHub or GitLab repository (https://github.com/owner/repo).",
+    true,
+  );
 }
 
 export function skillPathError(value: string): string | null {
-  if (value.trim() === "") {
-    return null;
-  }
-  return SKILL_PATH.test(value.trim())
-    ? null
-    : "Letters, digits, '.', '_', '-' and '/', without '.' or '..' segments.";
+  return patternError(
+    value,
+    SKILL_PATH,
+    "Letters, digits, '.', '_', '-' and '/', without '.' or '..' segments.",
+    false,
+  );
 }
 
 export function skillRefError(value: string): string | null {
-  if (value.trim() === "") {
-    return "Required.";
-  }
-  return SKILL_REF.test(value.trim())
-    ? null
-    : "Letters, digits, '.', '_', '-' and '/', without '..' segments.";
+  return patternError(
+    value,
+    SKILL_REF,
+    "Letters, digits, '.', '_', '-' and '/', without '..' segments.",
+    true,
+  );
 }
 
 /** Environment variable names of a stdio MCP server. */

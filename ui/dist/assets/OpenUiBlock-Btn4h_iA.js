@@ -1,1 +1,0 @@
-import{t as e,x as t}from"./index-DFS8X41t.js";var n=t();function r({source:t,streaming:r}){return(0,n.jsx)(`div`,{className:`tf-openui`,"data-openui":`source`,children:(0,n.jsx)(e,{code:t,language:`openui`,streaming:r})})}export{r as default};
