@@ -84,7 +84,7 @@ export function ChatView({ sessionId }: { readonly sessionId: string | null }) {
   const controller = useController(server, sessionId);
   const snapshot = useSyncExternalStore(controller.subscribe, controller.getSnapshot);
   const [session, setSession] = useState<Session | null>(null);
-  const [model, setModel] = useDefaultModel();
+  const [model, setModel, models] = useDefaultModel();
   const [decisions, setDecisions] = useState(0);
   const maxRequestBytes = useRequestLimit(server);
 
@@ -202,7 +202,7 @@ export function ChatView({ sessionId }: { readonly sessionId: string | null }) {
           onStop={() => void controller.cancel()}
           accessory={
             sessionId === null && shell.mode.type === "free" ? (
-              <ModelPicker value={model} onChange={setModel} />
+              <ModelPicker value={model} models={models} onChange={setModel} />
             ) : undefined
           }
         />

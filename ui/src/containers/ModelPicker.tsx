@@ -16,9 +16,11 @@ function remembered(): string | null {
   }
 }
 
-export function useDefaultModel(): [string | null, (model: string) => void] {
+/** The tenant's models (read once) and the chosen one: the remembered choice while it exists, else the first. */
+export function useDefaultModel(): [string | null, (model: string) => void, AvailableModel[]] {
   const server = useServer();
   const [model, setModel] = useState<string | null>(remembered);
+  const [models, setModels] = useState<AvailableModel[]>([]);
   useEffect(() => {
     let live = true;
     server.agents
@@ -27,6 +29,7 @@ export function useDefaultModel(): [string | null, (model: string) => void] {
         if (!live) {
           return;
         }
+        setModels(models);
         setModel((current) =>
           current && models.some((m) => m.name === current) ? current : (models[0]?.name ?? null),
         );
@@ -44,30 +47,18 @@ export function useDefaultModel(): [string | null, (model: string) => void] {
       // Not remembered: fine.
     }
   };
-  return [model, choose];
+  return [model, choose, models];
 }
 
 export function ModelPicker({
   value,
+  models,
   onChange,
 }: {
   readonly value: string | null;
+  readonly models: readonly AvailableModel[];
   readonly onChange: (model: string) => void;
 }) {
-  const server = useServer();
-  const [models, setModels] = useState<AvailableModel[]>([]);
-  useEffect(() => {
-    let live = true;
-    server.agents
-      ?.models()
-      .then((list) => live && setModels(list))
-      .catch(() => {
-        // Reported once by useDefaultModel.
-      });
-    return () => {
-      live = false;
-    };
-  }, [server]);
   if (models.length === 0) {
     return null;
   }

@@ -240,6 +240,45 @@ interface Bar {
   readonly to: number;
 }
 
+/** The bars as rectangles: along x (a column chart) or, `horizontal`, along y with the values on x. */
+function BarRects({
+  bars,
+  series,
+  offset,
+  toPixels,
+  horizontal = false,
+}: {
+  readonly bars: readonly Bar[];
+  readonly series: readonly Series[];
+  /** Where the label axis starts, in pixels. */
+  readonly offset: number;
+  /** The value axis's scale. */
+  readonly toPixels: (value: number) => number;
+  readonly horizontal?: boolean;
+}) {
+  return bars.map((bar) => {
+    const band = { at: offset + bar.at, size: bar.size };
+    const extent = {
+      at: Math.min(toPixels(bar.from), toPixels(bar.to)),
+      size: Math.abs(toPixels(bar.to) - toPixels(bar.from)),
+    };
+    const [onX, onY] = horizontal ? [extent, band] : [band, extent];
+    return (
+      <rect
+        key={bar.key}
+        className="tf-openui-bar"
+        x={onX.at}
+        width={onX.size}
+        y={onY.at}
+        height={onY.size}
+        style={{ fill: color(bar.series) }}
+      >
+        <title>{`${bar.label} · ${series[bar.series]?.name ?? ""}: ${formatNumber(bar.value)}`}</title>
+      </rect>
+    );
+  });
+}
+
 function layoutBars(
   labels: readonly string[],
   series: readonly Series[],
@@ -327,19 +366,12 @@ export function BarChart({ el }: { readonly el: UiElement }) {
           </text>
         </g>
       ))}
-      {layoutBars(labels, series, stacked, band).map((bar) => (
-        <rect
-          key={bar.key}
-          className="tf-openui-bar"
-          x={margin.left + bar.at}
-          width={bar.size}
-          y={Math.min(y(bar.from), y(bar.to))}
-          height={Math.abs(y(bar.to) - y(bar.from))}
-          style={{ fill: color(bar.series) }}
-        >
-          <title>{`${bar.label} · ${series[bar.series]?.name ?? ""}: ${formatNumber(bar.value)}`}</title>
-        </rect>
-      ))}
+      <BarRects
+        bars={layoutBars(labels, series, stacked, band)}
+        series={series}
+        offset={margin.left}
+        toPixels={y}
+      />
       {labels.map((label, i) =>
         i % every === 0 ? (
           <text
@@ -406,19 +438,13 @@ export function HorizontalBarChart({ el }: { readonly el: UiElement }) {
           </text>
         </g>
       ))}
-      {layoutBars(labels, series, stacked, band).map((bar) => (
-        <rect
-          key={bar.key}
-          className="tf-openui-bar"
-          y={margin.top + bar.at}
-          height={bar.size}
-          x={Math.min(x(bar.from), x(bar.to))}
-          width={Math.abs(x(bar.to) - x(bar.from))}
-          style={{ fill: color(bar.series) }}
-        >
-          <title>{`${bar.label} · ${series[bar.series]?.name ?? ""}: ${formatNumber(bar.value)}`}</title>
-        </rect>
-      ))}
+      <BarRects
+        bars={layoutBars(labels, series, stacked, band)}
+        series={series}
+        offset={margin.top}
+        toPixels={x}
+        horizontal
+      />
       {labels.map((label, i) => (
         <text
           // biome-ignore lint/suspicious/noArrayIndexKey: labels may repeat.

@@ -14,6 +14,7 @@ import {
   useState,
 } from "react";
 import { CodeBlock as Code } from "../atoms/CodeBlock.js";
+import { ChevronIcon, XIcon } from "../atoms/icons.js";
 import { Markdown } from "../atoms/Markdown.js";
 import { useOptionalChatSession } from "../containers/chat-session.js";
 import { usePortalContainer } from "../embed/context.js";
@@ -56,32 +57,6 @@ import {
 } from "./runtime.js";
 
 type Props = { readonly el: UiElement };
-
-function Icon({ d, className }: { readonly d: string; readonly className?: string }) {
-  return (
-    <svg
-      className={className}
-      width="16"
-      height="16"
-      viewBox="0 0 24 24"
-      fill="none"
-      stroke="currentColor"
-      strokeWidth="2"
-      strokeLinecap="round"
-      strokeLinejoin="round"
-      aria-hidden="true"
-      focusable="false"
-    >
-      <path d={d} />
-    </svg>
-  );
-}
-
-// The app's icons, drawn here: importing them would add exports to the app's first chunk.
-const ChevronIcon = ({ className }: { readonly className?: string }) => (
-  <Icon d="M9 6l6 6-6 6" className={className} />
-);
-const XIcon = () => <Icon d="M6 6l12 12M18 6L6 18" />;
 
 // ---------------------------------------------------------------------------------------------------------
 // Values to React

@@ -228,7 +228,8 @@ describe("chat", () => {
   });
 
   test("an approval is given from the keyboard", async () => {
-    const page = await openSession(await harness.toolSession());
+    const sessionId = await harness.toolSession();
+    const page = await openSession(sessionId);
     await send(page, 'Switch it on. #steps=1 #tool=toggle #args={"on":true}');
     const approval = page.getByRole("region", { name: /Approval required for toggle/ });
     await approval.waitFor();
@@ -241,7 +242,10 @@ describe("chat", () => {
     await page.keyboard.type("no, thanks");
     await page.keyboard.press("Enter");
     await waitForTurnEnd(page, 2);
-    assert.match(await page.locator('.tf-tool[data-tool="toggle"]').innerText(), /toggle/);
+    const turns = await harness.api<{
+      data: { input: { approval?: { status: string; reason?: string } }[] }[];
+    }>("GET", `/api/v1/sessions/${sessionId}/turns?order=asc`);
+    assert.deepEqual(turns.data[1]?.input[0]?.approval, { status: "deny", reason: "no, thanks" });
   });
 
   test("stop cancels the running turn", async () => {

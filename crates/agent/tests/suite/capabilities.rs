@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::fixtures::{
     AsyncModel, all_text, answer_text, is_child, is_summary, metrics, only_response, server_error, session_events,
-    steps_since_user, stored, tool_result, use_tool_sets, vault_tools, with_usage, within,
+    steps_since_user, stored, tool_result, unsummarisable_reader, use_tool_sets, vault_tools, with_usage, within,
 };
 use crate::support::model::{calls, text};
 use crate::support::tools::executed;
@@ -45,19 +45,7 @@ fn summary_requests(model: &AsyncModel) -> usize {
 
 #[tokio::test]
 async fn compaction_falls_back_to_dropping_the_oldest_tool_outputs_when_summarising_fails() {
-    let model = AsyncModel::scripted(|request| {
-        if is_summary(request) {
-            return server_error();
-        }
-        match steps_since_user(request) {
-            0 => calls(&[
-                ("call_1", "big", r#"{"chars": 2000}"#),
-                ("call_2", "big", r#"{"chars": 2000}"#),
-                ("call_3", "big", r#"{"chars": 2000}"#),
-            ]),
-            _ => text("Done reading."),
-        }
-    });
+    let model = unsummarisable_reader();
     let harness = Harness::new(model.clone(), compacting_spec(1_000)).await;
     let (_, state, key) = harness.turn(vec![user("read three things")]).await;
     assert_eq!(answer_text(&state), "Done reading.");

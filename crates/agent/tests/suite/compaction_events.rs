@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use crate::support::crash::CrashingStore;
 use crate::support::fixtures::{
-    AsyncModel, all_text, answer_text, is_child, is_summary, metrics, server_error, session_events, steps_since_user,
-    stored, threads_created, threads_done, with_usage,
+    AsyncModel, all_text, answer_text, is_child, is_summary, metrics, session_events, steps_since_user, stored,
+    threads_created, threads_done, unsummarisable_reader, with_usage,
 };
 use crate::support::model::{calls, text};
 use crate::support::{Harness, spec, user};
@@ -168,19 +168,7 @@ async fn a_summary_is_recorded_between_the_messages_it_replaced_and_the_next_ans
 
 #[tokio::test]
 async fn the_truncation_fallback_is_recorded_without_a_summary() {
-    let model = AsyncModel::scripted(|request| {
-        if is_summary(request) {
-            return server_error();
-        }
-        match steps_since_user(request) {
-            0 => calls(&[
-                ("call_1", "big", r#"{"chars": 2000}"#),
-                ("call_2", "big", r#"{"chars": 2000}"#),
-                ("call_3", "big", r#"{"chars": 2000}"#),
-            ]),
-            _ => text("Done reading."),
-        }
-    });
+    let model = unsummarisable_reader();
     let harness = Harness::new(model, compacting_spec()).await;
     let (items, state, key) = harness.turn(vec![user("read three things")]).await;
     assert_eq!(answer_text(&state), "Done reading.");

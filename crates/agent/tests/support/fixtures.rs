@@ -550,3 +550,22 @@ pub fn approvals_required(items: &[StreamItem]) -> usize {
         .filter(|event| matches!(event, SessionEvent::ToolApprovalRequired(_)))
         .count()
 }
+
+/// A model that cannot summarise (every summary request is a 503) and reads three 2,000-character results
+/// (`big`, calls `call_1`..`call_3`) before saying "Done reading.": a compaction must fall back to cutting the
+/// oldest tool outputs.
+pub fn unsummarisable_reader() -> Arc<AsyncModel> {
+    AsyncModel::scripted(|request| {
+        if is_summary(request) {
+            return server_error();
+        }
+        match steps_since_user(request) {
+            0 => super::model::calls(&[
+                ("call_1", "big", r#"{"chars": 2000}"#),
+                ("call_2", "big", r#"{"chars": 2000}"#),
+                ("call_3", "big", r#"{"chars": 2000}"#),
+            ]),
+            _ => super::model::text("Done reading."),
+        }
+    })
+}
