@@ -11,8 +11,8 @@ use trueforge_protocol::{
 
 use super::model::{
     ExpiredLease, FreezeTurn, HistoryEntry, KeyedTurn, Lease, LiveStreamMark, NewSession, NewTurn, Page, PageRequest,
-    ReusedTurnRecord, SessionEventItem, SessionFilter, SessionId, SessionRecord, SessionUpdate, SortOrder, StoredEvent,
-    TenantId, ThreadId, ThreadStep, TurnDone, TurnId, TurnKey, TurnRecord, TurnSummary,
+    ReusedTurnRecord, SandboxInfo, SessionEventItem, SessionFilter, SessionId, SessionRecord, SessionUpdate, SortOrder,
+    StoredEvent, TenantId, ThreadId, ThreadStep, TurnDone, TurnId, TurnKey, TurnRecord, TurnSummary,
 };
 use crate::error::StoreResult;
 
@@ -199,6 +199,10 @@ pub trait SessionStore: Send + Sync {
 
     /// Merges MCP server session info by server id, each id replaced whole.
     async fn patch_mcp_servers(&self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()>;
+
+    /// Records the sandbox the running turn uses (`sandbox.created`); later turns of the conversation inherit
+    /// it. `TurnNotRunning` once the turn has ended.
+    async fn set_sandbox_info(&self, key: &TurnKey, info: SandboxInfo) -> StoreResult<()>;
 
     /// Sets one key of a thread's capability state (last write wins). JSON `null` is stored as a value.
     async fn patch_thread_capability_state(

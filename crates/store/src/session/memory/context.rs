@@ -128,6 +128,11 @@ impl State {
         Ok(())
     }
 
+    pub(super) fn set_sandbox_info(&mut self, key: &TurnKey, info: SandboxInfo) -> StoreResult<()> {
+        self.fence(key)?.sandbox_info = Some(info);
+        Ok(())
+    }
+
     pub(super) fn patch_thread_capability_state(
         &mut self,
         key: &TurnKey,

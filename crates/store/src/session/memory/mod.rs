@@ -233,6 +233,10 @@ impl SessionStore for MemorySessionStore {
         self.write_turn(key, |state| state.patch_mcp_servers(key, servers))
     }
 
+    async fn set_sandbox_info(&self, key: &TurnKey, info: SandboxInfo) -> StoreResult<()> {
+        self.write_turn(key, |state| state.set_sandbox_info(key, info))
+    }
+
     async fn patch_thread_capability_state(
         &self,
         key: &TurnKey,

@@ -386,6 +386,15 @@ where
             .await
     }
 
+    async fn set_sandbox_info(&self, key: &TurnKey, info: SandboxInfo) -> StoreResult<()> {
+        let key = key.clone();
+        self.db
+            .run(Access::Write, move |conn| {
+                Box::pin(context::set_sandbox_info(conn, key, info))
+            })
+            .await
+    }
+
     async fn patch_thread_capability_state(
         &self,
         key: &TurnKey,

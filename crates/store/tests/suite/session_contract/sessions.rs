@@ -459,6 +459,15 @@ pub async fn turn_scoped_write_errors(
     );
     record!("patch_mcp_servers", store.patch_mcp_servers(turn_key, Vec::new()));
     record!(
+        "set_sandbox_info",
+        store.set_sandbox_info(
+            turn_key,
+            trueforge_store::session::SandboxInfo {
+                sandbox_id: "v1:local:x".to_owned()
+            }
+        )
+    );
+    record!(
         "patch_capability",
         store.patch_thread_capability_state(turn_key, &MAIN.into(), "k", json!(1))
     );

@@ -194,6 +194,17 @@ pub async fn tenancy_foreign_turn_key_writes_fail_and_change_nothing(store: Stor
         store.patch_mcp_servers(&foreign, vec![server]).await,
     );
     assert_turn_not_found(
+        "set_sandbox_info",
+        store
+            .set_sandbox_info(
+                &foreign,
+                trueforge_store::session::SandboxInfo {
+                    sandbox_id: "v1:local:x".to_owned(),
+                },
+            )
+            .await,
+    );
+    assert_turn_not_found(
         "patch_thread_capability_state",
         store
             .patch_thread_capability_state(&foreign, &MAIN.into(), "k", json!(1))

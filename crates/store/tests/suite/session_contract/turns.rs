@@ -519,6 +519,26 @@ pub async fn create_turn_carries_mcp_checkpoint(store: Store) {
     assert_eq!(root_snapshot.mcp_servers, None);
 }
 
+pub async fn create_turn_carries_the_sandbox(store: Store) {
+    seed_session(&store, TENANT, SESSION).await;
+    store.create_turn(turn("turn-1", None)).await.unwrap();
+    let first = trueforge_store::session::SandboxInfo {
+        sandbox_id: "v1:local:main.01a".to_owned(),
+    };
+    store.set_sandbox_info(&key("turn-1"), first.clone()).await.unwrap();
+    let stored = store.get_turn(&key("turn-1")).await.unwrap().unwrap().snapshot;
+    assert_eq!(stored.sandbox_info.as_ref(), Some(&first));
+    // A sandbox that was gone is replaced, not merged.
+    let second = trueforge_store::session::SandboxInfo {
+        sandbox_id: "v1:local:main.01b".to_owned(),
+    };
+    store.set_sandbox_info(&key("turn-1"), second.clone()).await.unwrap();
+    finish(&store, &key("turn-1")).await;
+    store.create_turn(turn("turn-2", Some("turn-1"))).await.unwrap();
+    let next = store.get_turn(&key("turn-2")).await.unwrap().unwrap().snapshot;
+    assert_eq!(next.sandbox_info, Some(second));
+}
+
 pub async fn create_turn_stores_its_first_events_with_it(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     let mut new_turn = turn("turn-1", None);
@@ -593,4 +613,5 @@ contract_group!(
     create_turn_stores_input_and_custom,
     turn_updated_at_moves_with_every_write,
     create_turn_carries_mcp_checkpoint,
+    create_turn_carries_the_sandbox,
 );

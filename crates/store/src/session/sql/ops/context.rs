@@ -388,6 +388,18 @@ pub(crate) async fn patch_mcp_servers<C: SessionSql>(
     Ok(())
 }
 
+/// Records the sandbox the turn runs in (replacing one that was gone), fenced like every turn write.
+pub(crate) async fn set_sandbox_info<C: SessionSql>(conn: &mut C, key: TurnKey, info: SandboxInfo) -> StoreResult<()> {
+    let now = conn.now().await?;
+    fence(conn, &key, now).await?;
+    conn.execute(
+        "UPDATE turn SET sandbox_info = $3 WHERE session_id = $1 AND turn_id = $2",
+        &params![&key.session_id, &key.turn_id, Param::json(&info)?],
+    )
+    .await?;
+    Ok(())
+}
+
 /// Sets one key of a thread's capability state, fenced like every turn write.
 pub(crate) async fn patch_thread_capability_state<C: SessionSql>(
     conn: &mut C,
