@@ -33,6 +33,9 @@ pub enum AgentError {
     Tool(#[from] ToolError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The turn needs a sandbox and none could be provided or used.
+    #[error(transparent)]
+    Sandbox(#[from] trueforge_sandbox::SandboxError),
     /// The request's idempotency key already created this turn, for the same request: nothing was started.
     /// [`Runtime::start_turn`](crate::Runtime::start_turn) answers with that turn instead.
     #[error("the idempotency key already created turn {0}")]
@@ -84,6 +87,16 @@ pub enum InputError {
     /// The calls (by id) that wait for the user and the input left unanswered.
     #[error("the input must resolve every tool call waiting for the user; missing: {}", .0.join(", "))]
     UnresolvedCalls(Vec<String>),
+    /// A file that must go into the sandbox, sent to an agent without one.
+    #[error(
+        "the file '{0}' needs a sandbox (only images and PDFs are sent to the model directly); \
+         enable config.sandbox for this agent"
+    )]
+    SandboxRequired(String),
+    #[error("the file '{name}' is too large: {size} bytes, the limit is {limit}")]
+    FileTooLarge { name: String, size: u64, limit: u64 },
+    #[error("the file '{name}' cannot be read: {reason}")]
+    InvalidFile { name: String, reason: &'static str },
     /// The input could not be written as JSON to fingerprint it for its idempotency key.
     #[error("the input cannot be written as JSON: {0}")]
     NotJson(#[source] serde_json::Error),

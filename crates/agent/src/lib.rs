@@ -14,6 +14,7 @@ pub mod model;
 pub mod orchestrator;
 pub mod prompt;
 pub mod runtime;
+pub mod sandbox;
 pub mod seams;
 pub mod setup;
 pub mod thread;

@@ -19,6 +19,7 @@ use crate::error::AgentError;
 use crate::model::{ModelResolver, ResolvedModel, request_params};
 use crate::orchestrator::ChildFactory;
 use crate::prompt::{ROOT_IDENTITY, SystemPrompt};
+use crate::sandbox::{PendingUpload, SandboxTools, TurnSandbox, sandbox_instructions};
 use crate::thread::ThreadSetup;
 use crate::tools::{ToolContext, ToolRegistry, ToolSet};
 
@@ -46,9 +47,29 @@ pub struct TurnResources {
     pub auth_required: Vec<McpServerAuthInfo>,
     /// The MCP sessions the conversation ran on so far (the turn snapshot's), by server id.
     pub known_mcp_sessions: BTreeMap<String, McpServerInitInfo>,
+    /// The turn's sandbox when the agent has one, shared by the root and its sub-agents.
+    pub sandbox: Option<Arc<TurnSandbox>>,
+    /// Files the user sent that go into the sandbox before the first model call.
+    pub uploads: Vec<PendingUpload>,
 }
 
 impl TurnResources {
+    /// The input as the model reads it, and the files it sends into the sandbox (refused when the agent
+    /// has none).
+    pub fn stage_uploads(
+        &self,
+        input: &[trueforge_protocol::TurnInputItem],
+    ) -> Result<(Vec<trueforge_protocol::TurnInputItem>, Vec<PendingUpload>), crate::error::InputError> {
+        let (uploads_dir, max_bytes) = match &self.sandbox {
+            Some(sandbox) => (
+                Some(sandbox.layout().uploads.as_str()),
+                sandbox.options().upload_max_bytes,
+            ),
+            None => (None, 0),
+        };
+        crate::sandbox::stage_uploads(input, uploads_dir, max_bytes)
+    }
+
     pub async fn root_setup(&self) -> Result<Arc<ThreadSetup>, AgentError> {
         self.setup(&self.root_model, None).await
     }
@@ -95,6 +116,17 @@ impl TurnResources {
         if recall {
             system_sets.push(Arc::new(recall_tools(self.store.clone())));
             sections.push(("recall", recall_instructions()));
+        }
+        if let Some(sandbox) = &self.sandbox {
+            system_sets.push(Arc::new(SandboxTools::tool_set(sandbox.clone())));
+            sections.push((
+                "sandbox",
+                sandbox_instructions(
+                    sandbox.layout(),
+                    config.sandbox.file_downloads,
+                    sandbox.provider().instructions(),
+                ),
+            ));
         }
         if is_root && config.generative_ui.enabled {
             system_sets.push(Arc::new(openui_tools()));
@@ -145,6 +177,7 @@ impl TurnResources {
             deferred,
             compaction_threshold: compaction.enabled.then_some(threshold),
             large_responses,
+            sandbox: self.sandbox.clone(),
             sub_agents_available: sub_agents,
             breakdown,
         }))

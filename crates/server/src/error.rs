@@ -116,6 +116,12 @@ impl From<AgentError> for ApiError {
             AgentError::Model(error) => Self::unprocessable(error.message),
             AgentError::Tool(error) => Self::unprocessable(error.to_string()),
             AgentError::Store(error) => error.into(),
+            // The agent needs a sandbox this server cannot give it now: the request cannot be served as it
+            // is (the reference's 422); a provider that failed is a failed dependency.
+            AgentError::Sandbox(error @ trueforge_sandbox::SandboxError::Provider(_)) => {
+                Self::new(StatusCode::FAILED_DEPENDENCY, error.to_string())
+            }
+            AgentError::Sandbox(error) => Self::unprocessable(error.to_string()),
             reused @ AgentError::IdempotencyKeyReused(_) => Self::unprocessable(reused.to_string()),
             // `start_turn` answers with the turn instead; a caller that surfaces it asked to create it anew.
             created @ AgentError::AlreadyCreated(_) => Self::conflict(created.to_string()),

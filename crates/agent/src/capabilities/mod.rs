@@ -1,7 +1,7 @@
 //! Built-in capabilities: the system tool sets the harness offers agents, the instruction sections that
 //! explain them, and the pure context transformations (compaction, large tool results) the loop applies.
 
-mod args;
+pub(crate) mod args;
 pub mod ask_user;
 pub mod compaction;
 pub mod datetime;

@@ -7,13 +7,13 @@ use std::collections::{BTreeMap, HashSet};
 
 use trueforge_protocol::{
     AgentSpec, AgentThreadSnapshot, CancellationReason, IdempotencyKey, MAIN_THREAD_ID, McpServerInitInfo,
-    SessionEvent, ThreadDoneEvent, ThreadId, ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnId, TurnState,
-    validate_turn_input,
+    SessionEvent, ThreadDoneEvent, ThreadId, ThreadState, ToolResponseEvent, TurnCreatedEvent, TurnId, TurnInputItem,
+    TurnState, validate_turn_input,
 };
 use trueforge_store::StoreError;
 use trueforge_store::session::model::{
-    ContextAppend, FreezeTurn, KeyedTurn, NewThread, NewTurn, SessionRecord, StoredEvent, TurnDone, TurnIdempotency,
-    TurnKey, TurnRecord,
+    ContextAppend, FreezeTurn, KeyedTurn, NewThread, NewTurn, SandboxInfo, SessionRecord, StoredEvent, TurnDone,
+    TurnIdempotency, TurnKey, TurnRecord,
 };
 
 use super::{PreviousTurn, Runtime, Start, StartedTurn, TurnRequest, standing_approvals, with_root};
@@ -48,6 +48,8 @@ struct Predecessor {
     /// The predecessor paused for answers longer than the approval timeout: a new message may close them.
     unanswered_expired: bool,
     mcp_sessions: Option<BTreeMap<String, McpServerInitInfo>>,
+    /// The sandbox the conversation used so far.
+    sandbox: Option<SandboxInfo>,
 }
 
 impl Runtime {
@@ -69,12 +71,19 @@ impl Runtime {
         if let Some(sessions) = predecessor.mcp_sessions.take() {
             resources.known_mcp_sessions = sessions;
         }
+        // Files for the sandbox leave the input the model reads (an announcement takes their place); the
+        // turn stores the input as it was sent.
+        let (model_input, uploads) = resources.stage_uploads(&request.input)?;
+        resources.uploads = uploads;
+        if let Some(sandbox) = &resources.sandbox {
+            sandbox.remember(predecessor.sandbox.as_ref());
+        }
         let first_turn = !predecessor.threads.contains_key(MAIN_THREAD_ID);
         // The contexts move from the snapshot read into the running threads without a copy: copying
         // them (and dropping the copies) cost time in proportion to the conversation on every turn.
         let previous_threads = std::mem::take(&mut predecessor.threads);
         let (threads, admission) = self
-            .admit_input(&request, &checked.session, &predecessor, previous_threads)
+            .admit_input(&request, &model_input, &checked.session, &predecessor, previous_threads)
             .await?;
         let closing_events = self.closing_events(&threads, &admission);
         // Committing the turn and the standing approvals need every thread but none of their contexts.
@@ -202,6 +211,7 @@ impl Runtime {
                 threads: BTreeMap::new(),
                 model_messages: BTreeMap::new(),
                 unanswered_expired: false,
+                sandbox: None,
                 mcp_sessions: None,
             });
         };
@@ -240,6 +250,7 @@ impl Runtime {
         Ok(Predecessor {
             unanswered_expired: self.pause_expired(&previous.turn.state),
             mcp_sessions: Some(previous.snapshot.mcp_servers.unwrap_or_default()),
+            sandbox: previous.snapshot.sandbox_info,
             threads: previous.snapshot.threads,
             model_messages,
             id,
@@ -293,12 +304,13 @@ impl Runtime {
     async fn admit_input(
         &self,
         request: &TurnRequest,
+        input: &[TurnInputItem],
         session: &SessionRecord,
         predecessor: &Predecessor,
         previous_threads: BTreeMap<ThreadId, AgentThreadSnapshot>,
     ) -> Result<(BTreeMap<ThreadId, AgentThreadSnapshot>, Admission), AgentError> {
         let mut threads = with_root(previous_threads);
-        let mut admission = admit_with(&threads, &request.input, predecessor.unanswered_expired)?;
+        let mut admission = admit_with(&threads, input, predecessor.unanswered_expired)?;
         if session.last_turn_id.is_some() && session.last_turn_id != predecessor.id {
             // A new conversation or a fork still has the tools allowed for the session on its latest turn.
             self.inherit_session_approvals(request, session.last_turn_id.as_ref(), &mut admission)

@@ -38,10 +38,12 @@ use crate::metrics::ThreadMetrics;
 use crate::model::ModelResolver;
 use crate::orchestrator::{Orchestrator, TurnEnd};
 use crate::recovery::reconcile_open_calls;
+use crate::sandbox::{SandboxResolver, TurnSandbox};
 use crate::seams::{AgentApprovals, AgentDirectory, ToolSetResolver};
 use crate::setup::TurnResources;
 use crate::thread::{AgentThread, TurnEnv};
 use crate::tools::{ToolContext, ToolError};
+use trueforge_sandbox::{SandboxError, SandboxOwner};
 
 #[derive(Debug, Clone)]
 pub struct RuntimeOptions {
@@ -202,6 +204,8 @@ pub struct Runtime {
     lifecycle: Arc<Lifecycle>,
     /// The contexts of the latest turns that ended here, for the turns that continue them.
     kept: Arc<ContextCache>,
+    /// Where agents with a sandbox get one; `None`: this host has none, and such agents cannot run.
+    pub sandboxes: Option<Arc<dyn SandboxResolver>>,
 }
 
 /// The executor id of a runtime whose options name no lease owner.
@@ -238,7 +242,14 @@ impl Runtime {
             ids,
             lifecycle,
             kept: Arc::new(ContextCache::new(kept_capacity)),
+            sandboxes: None,
         }
+    }
+
+    /// Gives agents with `config.sandbox` (or skills) their sandboxes from `sandboxes`.
+    pub fn with_sandboxes(mut self, sandboxes: Arc<dyn SandboxResolver>) -> Self {
+        self.sandboxes = Some(sandboxes);
+        self
     }
 
     /// Streams turns' events on `streams` instead of a bus of its own (call before any turn starts).
@@ -279,6 +290,11 @@ impl Runtime {
         let cancel = TurnCancel::new();
         let mut resources = self.resources(key, &session.created_by, spec, &cancel).await?;
         resources.known_mcp_sessions = record.snapshot.mcp_servers.unwrap_or_default();
+        if let Some(sandbox) = &resources.sandbox {
+            sandbox.remember(record.snapshot.sandbox_info.as_ref());
+        }
+        // Written again: the crashed run may not have written them (writing the same bytes twice is harmless).
+        resources.uploads = resources.stage_uploads(&record.turn.input)?.1;
         let threads = record.snapshot.threads;
         let approvals = standing_approvals(&threads, agent_approvals);
         let built = self.build_threads(&resources, threads, BTreeMap::new()).await?;
@@ -389,6 +405,7 @@ impl Runtime {
                 Err(error) => return Err(error.into()),
             }
         }
+        let sandbox = self.turn_sandbox(key, &spec).await?;
         let sub_agent_models = self.models.sub_agent_models(&key.tenant_id).await;
         Ok(TurnResources {
             tenant_id: key.tenant_id.clone(),
@@ -406,7 +423,33 @@ impl Runtime {
             store: self.store.clone(),
             auth_required,
             known_mcp_sessions: BTreeMap::new(),
+            sandbox,
+            uploads: Vec::new(),
         })
+    }
+
+    /// The turn's sandbox when the agent has one (`config.sandbox.enabled`, or skills, which live in it). It
+    /// is made on first use; here only its provider is found, so a turn that cannot have one is refused
+    /// before anything is written.
+    async fn turn_sandbox(&self, key: &TurnKey, spec: &AgentSpec) -> Result<Option<Arc<TurnSandbox>>, AgentError> {
+        let wants_skills = spec.skills.as_ref().is_some_and(|skills| !skills.is_empty());
+        if !(spec.config.sandbox.enabled || wants_skills) {
+            return Ok(None);
+        }
+        let resolver = self
+            .sandboxes
+            .as_ref()
+            .ok_or_else(|| SandboxError::Unavailable("this server provides no sandbox".to_owned()))?;
+        let provider = resolver.provider(&key.tenant_id).await?;
+        let owner = SandboxOwner {
+            tenant: key.tenant_id.to_string(),
+            session: key.session_id.to_string(),
+        };
+        Ok(Some(Arc::new(TurnSandbox::new(
+            provider,
+            owner,
+            resolver.options().clone(),
+        ))))
     }
 
     /// The runtime threads of a turn, built from snapshots it is done with (their contexts move in).
@@ -541,6 +584,18 @@ async fn announce_mcp_sessions(env: &TurnEnv, resources: &TurnResources) -> Resu
     Ok(())
 }
 
+/// Writes the files the user sent into the sandbox before the model reads about them. A file that cannot
+/// be written fails the turn: the model must not be told of a file that is not there.
+async fn upload_user_files(resources: &TurnResources) -> Result<(), AgentError> {
+    let Some(sandbox) = &resources.sandbox else {
+        return Ok(());
+    };
+    for upload in &resources.uploads {
+        sandbox.upload(&upload.path, upload.content.clone()).await?;
+    }
+    Ok(())
+}
+
 /// Ends a turn whose MCP servers the user must authorize first: the `mcp.auth_required` event is stored
 /// and becomes the turn's required action; the model is not called, so the user's input waits in the
 /// conversation for the next turn.
@@ -574,8 +629,15 @@ async fn run_turn(
         }
         Start::Resume(open_messages) => reconcile_open_calls(&env, &mut threads, open_messages).await,
     };
+    if let Some(sandbox) = &resources.sandbox {
+        sandbox.attach(env.journal.clone());
+    }
     let prepared = match prepared {
         Ok(used_before) => announce_mcp_sessions(&env, &resources).await.map(|()| used_before),
+        Err(error) => Err(error),
+    };
+    let prepared = match prepared {
+        Ok(used_before) => upload_user_files(&resources).await.map(|()| used_before),
         Err(error) => Err(error),
     };
     let mut contexts = None;

@@ -47,6 +47,8 @@ pub struct ThreadSetup {
     /// Compact once the context reaches this many tokens; `None`: compaction is off.
     pub compaction_threshold: Option<u64>,
     pub large_responses: bool,
+    /// The turn's sandbox, where large results are also saved whole.
+    pub sandbox: Option<Arc<crate::sandbox::TurnSandbox>>,
     pub sub_agents_available: bool,
     /// The estimated parts of every call's input that do not depend on the conversation.
     pub breakdown: InputTokensBreakdown,

@@ -191,6 +191,9 @@ impl AgentThread {
                     draft.result = result;
                 }
             }
+            if let Some(sandbox) = &self.setup.sandbox {
+                save_shortened_results(sandbox, &mut drafts).await;
+            }
         }
         let events = drafts
             .iter()
@@ -218,6 +221,33 @@ impl AgentThread {
             .collect();
         let usage = self.usage_with(&rows);
         self.commit(env, events, rows, usage, None, None).await
+    }
+}
+
+/// Saves the complete text of every shortened result in the sandbox and points the model at the file. A
+/// failure to save leaves the result as it is: the complete text is still in the store for recall.
+async fn save_shortened_results(sandbox: &crate::sandbox::TurnSandbox, drafts: &mut [Draft]) {
+    for draft in drafts.iter_mut() {
+        let result = &mut draft.result;
+        let Some(full) = result.full_content.as_deref().filter(|_| !result.is_error) else {
+            continue;
+        };
+        match crate::sandbox::offload_large_result(
+            sandbox,
+            &result.tool_name,
+            &result.tool_call_id,
+            &result.content,
+            full,
+        )
+        .await
+        {
+            Ok(content) => result.content = content,
+            Err(error) => tracing::warn!(
+                tool_call_id = %result.tool_call_id,
+                %error,
+                "could not save a large tool result in the sandbox"
+            ),
+        }
     }
 }
 

@@ -215,6 +215,10 @@ impl SessionStore for CrashingStore {
         self.check()?;
         self.inner.patch_mcp_servers(key, servers).await
     }
+    async fn set_sandbox_info(&self, key: &TurnKey, info: trueforge_store::session::SandboxInfo) -> StoreResult<()> {
+        self.check()?;
+        self.inner.set_sandbox_info(key, info).await
+    }
     async fn patch_thread_capability_state(
         &self,
         key: &TurnKey,

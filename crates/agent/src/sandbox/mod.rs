@@ -1,0 +1,261 @@
+//! The sandbox a turn runs code in: found through a seam ([`SandboxResolver`]), created on first use and
+//! shared by the root and its sub-agents ([`TurnSandbox`]), offered to the model as the `exec` tool, and used
+//! for the user's uploaded files and for large tool results.
+
+mod exec_tool;
+mod offload;
+mod prompt;
+mod uploads;
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+use trueforge_protocol::{SandboxCreatedEvent, SessionEvent, TenantId};
+use trueforge_sandbox::{
+    ExecOutput, ExecRequest, SandboxError, SandboxLayout, SandboxOwner, SandboxProvider, SandboxRef,
+};
+use trueforge_store::session::SandboxInfo;
+
+use crate::error::AgentError;
+use crate::ids::now_iso;
+use crate::journal::Journal;
+
+pub use exec_tool::{EXEC_TOOL, SANDBOX_TOOL_SET, SandboxTools};
+pub use offload::offload_large_result;
+pub use prompt::sandbox_instructions;
+pub use uploads::{PendingUpload, stage_uploads};
+
+/// What the host decides about every sandbox.
+#[derive(Debug, Clone)]
+pub struct SandboxOptions {
+    /// How long one command may run.
+    pub exec_timeout: Duration,
+    /// Bytes of one command's output given back (its beginning and end); a larger output is cut in the
+    /// middle, and what is kept may still be offloaded to a file as a large result.
+    pub output_limit: usize,
+    /// The largest file a user may send into the sandbox with a message.
+    pub upload_max_bytes: u64,
+    /// Where the host keeps the Code Mode bridges' sockets (a private directory).
+    pub bridge_dir: PathBuf,
+}
+
+impl Default for SandboxOptions {
+    fn default() -> Self {
+        Self {
+            exec_timeout: trueforge_sandbox::DEFAULT_EXEC_TIMEOUT,
+            output_limit: 256 * 1024,
+            upload_max_bytes: 20 * 1024 * 1024,
+            bridge_dir: std::env::temp_dir(),
+        }
+    }
+}
+
+/// Finds the sandbox provider a tenant's turns use.
+#[async_trait]
+pub trait SandboxResolver: Send + Sync {
+    /// The provider for the tenant's new sandboxes and for reattaching its sandbox of the same kind.
+    /// [`SandboxError::Unavailable`] when none can be provided: the turn then fails with that reason,
+    /// it never runs anything unsandboxed.
+    async fn provider(&self, tenant_id: &TenantId) -> Result<Arc<dyn SandboxProvider>, SandboxError>;
+
+    fn options(&self) -> &SandboxOptions;
+}
+
+/// A turn's sandbox: made or reattached on first use (one `sandbox.created` when it is made), shared by
+/// every thread of the turn.
+pub struct TurnSandbox {
+    provider: Arc<dyn SandboxProvider>,
+    owner: SandboxOwner,
+    /// The sandbox the conversation used so far (the turn snapshot's), if any; set before first use.
+    known: OnceLock<SandboxRef>,
+    options: SandboxOptions,
+    /// The raw id once the sandbox is ready; held while making it, so concurrent first uses make one.
+    ready: Mutex<Option<String>>,
+    /// Where `sandbox.created` goes; attached when the turn starts running.
+    journal: OnceLock<Arc<Journal>>,
+}
+
+impl TurnSandbox {
+    pub fn new(provider: Arc<dyn SandboxProvider>, owner: SandboxOwner, options: SandboxOptions) -> Self {
+        Self {
+            provider,
+            owner,
+            known: OnceLock::new(),
+            options,
+            ready: Mutex::new(None),
+            journal: OnceLock::new(),
+        }
+    }
+
+    pub fn layout(&self) -> &SandboxLayout {
+        self.provider.layout()
+    }
+
+    pub fn provider(&self) -> &dyn SandboxProvider {
+        self.provider.as_ref()
+    }
+
+    pub fn options(&self) -> &SandboxOptions {
+        &self.options
+    }
+
+    /// The sandbox the conversation used so far, to reattach instead of making a new one. An id that
+    /// cannot be read counts as none: the turn makes a fresh sandbox.
+    pub fn remember(&self, known: Option<&SandboxInfo>) {
+        if let Some(known) = known.and_then(|info| SandboxRef::parse(&info.sandbox_id).ok()) {
+            let _ = self.known.set(known);
+        }
+    }
+
+    /// Gives the sandbox the turn's journal, for `sandbox.created`.
+    pub fn attach(&self, journal: Arc<Journal>) {
+        // A second attach (never done) would keep the first journal, which is the turn's.
+        let _ = self.journal.set(journal);
+    }
+
+    /// The raw id of the sandbox, made or reattached (and prepared) on first use.
+    pub async fn raw_id(&self) -> Result<String, AgentError> {
+        let mut ready = self.ready.lock().await;
+        if let Some(raw_id) = ready.as_ref() {
+            return Ok(raw_id.clone());
+        }
+        let raw_id = self.reattach_or_create().await?;
+        self.prepare(&raw_id).await?;
+        *ready = Some(raw_id.clone());
+        Ok(raw_id)
+    }
+
+    /// Runs a command; a sandbox found gone is made again once.
+    pub async fn exec(&self, request: ExecRequest, cancel: &CancellationToken) -> Result<ExecOutput, AgentError> {
+        let raw_id = self.raw_id().await?;
+        match self.provider.exec(&raw_id, request.clone(), cancel).await {
+            Err(SandboxError::NotAvailable(_)) => {
+                let raw_id = self.remake(&raw_id).await?;
+                Ok(self.provider.exec(&raw_id, request, cancel).await?)
+            }
+            other => Ok(other?),
+        }
+    }
+
+    /// Writes a file into the sandbox; a sandbox found gone is made again once.
+    pub async fn upload(&self, path: &str, content: Bytes) -> Result<(), AgentError> {
+        let raw_id = self.raw_id().await?;
+        match self.provider.upload(&raw_id, path, content.clone()).await {
+            Err(SandboxError::NotAvailable(_)) => {
+                let raw_id = self.remake(&raw_id).await?;
+                Ok(self.provider.upload(&raw_id, path, content).await?)
+            }
+            other => Ok(other?),
+        }
+    }
+
+    /// Makes a new sandbox in place of `gone`, unless another caller already did.
+    async fn remake(&self, gone: &str) -> Result<String, AgentError> {
+        let mut ready = self.ready.lock().await;
+        if let Some(current) = ready.as_ref().filter(|current| current.as_str() != gone) {
+            return Ok(current.clone());
+        }
+        let raw_id = self.create().await?;
+        self.prepare(&raw_id).await?;
+        *ready = Some(raw_id.clone());
+        Ok(raw_id)
+    }
+
+    async fn reattach_or_create(&self) -> Result<String, AgentError> {
+        if let Some(raw_id) = self
+            .known
+            .get()
+            .and_then(|known| known.raw_id_for(self.provider.kind()))
+        {
+            match self.provider.reattach(&self.owner, raw_id).await {
+                Ok(()) => return Ok(raw_id.to_owned()),
+                // Gone (expired, deleted) or not this tenant's: a fresh one, as the reference does once.
+                Err(SandboxError::NotAvailable(_) | SandboxError::TenantMismatch | SandboxError::InvalidId(_)) => {}
+                Err(other) => return Err(other.into()),
+            }
+        }
+        self.create().await
+    }
+
+    /// Makes a sandbox and records it: the turn's snapshot first (so a resumed turn reattaches it), then
+    /// `sandbox.created`.
+    async fn create(&self) -> Result<String, AgentError> {
+        let raw_id = self.provider.create(&self.owner).await?;
+        let sandbox_id = SandboxRef::new(self.provider.kind(), raw_id.as_str()).to_string();
+        if let Some(journal) = self.journal.get() {
+            journal
+                .store
+                .set_sandbox_info(
+                    &journal.key,
+                    SandboxInfo {
+                        sandbox_id: sandbox_id.clone(),
+                    },
+                )
+                .await?;
+            journal
+                .persist(SessionEvent::SandboxCreated(SandboxCreatedEvent {
+                    id: journal.next_id(),
+                    created_at: now_iso(),
+                    thread_id: None,
+                    sandbox_id,
+                }))
+                .await?;
+        }
+        Ok(raw_id)
+    }
+
+    /// Makes the directories every turn expects (idempotent, so a reattached sandbox is fine too).
+    async fn prepare(&self, raw_id: &str) -> Result<(), AgentError> {
+        let layout = self.provider.layout();
+        let command = format!(
+            "mkdir -p {} {} {}",
+            shell_quote(&layout.uploads),
+            shell_quote(&layout.tool_results),
+            shell_quote(&layout.skills)
+        );
+        let output = self
+            .provider
+            .exec(
+                raw_id,
+                ExecRequest {
+                    command,
+                    cwd: None,
+                    env: Default::default(),
+                    timeout: self.options.exec_timeout,
+                    output_limit: 4096,
+                    bridge_socket: None,
+                },
+                &CancellationToken::new(),
+            )
+            .await?;
+        if output.exit_code != Some(0) {
+            return Err(SandboxError::Provider(format!(
+                "preparing the sandbox failed (exit code {:?}): {}",
+                output.exit_code, output.output
+            ))
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// Quotes a word for `sh`: single quotes, with each `'` closed, escaped and reopened.
+pub fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_words_for_the_shell() {
+        assert_eq!(shell_quote("/workspace/a b"), "'/workspace/a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+}
