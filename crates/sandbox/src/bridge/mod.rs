@@ -26,6 +26,9 @@
 //! user-namespace mapping, a dedicated sandbox user); `0600` would lock it out. That does not widen access:
 //! on the host the `0700` directory stands in front of the file, and inside the sandbox the only way to
 //! it is the bind mount of that one file. The token is what authenticates a request either way.
+//! (Checked with bubblewrap: a process of another host uid reaches the bound `0666` socket but not a
+//! `0600` one, and cannot reach the host path. Directories bubblewrap creates for a bind target are
+//! `0700`, so a provider running commands as another uid makes `/run/trueforge` with `--perms 0755 --dir`.)
 //!
 //! What a command needs ([`Bridge::env`]): `TRUEFORGE_BRIDGE_SOCKET` (the path inside the sandbox),
 //! `TRUEFORGE_BRIDGE_TOKEN` and `TRUEFORGE_TOOL_SERVERS` (JSON: `{"<server>": {"description"?: "...",
@@ -167,7 +170,8 @@ impl Bridge {
 
     /// The environment a command needs to reach this bridge, given where the socket appears inside the
     /// sandbox (the provider's [`crate::SandboxProvider::code_mode_socket`]). Holds the token: pass it to
-    /// the command only, never log it.
+    /// the command only, never log it. The caller adds the directory holding [`CLIENT_MODULE_NAME`] to
+    /// `PYTHONPATH` itself (and [`ENV_TIMEOUT_SECONDS`] when tool calls may outlast the client's default).
     pub fn env(&self, socket_path_inside: &str) -> BTreeMap<String, String> {
         let servers: Map<String, Value> = self
             .shared
