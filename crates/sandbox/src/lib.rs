@@ -3,13 +3,19 @@
 //! - [`SandboxProvider`]: what a place to run code offers (create, reattach, exec, upload, stat, download).
 //!   Providers: `local` (bubblewrap on this machine) and `daytona` (a remote Daytona-compatible API).
 //! - [`SandboxRef`]: the stored id of a sandbox, `v1:<provider type>:<raw id>` as the reference writes it.
+//! - [`Bridge`]: the Code Mode bridge through which scripts in a sandbox call the agent's MCP tools.
 //! - Paths: every path a caller names is checked once here ([`check_sandbox_path`]) before a provider sees it.
 
+mod bridge;
 mod error;
 mod path;
 mod provider;
 mod sandbox_ref;
 
+pub use bridge::{
+    Bridge, BridgeError, BridgeFailure, BridgeHandler, BridgeServer, CLIENT_MODULE_NAME, CLIENT_SOURCE, ENV_SOCKET,
+    ENV_TIMEOUT_SECONDS, ENV_TOKEN, ENV_TOOL_SERVERS, FailureSource, MAX_CONNECTIONS, MAX_REQUEST_BYTES,
+};
 pub use error::SandboxError;
 pub use path::{check_sandbox_path, join_sandbox_path};
 pub use provider::{
