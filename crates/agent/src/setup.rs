@@ -19,7 +19,7 @@ use crate::error::AgentError;
 use crate::model::{ModelResolver, ResolvedModel, request_params};
 use crate::orchestrator::ChildFactory;
 use crate::prompt::{ROOT_IDENTITY, SystemPrompt};
-use crate::sandbox::{PendingUpload, SandboxTools, TurnSandbox, sandbox_instructions};
+use crate::sandbox::{PendingUpload, SandboxTools, TurnSandbox, code_mode_instructions, sandbox_instructions};
 use crate::thread::ThreadSetup;
 use crate::tools::{ToolContext, ToolRegistry, ToolSet};
 
@@ -127,6 +127,15 @@ impl TurnResources {
                     sandbox.provider().instructions(),
                 ),
             ));
+            let code_mode_servers: Vec<&str> = self
+                .user_sets
+                .iter()
+                .filter(|set| set.source() == trueforge_protocol::ToolSource::Mcp)
+                .map(|set| set.name())
+                .collect();
+            if sandbox.supports_code_mode() && !code_mode_servers.is_empty() {
+                sections.push(("code-mode", code_mode_instructions(&code_mode_servers)));
+            }
         }
         if is_root && config.generative_ui.enabled {
             system_sets.push(Arc::new(openui_tools()));

@@ -74,8 +74,30 @@ pub struct ServerConfig {
     pub oauth_timeout: Duration,
     pub log_level: String,
     pub catalogs: CatalogPaths,
+    pub sandbox: SandboxConfig,
     /// Provider API keys found in the environment, configured as providers on first start.
     pub provider_keys: ProviderKeys,
+}
+
+/// How this server gives agents sandboxes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxConfig {
+    /// Whether the local sandbox (bubblewrap, on this machine) is offered to tenants without a remote
+    /// provider (`TRUEFORGE_SANDBOX`: `local`, the default, or `off`).
+    pub local: bool,
+    /// Whether local sandboxes reach the network (`TRUEFORGE_SANDBOX_NETWORK`, `off` by default).
+    pub network: bool,
+    /// How long one command may run when the provider sets no limit (`TRUEFORGE_SANDBOX_EXEC_TIMEOUT_SECONDS`).
+    pub exec_timeout: Duration,
+    /// The largest file downloaded from or uploaded into a sandbox (`SANDBOX_FILE_MAX_BYTES_FOR_DOWNLOAD`).
+    pub file_max_bytes: u64,
+    /// Whether skills may come from `file://` repositories on this machine (`TRUEFORGE_SKILLS_ALLOW_FILE_URLS`).
+    pub skills_allow_file_urls: bool,
+    /// A git credential-store file used to fetch skills from private repositories
+    /// (`TRUEFORGE_GIT_CREDENTIALS_FILE`); it stays on the host, never in a sandbox.
+    pub git_credentials: Option<PathBuf>,
+    /// The Daytona API remote sandboxes are made with (`DAYTONA_API_URL`).
+    pub daytona_api_url: String,
 }
 
 /// API keys of well-known providers given by the environment.
@@ -209,6 +231,31 @@ fn allowed_origins(vars: &Vars<'_>) -> Result<Vec<String>, ConfigError> {
         .collect()
 }
 
+fn sandbox_config(vars: &Vars<'_>) -> Result<SandboxConfig, ConfigError> {
+    let local = match vars.get("TRUEFORGE_SANDBOX").map(str::to_ascii_lowercase).as_deref() {
+        None | Some("local") => true,
+        Some("off") => false,
+        Some(_) => return Err(vars.error("TRUEFORGE_SANDBOX", "expected local or off")),
+    };
+    let daytona_api_url = vars
+        .get("DAYTONA_API_URL")
+        .unwrap_or("https://app.daytona.io/api")
+        .trim_end_matches('/')
+        .to_owned();
+    if !(daytona_api_url.starts_with("https://") || daytona_api_url.starts_with("http://")) {
+        return Err(vars.error("DAYTONA_API_URL", "expected an http(s) URL"));
+    }
+    Ok(SandboxConfig {
+        local,
+        network: vars.switch("TRUEFORGE_SANDBOX_NETWORK", false)?,
+        exec_timeout: Duration::from_secs(vars.positive("TRUEFORGE_SANDBOX_EXEC_TIMEOUT_SECONDS", 120)?),
+        file_max_bytes: vars.positive("SANDBOX_FILE_MAX_BYTES_FOR_DOWNLOAD", 20 * 1024 * 1024)?,
+        skills_allow_file_urls: vars.switch("TRUEFORGE_SKILLS_ALLOW_FILE_URLS", false)?,
+        git_credentials: vars.path("TRUEFORGE_GIT_CREDENTIALS_FILE"),
+        daytona_api_url,
+    })
+}
+
 impl ServerConfig {
     /// The configuration from the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -263,6 +310,7 @@ impl ServerConfig {
                 .ok_or_else(|| vars.error("TRUEFORGE_APPROVAL_MAX_SCOPE", "expected one of once, session, agent"))?,
         };
         let key = |name: &str| vars.get(name).map(str::to_owned);
+        let sandbox = sandbox_config(&vars)?;
         Ok(Self {
             host,
             port,
@@ -296,6 +344,7 @@ impl ServerConfig {
                 skills: vars.path("SKILL_CATALOG_PATH"),
                 sandbox_providers: vars.path("SANDBOX_CATALOG_PATH"),
             },
+            sandbox,
             provider_keys: ProviderKeys {
                 openai: key("OPENAI_API_KEY"),
                 anthropic: key("ANTHROPIC_API_KEY"),

@@ -38,7 +38,7 @@ use crate::metrics::ThreadMetrics;
 use crate::model::ModelResolver;
 use crate::orchestrator::{Orchestrator, TurnEnd};
 use crate::recovery::reconcile_open_calls;
-use crate::sandbox::{SandboxResolver, TurnSandbox};
+use crate::sandbox::{CodeModeTools, SandboxResolver, TurnSandbox};
 use crate::seams::{AgentApprovals, AgentDirectory, ToolSetResolver};
 use crate::setup::TurnResources;
 use crate::thread::{AgentThread, TurnEnv};
@@ -631,6 +631,16 @@ async fn run_turn(
     };
     if let Some(sandbox) = &resources.sandbox {
         sandbox.attach(env.journal.clone());
+        if sandbox.supports_code_mode()
+            && let Some(tools) = CodeModeTools::list(
+                &resources.user_sets,
+                env.session_approvals.clone(),
+                resources.tool_cx.clone(),
+            )
+            .await
+        {
+            sandbox.enable_code_mode(tools);
+        }
     }
     let prepared = match prepared {
         Ok(used_before) => announce_mcp_sessions(&env, &resources).await.map(|()| used_before),

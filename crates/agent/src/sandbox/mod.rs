@@ -2,6 +2,7 @@
 //! shared by the root and its sub-agents ([`TurnSandbox`]), offered to the model as the `exec` tool, and used
 //! for the user's uploaded files and for large tool results.
 
+mod code_mode;
 mod exec_tool;
 mod offload;
 mod prompt;
@@ -17,7 +18,8 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 use trueforge_protocol::{SandboxCreatedEvent, SessionEvent, TenantId};
 use trueforge_sandbox::{
-    ExecOutput, ExecRequest, SandboxError, SandboxLayout, SandboxOwner, SandboxProvider, SandboxRef,
+    Bridge, CLIENT_MODULE_NAME, CLIENT_SOURCE, ExecOutput, ExecRequest, SandboxError, SandboxLayout, SandboxOwner,
+    SandboxProvider, SandboxRef,
 };
 use trueforge_store::session::SandboxInfo;
 
@@ -25,6 +27,7 @@ use crate::error::AgentError;
 use crate::ids::now_iso;
 use crate::journal::Journal;
 
+pub use code_mode::{CodeModeTools, code_mode_instructions};
 pub use exec_tool::{EXEC_TOOL, SANDBOX_TOOL_SET, SandboxTools};
 pub use offload::offload_large_result;
 pub use prompt::sandbox_instructions;
@@ -78,6 +81,10 @@ pub struct TurnSandbox {
     ready: Mutex<Option<String>>,
     /// Where `sandbox.created` goes; attached when the turn starts running.
     journal: OnceLock<Arc<Journal>>,
+    /// The agent's tools as code reaches them, when Code Mode is on for this turn.
+    code_mode: OnceLock<Arc<CodeModeTools>>,
+    /// The turn's Code Mode bridge, started on the first command that can use it.
+    bridge: Mutex<Option<Bridge>>,
 }
 
 impl TurnSandbox {
@@ -89,7 +96,56 @@ impl TurnSandbox {
             options,
             ready: Mutex::new(None),
             journal: OnceLock::new(),
+            code_mode: OnceLock::new(),
+            bridge: Mutex::new(None),
         }
+    }
+
+    /// Whether this sandbox can carry Code Mode (the provider can reach a bridge on this host).
+    pub fn supports_code_mode(&self) -> bool {
+        self.provider.code_mode_socket().is_some()
+    }
+
+    /// Lets commands call the agent's tools through `tools` (Code Mode).
+    pub fn enable_code_mode(&self, tools: CodeModeTools) {
+        if self.supports_code_mode() {
+            let _ = self.code_mode.set(Arc::new(tools));
+        }
+    }
+
+    /// Where the Code Mode client module lives inside the sandbox (on `PYTHONPATH`).
+    fn client_dir(&self) -> String {
+        format!("{}/.trueforge/python", self.layout().workspace.trim_end_matches('/'))
+    }
+
+    /// Adds the bridge (started on first use) to a command when Code Mode is on.
+    async fn with_code_mode(&self, mut request: ExecRequest) -> Result<ExecRequest, AgentError> {
+        let (Some(tools), Some(inside)) = (self.code_mode.get(), self.provider.code_mode_socket()) else {
+            return Ok(request);
+        };
+        let mut bridge = self.bridge.lock().await;
+        if bridge.is_none() {
+            let dir = self
+                .options
+                .bridge_dir
+                .join(ulid::Ulid::new().to_string().to_lowercase());
+            std::fs::create_dir_all(&dir).map_err(|error| {
+                SandboxError::Provider(format!("cannot make the Code Mode bridge directory: {error}"))
+            })?;
+            let handler: Arc<dyn trueforge_sandbox::BridgeHandler> = tools.clone();
+            *bridge = Some(Bridge::start(&dir, handler).map_err(SandboxError::provider)?);
+        }
+        if let Some(bridge) = bridge.as_ref() {
+            request.bridge_socket = Some(bridge.socket_path().to_path_buf());
+            request.env.extend(bridge.env(inside));
+            let client_dir = self.client_dir();
+            let python_path = match request.env.get("PYTHONPATH") {
+                Some(existing) => format!("{client_dir}:{existing}"),
+                None => client_dir,
+            };
+            request.env.insert("PYTHONPATH".to_owned(), python_path);
+        }
+        Ok(request)
     }
 
     pub fn layout(&self) -> &SandboxLayout {
@@ -133,6 +189,7 @@ impl TurnSandbox {
     /// Runs a command; a sandbox found gone is made again once.
     pub async fn exec(&self, request: ExecRequest, cancel: &CancellationToken) -> Result<ExecOutput, AgentError> {
         let raw_id = self.raw_id().await?;
+        let request = self.with_code_mode(request).await?;
         match self.provider.exec(&raw_id, request.clone(), cancel).await {
             Err(SandboxError::NotAvailable(_)) => {
                 let raw_id = self.remake(&raw_id).await?;
@@ -239,6 +296,12 @@ impl TurnSandbox {
                 output.exit_code, output.output
             ))
             .into());
+        }
+        if self.code_mode.get().is_some() {
+            let path = format!("{}/{CLIENT_MODULE_NAME}", self.client_dir());
+            self.provider
+                .upload(raw_id, &path, Bytes::from_static(CLIENT_SOURCE.as_bytes()))
+                .await?;
         }
         Ok(())
     }
