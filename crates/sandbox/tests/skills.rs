@@ -900,3 +900,23 @@ async fn the_prompt_lists_installed_skills_by_name_description_and_path() {
     assert!(!section.contains("PDF v1"), "skill content was inlined");
     assert!(!section.contains(&repo.url()), "the URL was shown");
 }
+
+#[tokio::test]
+async fn work_directories_left_by_a_dead_fetch_are_swept() {
+    let repo = Repo::new();
+    let fixture = Fixture::new();
+    let stale = fixture.sources.cache_dir.join(".tmp-stale");
+    let fresh = fixture.sources.cache_dir.join(".tmp-running");
+    std::fs::create_dir_all(stale.join("half")).unwrap();
+    std::fs::create_dir_all(&fresh).unwrap();
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::open(&stale).unwrap().set_modified(an_hour_ago).unwrap();
+
+    fixture
+        .install(&[repo.skill("pdf", Some("skills/pdf"), "main")])
+        .await
+        .unwrap();
+
+    assert!(!stale.exists(), "a dead fetch's directory stayed");
+    assert!(fresh.exists(), "a running fetch's directory was removed");
+}

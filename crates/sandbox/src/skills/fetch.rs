@@ -14,6 +14,8 @@ use super::{GitSkill, SkillError, SkillSources};
 
 /// The file that makes a directory a skill.
 const SKILL_FILE: &str = "SKILL.md";
+/// Work directories in the cache start with this; entries never do (they start with the commit).
+const TEMP_PREFIX: &str = ".tmp-";
 
 /// A skill checked out on the host, ready to be copied into sandboxes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,7 +148,7 @@ async fn fetch_into_cache(
     commit: &str,
     entry: &Path,
 ) -> Result<SkillTree, SkillError> {
-    let temp = TempDir::new(sources.cache_dir.join(format!(".tmp-{}", ulid::Ulid::new())));
+    let temp = TempDir::new(sources.cache_dir.join(format!("{TEMP_PREFIX}{}", ulid::Ulid::new())));
     create_dir_all(&skill.name, temp.path()).await?;
     checkout(sources, skill, path, commit, temp.path()).await?;
     remove_dir_all(&skill.name, &temp.path().join(".git")).await?;
@@ -360,6 +362,28 @@ async fn remove_dir_all(name: &str, path: &Path) -> Result<(), SkillError> {
         context: "removing git's files from the checkout",
         detail: format!("{}: {error}", path.display()),
     })
+}
+
+/// Removes work directories left by a server that died mid-fetch. One older than every git call of a
+/// fetch could take (five of them, each within the timeout) belongs to no running fetch.
+pub(crate) async fn sweep_stale_work_dirs(sources: &SkillSources) {
+    let max_age = sources.timeout.saturating_mul(6) + std::time::Duration::from_secs(60);
+    let Ok(mut entries) = tokio::fs::read_dir(&sources.cache_dir).await else {
+        return;
+    };
+    while let Ok(Some(entry)) = entries.next_entry().await {
+        if !entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+            continue;
+        }
+        let stale = entry
+            .metadata()
+            .await
+            .and_then(|metadata| metadata.modified())
+            .is_ok_and(|modified| modified.elapsed().is_ok_and(|age| age > max_age));
+        if stale && let Err(error) = tokio::fs::remove_dir_all(entry.path()).await {
+            tracing::warn!(path = %entry.path().display(), %error, "cannot remove a stale skill fetch directory");
+        }
+    }
 }
 
 /// A work directory removed when dropped unless kept: a failed, timed-out or abandoned fetch leaves

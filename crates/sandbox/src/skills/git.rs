@@ -91,14 +91,14 @@ pub(crate) async fn run_git(sources: &SkillSources, cwd: &Path, args: &[OsString
                 .iter()
                 .filter_map(|key| std::env::var_os(key).map(|value| (key, value))),
         )
-        // No system or user config, no prompts of any kind (a missing credential fails, never waits).
+        // No system or user config, no prompts of any kind: a missing credential fails at once ("terminal
+        // prompts disabled"), never waits. No askpass program is set (the environment is cleared), so git
+        // says that rather than trying an empty password.
         .env("HOME", &sources.cache_dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_ATTR_NOSYSTEM", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_ASKPASS", "true")
-        .env("SSH_ASKPASS", "true")
         .env("GCM_INTERACTIVE", "never")
         .env("LC_ALL", "C")
         .stdin(Stdio::null())
@@ -208,6 +208,65 @@ mod tests {
         assert_eq!(pick_commit(&lines, "heads/main").as_deref(), Some("bbb"));
         assert_eq!(pick_commit(&lines, "ain"), None);
         assert_eq!(pick_commit(&lines, "x"), None);
+    }
+
+    fn sources(cache: &Path) -> SkillSources {
+        SkillSources {
+            cache_dir: cache.to_path_buf(),
+            allow_file_urls: false,
+            git_credentials: None,
+            timeout: Duration::from_secs(30),
+            max_bytes: 1024,
+        }
+    }
+
+    #[test]
+    fn credentials_come_only_from_the_operator_file() {
+        let cache = tempfile::tempdir().unwrap();
+        let mut sources = sources(cache.path());
+        let args: Vec<String> = config_args(&sources)
+            .iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect();
+        assert!(args.contains(&"credential.helper=".to_owned()));
+        assert!(args.contains(&"protocol.file.allow=never".to_owned()));
+        assert!(!args.iter().any(|arg| arg.starts_with("credential.helper=store")));
+
+        sources.git_credentials = Some("/srv/it's here/creds".into());
+        sources.allow_file_urls = true;
+        let args: Vec<String> = config_args(&sources)
+            .iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect();
+        let cleared = args.iter().position(|arg| arg == "credential.helper=").unwrap();
+        let store = args
+            .iter()
+            .position(|arg| arg == r"credential.helper=store --file='/srv/it'\''s here/creds'")
+            .unwrap();
+        assert!(cleared < store, "the helper list must be cleared first");
+        assert!(args.contains(&"protocol.file.allow=always".to_owned()));
+    }
+
+    /// Even a URL that got past the checks cannot make git run a command or use a refused transport.
+    #[tokio::test]
+    async fn git_itself_refuses_ext_and_file_when_off() {
+        let cache = tempfile::tempdir().unwrap();
+        let marker = cache.path().join("touched");
+        let sources = sources(cache.path());
+        let ext = format!("ext::sh -c touch% {}", marker.display());
+        let result = run_git(&sources, cache.path(), &["ls-remote".into(), "--".into(), ext.into()]).await;
+        assert!(matches!(result, Err(GitFailure::Failed(_))), "{result:?}");
+        assert!(!marker.exists(), "ext:: ran a command");
+
+        let repo = cache.path().join("repo");
+        let init: Vec<OsString> = vec!["init".into(), "-q".into(), "--".into(), repo.as_os_str().into()];
+        run_git(&sources, cache.path(), &init).await.unwrap();
+        let url = format!("file://{}", repo.display());
+        let result = run_git(&sources, cache.path(), &["ls-remote".into(), "--".into(), url.into()]).await;
+        let Err(GitFailure::Failed(detail)) = result else {
+            panic!("file:// was allowed: {result:?}");
+        };
+        assert!(detail.contains("not allowed"), "{detail}");
     }
 
     #[test]

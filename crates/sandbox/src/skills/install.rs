@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::check::{STATE_FILE, check_name, is_valid_name};
-use super::fetch::{FetchedSkill, fetch_skill};
+use super::fetch::{FetchedSkill, fetch_skill, sweep_stale_work_dirs};
 use super::{GitSkill, SkillError, SkillSources};
 use crate::{ExecRequest, SandboxError, SandboxProvider, check_sandbox_path, join_sandbox_path};
 
@@ -96,6 +96,7 @@ pub async fn install_skills(
             });
         }
     }
+    sweep_stale_work_dirs(sources).await;
     // A few fetches at a time: each is mostly waiting on the network, but many at once would crowd the host.
     let fetched: Vec<FetchedSkill> = futures::stream::iter(skills.iter().map(|skill| fetch_skill(sources, skill)))
         .buffered(FETCH_CONCURRENCY)

@@ -51,11 +51,9 @@ pub(crate) fn scan(root: &Path, max_bytes: u64) -> Result<SkillTree, TreeError> 
     let mut tree = SkillTree::default();
     let mut pending: Vec<(PathBuf, String)> = vec![(root.to_path_buf(), String::new())];
     while let Some((dir, rel_dir)) = pending.pop() {
-        let mut entries = std::fs::read_dir(&dir)
+        let entries = std::fs::read_dir(&dir)
             .and_then(Iterator::collect::<Result<Vec<_>, _>>)
             .map_err(|error| io_error(&dir, &error))?;
-        // A stable order keeps uploads and the install script the same from run to run.
-        entries.sort_by_key(std::fs::DirEntry::file_name);
         let mut installed_here = false;
         for entry in entries {
             let file_name = entry.file_name();
@@ -72,13 +70,15 @@ pub(crate) fn scan(root: &Path, max_bytes: u64) -> Result<SkillTree, TreeError> 
             let metadata = std::fs::symlink_metadata(&path).map_err(|error| io_error(&path, &error))?;
             let kind = metadata.file_type();
             if kind.is_symlink() {
-                installed_here = true;
                 let target = std::fs::read_link(&path).map_err(|error| io_error(&path, &error))?;
                 match target.to_str() {
-                    Some(target) if link_stays_inside(&rel, target) => tree.links.push(TreeLink {
-                        rel,
-                        target: target.to_owned(),
-                    }),
+                    Some(target) if link_stays_inside(&rel, target) => {
+                        installed_here = true;
+                        tree.links.push(TreeLink {
+                            rel,
+                            target: target.to_owned(),
+                        });
+                    }
                     _ => tree.skipped_links.push(rel),
                 }
             } else if kind.is_dir() {
@@ -102,6 +102,11 @@ pub(crate) fn scan(root: &Path, max_bytes: u64) -> Result<SkillTree, TreeError> 
             tree.empty_dirs.push(rel_dir.trim_end_matches('/').to_owned());
         }
     }
+    // Sorted by path, so uploads and the install script come out the same from run to run.
+    tree.files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    tree.links.sort_by(|a, b| a.rel.cmp(&b.rel));
+    tree.empty_dirs.sort();
+    tree.skipped_links.sort();
     Ok(tree)
 }
 
@@ -165,6 +170,8 @@ mod tests {
         std::fs::set_permissions(root.join("sub/run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
         std::os::unix::fs::symlink("../SKILL.md", root.join("sub/doc.md")).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", root.join("passwd")).unwrap();
+        std::fs::create_dir_all(root.join("only-bad-link")).unwrap();
+        std::os::unix::fs::symlink("../../x", root.join("only-bad-link/x")).unwrap();
 
         let tree = scan(root, 1000).unwrap();
         assert_eq!(tree.bytes, 15);
@@ -177,8 +184,8 @@ mod tests {
                 target: "../SKILL.md".to_owned()
             }]
         );
-        assert_eq!(tree.skipped_links, ["passwd"]);
-        assert_eq!(tree.empty_dirs, ["sub/empty"]);
+        assert_eq!(tree.skipped_links, ["only-bad-link/x", "passwd"]);
+        assert_eq!(tree.empty_dirs, ["only-bad-link", "sub/empty"]);
         assert_eq!(scan(root, 10), Err(TreeError::TooLarge { size: 15 }));
     }
 }
