@@ -245,11 +245,20 @@ async fn checkout(
 }
 
 /// Tells a missing commit from an unreadable repository: a commit id is fetched without asking the
-/// remote first, so when that fails we ask whether the repository answers at all.
+/// remote first, so when that fails we ask whether the repository answers at all. A named ref was
+/// resolved by the remote a moment ago, so its fetch failing is reported as it is.
 async fn fetch_error(sources: &SkillSources, skill: &GitSkill, failure: GitFailure) -> SkillError {
     let GitFailure::Failed(detail) = failure else {
         return remote_error(sources, skill, "fetch", failure);
     };
+    if !is_commit_id(&skill.git_ref) {
+        return SkillError::Git {
+            name: skill.name.clone(),
+            operation: "fetch",
+            url: skill.url.clone(),
+            detail,
+        };
+    }
     let probe: Vec<OsString> = vec![
         "ls-remote".into(),
         "--".into(),

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::process::Command;
 
 use super::SkillSources;
+use super::check::is_commit_id;
 
 /// Host variables a git call keeps: what it needs to find programs and reach the network through the
 /// operator's proxy and certificates. Nothing else of the server's environment (no `GIT_*`, no tokens).
@@ -163,12 +164,14 @@ fn summarize(stderr: &[u8]) -> String {
     joined
 }
 
-/// One line of `git ls-remote`: object id and ref name.
+/// The lines of `git ls-remote`: object id and ref name. Lines whose id is not a full hex object id
+/// are dropped: the id goes into a cache path and git's argv, so only what cannot be misread is kept.
 pub(crate) fn parse_ls_remote(stdout: &str) -> Vec<(&str, &str)> {
     stdout
         .lines()
         .filter_map(|line| line.split_once('\t'))
         .map(|(oid, name)| (oid.trim(), name.trim()))
+        .filter(|(oid, _)| is_commit_id(oid))
         .collect()
 }
 
@@ -198,14 +201,28 @@ mod tests {
 
     #[test]
     fn picks_tags_peeled_and_exact_names_only() {
-        let out = "aaa\tHEAD\nbbb\trefs/heads/main\nccc\trefs/heads/x/main\nddd\trefs/tags/v1\neee\trefs/tags/v1^{}\nfff\trefs/tags/v0\n";
-        let lines = parse_ls_remote(out);
-        assert_eq!(pick_commit(&lines, "main").as_deref(), Some("bbb"));
-        assert_eq!(pick_commit(&lines, "v1").as_deref(), Some("eee"));
-        assert_eq!(pick_commit(&lines, "v0").as_deref(), Some("fff"));
-        assert_eq!(pick_commit(&lines, "HEAD").as_deref(), Some("aaa"));
-        assert_eq!(pick_commit(&lines, "refs/heads/x/main").as_deref(), Some("ccc"));
-        assert_eq!(pick_commit(&lines, "heads/main").as_deref(), Some("bbb"));
+        let id = |c: char| c.to_string().repeat(40);
+        let out = [
+            (id('a'), "HEAD"),
+            (id('b'), "refs/heads/main"),
+            (id('c'), "refs/heads/x/main"),
+            (id('d'), "refs/tags/v1"),
+            (id('e'), "refs/tags/v1^{}"),
+            (id('f'), "refs/tags/v0"),
+            ("../x".to_owned(), "refs/heads/bad"),
+        ]
+        .iter()
+        .map(|(oid, name)| format!("{oid}\t{name}\n"))
+        .collect::<String>();
+        let lines = parse_ls_remote(&out);
+        assert_eq!(lines.len(), 6, "a line without a hex id was kept: {lines:?}");
+        assert_eq!(pick_commit(&lines, "main"), Some(id('b')));
+        assert_eq!(pick_commit(&lines, "v1"), Some(id('e')));
+        assert_eq!(pick_commit(&lines, "v0"), Some(id('f')));
+        assert_eq!(pick_commit(&lines, "HEAD"), Some(id('a')));
+        assert_eq!(pick_commit(&lines, "refs/heads/x/main"), Some(id('c')));
+        assert_eq!(pick_commit(&lines, "heads/main"), Some(id('b')));
+        assert_eq!(pick_commit(&lines, "bad"), None);
         assert_eq!(pick_commit(&lines, "ain"), None);
         assert_eq!(pick_commit(&lines, "x"), None);
     }
