@@ -4,6 +4,7 @@
 //!   Providers: `local` (bubblewrap on this machine) and `daytona` (a remote Daytona-compatible API).
 //! - [`SandboxRef`]: the stored id of a sandbox, `v1:<provider type>:<raw id>` as the reference writes it.
 //! - [`Bridge`]: the Code Mode bridge through which scripts in a sandbox call the agent's MCP tools.
+//! - Skills: [`install_skills`] fetches git skills on the host and copies them into a sandbox.
 //! - Paths: every path a caller names is checked once here ([`check_sandbox_path`]) before a provider sees it.
 
 mod bridge;
@@ -11,6 +12,7 @@ mod error;
 mod path;
 mod provider;
 mod sandbox_ref;
+mod skills;
 
 pub use bridge::{
     Bridge, BridgeError, BridgeFailure, BridgeHandler, BridgeServer, CLIENT_MODULE_NAME, CLIENT_SOURCE, ENV_SOCKET,
@@ -23,3 +25,7 @@ pub use provider::{
     SandboxProvider,
 };
 pub use sandbox_ref::SandboxRef;
+pub use skills::{
+    DEFAULT_GIT_TIMEOUT, DEFAULT_SKILL_MAX_BYTES, FetchedSkill, GitSkill, InstalledSkill, InstalledSkills, SkillError,
+    SkillSources, fetch_skill, install_skills, skills_prompt_section,
+};
