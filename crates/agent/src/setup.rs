@@ -19,6 +19,8 @@ use crate::error::AgentError;
 use crate::model::{ModelResolver, ResolvedModel, request_params};
 use crate::orchestrator::ChildFactory;
 use crate::prompt::{ROOT_IDENTITY, SystemPrompt};
+use trueforge_sandbox::skills_prompt_section;
+
 use crate::sandbox::{PendingUpload, SandboxTools, TurnSandbox, code_mode_instructions, sandbox_instructions};
 use crate::thread::ThreadSetup;
 use crate::tools::{ToolContext, ToolRegistry, ToolSet};
@@ -127,6 +129,9 @@ impl TurnResources {
                     sandbox.provider().instructions(),
                 ),
             ));
+            if !sandbox.skills().is_empty() {
+                sections.push(("skills", skills_prompt_section(sandbox.layout(), sandbox.skills())));
+            }
             let code_mode_servers: Vec<&str> = self
                 .user_sets
                 .iter()

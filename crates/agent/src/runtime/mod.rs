@@ -445,10 +445,18 @@ impl Runtime {
             tenant: key.tenant_id.to_string(),
             session: key.session_id.to_string(),
         };
+        let skill_names: Vec<String> = spec.skills.iter().flatten().map(|skill| skill.name.clone()).collect();
+        let skills = if skill_names.is_empty() {
+            Vec::new()
+        } else {
+            resolver.skills(&key.tenant_id, &skill_names).await?
+        };
         Ok(Some(Arc::new(TurnSandbox::new(
             provider,
             owner,
             resolver.options().clone(),
+            skills,
+            resolver.skill_sources().clone(),
         ))))
     }
 

@@ -18,8 +18,8 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 use trueforge_protocol::{SandboxCreatedEvent, SessionEvent, TenantId};
 use trueforge_sandbox::{
-    Bridge, CLIENT_MODULE_NAME, CLIENT_SOURCE, ExecOutput, ExecRequest, SandboxError, SandboxLayout, SandboxOwner,
-    SandboxProvider, SandboxRef,
+    Bridge, CLIENT_MODULE_NAME, CLIENT_SOURCE, ExecOutput, ExecRequest, GitSkill, SandboxError, SandboxLayout,
+    SandboxOwner, SandboxProvider, SandboxRef, SkillSources, install_skills,
 };
 use trueforge_store::session::SandboxInfo;
 
@@ -67,6 +67,13 @@ pub trait SandboxResolver: Send + Sync {
     async fn provider(&self, tenant_id: &TenantId) -> Result<Arc<dyn SandboxProvider>, SandboxError>;
 
     fn options(&self) -> &SandboxOptions;
+
+    /// The configured skills of these names (the agent spec names them), in that order; an unknown name is
+    /// an error.
+    async fn skills(&self, tenant_id: &TenantId, names: &[String]) -> Result<Vec<GitSkill>, SandboxError>;
+
+    /// Where and how skills are fetched.
+    fn skill_sources(&self) -> &SkillSources;
 }
 
 /// A turn's sandbox: made or reattached on first use (one `sandbox.created` when it is made), shared by
@@ -85,10 +92,19 @@ pub struct TurnSandbox {
     code_mode: OnceLock<Arc<CodeModeTools>>,
     /// The turn's Code Mode bridge, started on the first command that can use it.
     bridge: Mutex<Option<Bridge>>,
+    /// The agent's skills, installed when the sandbox is prepared, and where they come from.
+    skills: Vec<GitSkill>,
+    skill_sources: SkillSources,
 }
 
 impl TurnSandbox {
-    pub fn new(provider: Arc<dyn SandboxProvider>, owner: SandboxOwner, options: SandboxOptions) -> Self {
+    pub fn new(
+        provider: Arc<dyn SandboxProvider>,
+        owner: SandboxOwner,
+        options: SandboxOptions,
+        skills: Vec<GitSkill>,
+        skill_sources: SkillSources,
+    ) -> Self {
         Self {
             provider,
             owner,
@@ -98,7 +114,14 @@ impl TurnSandbox {
             journal: OnceLock::new(),
             code_mode: OnceLock::new(),
             bridge: Mutex::new(None),
+            skills,
+            skill_sources,
         }
+    }
+
+    /// The agent's skills, for the prompt.
+    pub fn skills(&self) -> &[GitSkill] {
+        &self.skills
     }
 
     /// Whether this sandbox can carry Code Mode (the provider can reach a bridge on this host).
@@ -296,6 +319,12 @@ impl TurnSandbox {
                 output.exit_code, output.output
             ))
             .into());
+        }
+        if !self.skills.is_empty() {
+            // Fetched on the host (credentials never enter the sandbox), copied in, unchanged ones skipped.
+            install_skills(self.provider.as_ref(), raw_id, &self.skill_sources, &self.skills)
+                .await
+                .map_err(|error| SandboxError::Provider(format!("installing the skills failed: {error}")))?;
         }
         if self.code_mode.get().is_some() {
             let path = format!("{}/{CLIENT_MODULE_NAME}", self.client_dir());

@@ -98,7 +98,13 @@ pub async fn install_skills(
     }
     sweep_stale_work_dirs(sources).await;
     // A few fetches at a time: each is mostly waiting on the network, but many at once would crowd the host.
-    let fetched: Vec<FetchedSkill> = futures::stream::iter(skills.iter().map(|skill| fetch_skill(sources, skill)))
+    // Boxed futures of a named type: a stream over an anonymous closure's futures trips rustc's
+    // higher-ranked `Send` check in callers that must be `Send` (the agent's tool calls).
+    let fetches: Vec<futures::future::BoxFuture<'_, Result<FetchedSkill, SkillError>>> = skills
+        .iter()
+        .map(|skill| Box::pin(fetch_skill(sources, skill)) as _)
+        .collect();
+    let fetched: Vec<FetchedSkill> = futures::stream::iter(fetches)
         .buffered(FETCH_CONCURRENCY)
         .try_collect()
         .await?;
