@@ -5,11 +5,16 @@
 //! - [`SandboxRef`]: the stored id of a sandbox, `v1:<provider type>:<raw id>` as the reference writes it.
 //! - Paths: every path a caller names is checked once here ([`check_sandbox_path`]) before a provider sees it.
 
+mod daytona;
 mod error;
 mod path;
 mod provider;
 mod sandbox_ref;
 
+pub use daytona::{
+    DEFAULT_DAYTONA_API_URL, DEFAULT_DAYTONA_REQUEST_TIMEOUT, DEFAULT_DAYTONA_SNAPSHOT, DEFAULT_DAYTONA_START_TIMEOUT,
+    DaytonaCheckError, DaytonaConfig, DaytonaProvider, ProviderStatus, REJECTED_REASON, SandboxBuildStatus,
+};
 pub use error::SandboxError;
 pub use path::{check_sandbox_path, join_sandbox_path};
 pub use provider::{
