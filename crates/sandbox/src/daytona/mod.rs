@@ -208,6 +208,9 @@ impl DaytonaProvider {
                             _ => failure(&error),
                         })?;
                     start_sent = true;
+                    // Daytona answers a start once the sandbox runs (or is restoring): look at once.
+                    sandbox = self.look_up(raw_id).await?;
+                    continue;
                 }
                 state if is_gone(state) => return Err(self.gone(raw_id)),
                 state @ ("error" | "build_failed") => {

@@ -1,10 +1,32 @@
 //! Running a command as the Daytona daemon's `process/execute` does: the command line split into words
 //! (no shell), run in `cwd`, stdout and stderr into one buffer, the process group killed at the timeout.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::Mutex;
 use std::time::Duration;
+
+use trueforge_protocol::sync::lock;
+
+/// The process groups of running commands with their sandbox's id. Stopping or deleting a sandbox, or
+/// dropping the fake, kills its commands as stopping a VM would, rather than leaving them on the host.
+#[derive(Default)]
+pub(crate) struct Processes(Mutex<HashMap<u32, String>>);
+
+impl Processes {
+    pub fn kill_sandbox(&self, sandbox_id: &str) {
+        lock(&self.0)
+            .iter()
+            .filter(|(_, owner)| owner.as_str() == sandbox_id)
+            .for_each(|(group, _)| kill_group(*group));
+    }
+
+    pub fn kill_all(&self) {
+        lock(&self.0).keys().copied().for_each(kill_group);
+    }
+}
 
 /// How a command ended.
 pub(crate) enum Ran {
@@ -40,15 +62,23 @@ pub(crate) fn split_command(command: &str) -> Vec<String> {
     words
 }
 
+/// Where and how long a command runs.
+pub(crate) struct Run<'a> {
+    pub sandbox_id: &'a str,
+    pub cwd: &'a Path,
+    pub home: &'a Path,
+    pub timeout: Option<Duration>,
+}
+
 /// Runs `words` in `cwd` with a minimal environment (`PATH`, `HOME`).
-pub(crate) async fn run(words: Vec<String>, cwd: &Path, home: &Path, timeout: Option<Duration>) -> Ran {
+pub(crate) async fn run(words: Vec<String>, at: Run<'_>, processes: &Processes) -> Ran {
     let Some((program, args)) = words.split_first() else {
         return Ran::Exited {
             code: -1,
             output: b"empty command".to_vec(),
         };
     };
-    let (mut reader, writer) = match std::io::pipe() {
+    let (reader, writer) = match std::io::pipe() {
         Ok(pipe) => pipe,
         Err(error) => return start_failed(&error),
     };
@@ -59,10 +89,10 @@ pub(crate) async fn run(words: Vec<String>, cwd: &Path, home: &Path, timeout: Op
     let mut command = tokio::process::Command::new(program);
     command
         .args(args)
-        .current_dir(cwd)
+        .current_dir(at.cwd)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
+        .env("HOME", at.home)
         .stdin(Stdio::null())
         .stdout(writer)
         .stderr(writer_for_stderr)
@@ -71,11 +101,23 @@ pub(crate) async fn run(words: Vec<String>, cwd: &Path, home: &Path, timeout: Op
     let spawned = command.spawn();
     // The command holds our copies of the pipe's write end: without dropping it the reader never ends.
     drop(command);
-    let mut child = match spawned {
+    let child = match spawned {
         Ok(child) => child,
         // The daemon answers a command that cannot start with exit code -1 and the error as output.
         Err(error) => return start_failed(&error),
     };
+    let group = child.id();
+    if let Some(group) = group {
+        lock(&processes.0).insert(group, at.sandbox_id.to_owned());
+    }
+    let ran = finish(child, reader, at.timeout).await;
+    if let Some(group) = group {
+        lock(&processes.0).remove(&group);
+    }
+    ran
+}
+
+async fn finish(mut child: tokio::process::Child, mut reader: std::io::PipeReader, timeout: Option<Duration>) -> Ran {
     let reading = tokio::task::spawn_blocking(move || {
         let mut output = Vec::new();
         let _ = reader.read_to_end(&mut output);
@@ -85,7 +127,9 @@ pub(crate) async fn run(words: Vec<String>, cwd: &Path, home: &Path, timeout: Op
         Some(timeout) => match tokio::time::timeout(timeout, child.wait()).await {
             Ok(status) => status,
             Err(_) => {
-                kill_group(child.id());
+                if let Some(group) = child.id() {
+                    kill_group(group);
+                }
                 let _ = child.wait().await;
                 let _ = reading.await;
                 return Ran::TimedOut;
@@ -105,15 +149,13 @@ fn start_failed(error: &std::io::Error) -> Ran {
     }
 }
 
-/// Kills the process group led by `pid` through `kill(1)`, which needs no unsafe code here.
-fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid {
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pid}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
+/// Kills a process group through `kill(1)`, which needs no unsafe code here.
+fn kill_group(group: u32) {
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{group}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
 }
 
 #[cfg(test)]

@@ -23,7 +23,8 @@
 //!
 //! Fault injection: [`FakeDaytona::fail_next`] (500s), [`FakeDaytona::delay_next`] (slow answers),
 //! [`FakeDaytona::delete_sandbox`] (gone behind the client's back), [`FakeDaytona::stop_sandbox`] /
-//! [`FakeDaytona::archive_sandbox`], [`FakeDaytona::set_snapshot`] (pending, active, error…).
+//! [`FakeDaytona::archive_sandbox`], [`FakeDaytona::set_sandbox_state`] (stuck starting, error…),
+//! [`FakeDaytona::set_snapshot`] (pending, active, error…).
 
 mod api;
 mod exec;
@@ -111,7 +112,8 @@ pub enum FakeDaytonaError {
     },
 }
 
-/// A running fake. Dropping it stops the server and removes its sandboxes' directories.
+/// A running fake. Dropping it stops the server, kills the commands still running and removes its
+/// sandboxes' directories.
 pub struct FakeDaytona {
     addr: SocketAddr,
     state: Arc<State>,
@@ -222,6 +224,12 @@ impl FakeDaytona {
         self.state.set_sandbox_state(id_or_name, "archived")
     }
 
+    /// Puts a sandbox (by id or name) in any of Daytona's states (`starting`, `error`, `destroyed`…), as if
+    /// Daytona had moved it there; it stays there until started. `false` when unknown.
+    pub fn set_sandbox_state(&self, id_or_name: &str, state: &str) -> bool {
+        self.state.set_sandbox_state(id_or_name, state)
+    }
+
     /// A sandbox by id or name.
     pub fn sandbox(&self, id_or_name: &str) -> Option<FakeSandbox> {
         self.state.sandbox_info(id_or_name)
@@ -238,6 +246,8 @@ impl Drop for FakeDaytona {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
+        // Commands still running (a client that cancelled leaves them, as Daytona does) end with the fake.
+        self.state.processes.kill_all();
     }
 }
 

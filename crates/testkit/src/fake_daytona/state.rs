@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 use trueforge_protocol::sync::lock;
 
+use super::exec::Processes;
 use super::{FakeDaytonaOptions, FakeSandbox};
 
 pub(crate) struct Sandbox {
@@ -56,6 +57,7 @@ pub(crate) struct State {
     pub options: FakeDaytonaOptions,
     records: Mutex<Records>,
     faults: Mutex<Faults>,
+    pub processes: Processes,
 }
 
 /// What the toolbox needs of a sandbox: its files and whether it runs.
@@ -71,6 +73,7 @@ impl State {
             options,
             records: Mutex::new(Records::default()),
             faults: Mutex::new(Faults::default()),
+            processes: Processes::default(),
         };
         for name in state.options.snapshots.clone() {
             state.set_snapshot(&name, "active", None);
@@ -147,6 +150,8 @@ impl State {
         let mut records = lock(&self.records);
         let id = find_sandbox(&records, id_or_name)?.id.clone();
         let sandbox = records.sandboxes.remove(&id)?;
+        drop(records);
+        self.processes.kill_sandbox(&id);
         Some(self.sandbox_dto(&sandbox))
     }
 
@@ -155,13 +160,15 @@ impl State {
         let Some(id) = find_sandbox(&records, id_or_name).map(|sandbox| sandbox.id.clone()) else {
             return false;
         };
-        match records.sandboxes.get_mut(&id) {
-            Some(sandbox) => {
-                state.clone_into(&mut sandbox.state);
-                true
-            }
-            None => false,
+        let Some(sandbox) = records.sandboxes.get_mut(&id) else {
+            return false;
+        };
+        state.clone_into(&mut sandbox.state);
+        drop(records);
+        if state != "started" {
+            self.processes.kill_sandbox(&id);
         }
+        true
     }
 
     pub fn sandbox_info(&self, id_or_name: &str) -> Option<FakeSandbox> {

@@ -100,14 +100,15 @@ pub(crate) async fn execute(
     // The daemon runs the command on even when the client goes away; so does the fake, on its own task,
     // holding the directory until the command is done.
     let running = tokio::spawn(async move {
-        let _dir = dir;
-        exec::run(
-            words,
-            &cwd,
-            &home,
-            timeout.map(|seconds| Duration::from_secs(seconds.into())),
-        )
-        .await
+        let at = exec::Run {
+            sandbox_id: &sandbox_id,
+            cwd: &cwd,
+            home: &home,
+            timeout: timeout.map(|seconds| Duration::from_secs(seconds.into())),
+        };
+        let ran = exec::run(words, at, &state.processes).await;
+        drop(dir);
+        ran
     });
     match running.await {
         Ok(Ran::Exited { code, output }) => Ok(Json(json!({
