@@ -123,6 +123,14 @@ async fn runs_commands_with_exit_code_output_cwd_and_env() {
         "{}",
         output.output
     );
+    let mut request = command("pwd");
+    request.cwd = Some("/".to_owned());
+    let output = run(&provider, &raw_id, request).await;
+    assert!(!output.output.contains("/home/trueforge"), "{}", output.output);
+    let mut request = command("pwd");
+    request.cwd = Some("/home/../etc".to_owned());
+    let refused = provider.exec(&raw_id, request, &CancellationToken::new()).await;
+    assert!(matches!(refused, Err(SandboxError::InvalidPath { .. })), "{refused:?}");
 
     // Values arrive byte for byte, whatever quotes, newlines or `$` they hold; the command line too.
     let mut request = command(r#"printf '[%s][%s]' "$GREETING" "$EMPTY"; echo " it's" 'done'"#);

@@ -288,6 +288,12 @@ impl DaytonaProvider {
             Err(_) => return Err(classify(&error)),
         };
         lock(&self.toolboxes).remove(raw_id);
+        tracing::info!(
+            sandbox = raw_id,
+            state = %sandbox.state,
+            %error,
+            "the Daytona sandbox is not running; starting it and calling again"
+        );
         let sandbox = self.run_sandbox(raw_id, sandbox).await?;
         let toolbox = self.remember(raw_id, &sandbox)?;
         call(toolbox).await.map_err(|error| classify(&error))
@@ -296,7 +302,7 @@ impl DaytonaProvider {
     /// A command's working directory: the workspace, or `cwd` (absolute, or relative to the workspace).
     fn working_directory(&self, cwd: Option<&str>) -> Result<String, SandboxError> {
         let workspace = &self.layout.workspace;
-        let cwd = match cwd.map(|cwd| cwd.trim_end_matches('/')) {
+        let cwd = match cwd {
             None | Some("" | ".") => return Ok(workspace.clone()),
             Some(cwd) if cwd.starts_with('/') => cwd.to_owned(),
             Some(cwd) => format!("{workspace}/{cwd}"),
