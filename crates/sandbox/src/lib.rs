@@ -8,6 +8,7 @@
 //! - Paths: every path a caller names is checked once here ([`check_sandbox_path`]) before a provider sees it.
 
 mod bridge;
+mod daytona;
 mod error;
 mod path;
 mod provider;
@@ -17,6 +18,10 @@ mod skills;
 pub use bridge::{
     Bridge, BridgeError, BridgeFailure, BridgeHandler, BridgeServer, CLIENT_MODULE_NAME, CLIENT_SOURCE, ENV_SOCKET,
     ENV_TIMEOUT_SECONDS, ENV_TOKEN, ENV_TOOL_SERVERS, FailureSource, MAX_CONNECTIONS, MAX_REQUEST_BYTES,
+};
+pub use daytona::{
+    DEFAULT_DAYTONA_API_URL, DEFAULT_DAYTONA_REQUEST_TIMEOUT, DEFAULT_DAYTONA_SNAPSHOT, DEFAULT_DAYTONA_START_TIMEOUT,
+    DaytonaCheckError, DaytonaConfig, DaytonaProvider, ProviderStatus, REJECTED_REASON, SandboxBuildStatus,
 };
 pub use error::SandboxError;
 pub use path::{check_sandbox_path, join_sandbox_path};

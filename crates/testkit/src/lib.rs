@@ -4,10 +4,15 @@
 //! Gemini streaming wire formats, scripted or driven by directives, recording every request. Also the
 //! `fake-llm` binary.
 //!
+//! [`fake_daytona`]: a fake Daytona API (control plane and toolbox) whose sandboxes are temp directories on
+//! the host, with fault injection, for testing the remote sandbox provider. Also the `fake-daytona` binary.
+//!
 //! [`oauth_mcp`]: an OAuth-protected MCP server that is also its own authorisation server, for
 //! testing the OAuth client flow over loopback.
 
+pub mod fake_daytona;
 pub mod fake_llm;
 pub mod oauth_mcp;
 
+pub use fake_daytona::{FakeDaytona, FakeDaytonaOptions};
 pub use oauth_mcp::{OAuthMcpCounters, OAuthMcpOptions, OAuthMcpServer};
