@@ -6,11 +6,13 @@
 //! - Paths: every path a caller names is checked once here ([`check_sandbox_path`]) before a provider sees it.
 
 mod error;
+mod local;
 mod path;
 mod provider;
 mod sandbox_ref;
 
 pub use error::SandboxError;
+pub use local::{CgroupVersion, LimitEnforcement, LocalConfig, LocalLimits, LocalProbe, LocalProvider};
 pub use path::{check_sandbox_path, join_sandbox_path};
 pub use provider::{
     ByteStream, DEFAULT_EXEC_TIMEOUT, Download, ExecOutput, ExecRequest, FileStat, SandboxLayout, SandboxOwner,
