@@ -10,6 +10,7 @@
 mod bridge;
 mod daytona;
 mod error;
+mod local;
 mod path;
 mod provider;
 mod sandbox_ref;
@@ -24,6 +25,7 @@ pub use daytona::{
     DaytonaCheckError, DaytonaConfig, DaytonaProvider, ProviderStatus, REJECTED_REASON, SandboxBuildStatus,
 };
 pub use error::SandboxError;
+pub use local::{CgroupVersion, LimitEnforcement, LocalConfig, LocalLimits, LocalProbe, LocalProvider};
 pub use path::{check_sandbox_path, join_sandbox_path};
 pub use provider::{
     ByteStream, DEFAULT_EXEC_TIMEOUT, Download, ExecOutput, ExecRequest, FileStat, SandboxLayout, SandboxOwner,
