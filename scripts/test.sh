@@ -249,6 +249,18 @@ if [ -z "$PG_BIN" ]; then
   [ -n "$PG_BIN" ] || { echo "test.sh: postgresql installed but initdb not found" >&2; exit 1; }
 fi
 
+# The local sandbox runs commands under bubblewrap, with Debian's python3 inside (a pyenv or other
+# python3 on the host's PATH is not visible in the sandbox); skills are fetched with git on the host.
+if ! command -v bwrap >/dev/null 2>&1 || [ ! -x /usr/bin/python3 ] || ! command -v git >/dev/null 2>&1; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "test.sh: the sandbox tests need bubblewrap, python3 and git; install those packages (needs root)" >&2
+    exit 1
+  fi
+  echo "test.sh: installing bubblewrap, python3 and git from Debian packages" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap python3 git >/dev/null \
+    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap python3 git >/dev/null; }
+fi
+
 if ! command -v cargo-nextest >/dev/null 2>&1; then
   echo "test.sh: installing cargo-nextest" >&2
   cargo install --locked cargo-nextest

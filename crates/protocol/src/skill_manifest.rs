@@ -54,8 +54,15 @@ impl SkillManifest {
     /// Value rules: resource name, repository URL, and a ref and path that cannot escape the
     /// checkout.
     pub fn validate(&self) -> Result<(), ProtocolError> {
+        self.validate_with(false)
+    }
+
+    /// [`validate`](Self::validate), also accepting `file:///<absolute path>` repositories on the server's
+    /// own machine when the operator allows them (local mode, tests).
+    pub fn validate_with(&self, allow_local_repositories: bool) -> Result<(), ProtocolError> {
         rules::resource_name("name", &self.name)?;
-        if !is_repository_url(&self.url) {
+        let local_ok = allow_local_repositories && is_local_repository_url(&self.url);
+        if !local_ok && !is_repository_url(&self.url) {
             return Err(ProtocolError::invalid(
                 "url",
                 "must be https://github.com/<owner>/<repo> or https://gitlab.com/<group>/.../<project>",
@@ -67,6 +74,19 @@ impl SkillManifest {
         }
         rules::non_empty("description", &self.description)
     }
+}
+
+/// `file:///<absolute path>` with no `.` or `..` segment and no characters git could read as options.
+fn is_local_repository_url(url: &str) -> bool {
+    url.strip_prefix("file:///").is_some_and(|path| {
+        !path.is_empty()
+            && path
+                .split('/')
+                .all(|segment| segment != "." && segment != ".." && !segment.starts_with('-'))
+            && path
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'))
+    })
 }
 
 /// `https://github.com/<owner>/<repo>` or `https://gitlab.com/<group>/…/<project>`, optionally
@@ -92,4 +112,36 @@ fn is_repository_url(url: &str) -> bool {
         _ => segments.len() >= 2,
     };
     count_ok && segments.iter().all(|segment| segment_ok(segment))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skill(url: &str) -> SkillManifest {
+        SkillManifest {
+            kind: SkillType::Git,
+            name: "pdf".into(),
+            url: url.into(),
+            path: None,
+            git_ref: "main".into(),
+            description: "d".into(),
+        }
+    }
+
+    #[test]
+    fn local_repositories_only_when_allowed() {
+        assert!(skill("file:///srv/skills").validate().is_err());
+        assert!(skill("file:///srv/skills").validate_with(true).is_ok());
+        for bad in [
+            "file:///srv/../etc",
+            "file://host/x",
+            "file:///-u/x",
+            "file:///a b",
+            "file:///",
+        ] {
+            assert!(skill(bad).validate_with(true).is_err(), "{bad} passed");
+        }
+        assert!(skill("https://github.com/o/r").validate_with(true).is_ok());
+    }
 }

@@ -11,11 +11,13 @@ use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
+use trueforge_agent::sandbox::SandboxOptions;
 use trueforge_agent::{LeaseTiming, LiveStreams, Runtime, RuntimeOptions, StoredAgentApprovals, StoredAgents};
 use trueforge_llm::ClientOptions;
 use trueforge_protocol::{
     ConfiguredModel, ModelProviderAuth, ModelProviderManifest, TenantId, WellKnownModelProvider, WellKnownProviderType,
 };
+use trueforge_sandbox::{LocalConfig, LocalProvider, SkillSources};
 use trueforge_store::crypto::SecretCipher;
 use trueforge_store::db::{MigrateOnOpen, SqliteDb};
 use trueforge_store::session::model::LeaseRequest;
@@ -32,6 +34,7 @@ use crate::mcp_oauth::McpOAuth;
 use crate::mcp_tools::{DEFAULT_CALL_TIMEOUT, SettingsMcpToolSets};
 use crate::models::SettingsModels;
 use crate::private_files::{Existing, private_database_file, private_dir};
+use crate::sandboxes::{HostSandboxes, LocalSandbox};
 use crate::state::{AppState, DatabaseProbe, LOCAL_EXECUTOR, LOCAL_TENANT};
 
 #[derive(Debug, thiserror::Error)]
@@ -140,6 +143,7 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
         DEFAULT_CALL_TIMEOUT,
         config.allow_stdio_mcp,
     );
+    let sandboxes = Arc::new(host_sandboxes(&config, settings.clone()));
     let bus = Arc::new(MemoryBus::new());
     let runtime = Arc::new(
         Runtime::new(
@@ -159,6 +163,7 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
             },
         )
         .with_agent_approvals(Arc::new(StoredAgentApprovals(settings.clone())))
+        .with_sandboxes(sandboxes.clone())
         .with_live_streams(LiveStreams {
             bus: bus.clone(),
             ttl: config.stream_ttl,
@@ -184,10 +189,46 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
         catalogs,
         models,
         mcp,
+        sandboxes,
         executor_id: LOCAL_EXECUTOR.to_owned(),
         database: Arc::new(SqliteProbe(db)),
         database_lock: Some(database_lock),
     })
+}
+
+/// The sandboxes of local mode: the tenant's remote provider when configured, else the local sandbox
+/// when the operator leaves it on and it works on this machine (probed once, here; the reason is logged
+/// and shown by `/capabilities` when it does not).
+fn host_sandboxes(config: &ServerConfig, settings: Arc<dyn SettingsStore>) -> HostSandboxes {
+    let sandbox = &config.sandbox;
+    let local = if sandbox.local {
+        let mut local_config = LocalConfig::new(config.data_dir.join("sandboxes"));
+        local_config.network = sandbox.network;
+        match LocalProvider::probe(&local_config)
+            .and_then(|_| LocalProvider::new(local_config).map_err(|error| error.to_string()))
+        {
+            Ok(provider) => {
+                tracing::info!(network = sandbox.network, "local sandbox available (bubblewrap)");
+                LocalSandbox::Available(Arc::new(provider))
+            }
+            Err(reason) => {
+                tracing::warn!(%reason, "local sandbox unavailable");
+                LocalSandbox::Unavailable(reason)
+            }
+        }
+    } else {
+        LocalSandbox::Unavailable("turned off by TRUEFORGE_SANDBOX=off".to_owned())
+    };
+    let options = SandboxOptions {
+        exec_timeout: sandbox.exec_timeout,
+        upload_max_bytes: sandbox.file_max_bytes,
+        bridge_dir: config.data_dir.join("run").join("bridges"),
+        ..SandboxOptions::default()
+    };
+    let mut skill_sources = SkillSources::new(config.data_dir.join("cache").join("skills"));
+    skill_sources.allow_file_urls = sandbox.skills_allow_file_urls;
+    skill_sources.git_credentials = sandbox.git_credentials.clone();
+    HostSandboxes::new(settings, local, sandbox.clone(), options, skill_sources)
 }
 
 /// Takes the exclusive lock that makes this process the only server of the database at `path`, held as

@@ -16,6 +16,7 @@ pub mod models;
 pub mod openapi;
 pub mod private_files;
 mod routes;
+pub mod sandboxes;
 mod schemas;
 pub mod spec_check;
 pub mod sse;

@@ -136,7 +136,7 @@ doc_schema!(
     /// What the server offers the caller: a sandbox, skills (which need one), the settings routes.
     CapabilitiesData,
     ObjectBuilder::new()
-        .property("sandbox", capability(false))
+        .property("sandbox", capability(true))
         .required("sandbox")
         .property("skill", capability(true))
         .required("skill")
@@ -153,7 +153,13 @@ doc_schema!(
                     "max_request_body_bytes",
                     integer_at_least(1).description(Some("The largest request body the server accepts.")),
                 )
-                .required("max_request_body_bytes"),
+                .required("max_request_body_bytes")
+                .property(
+                    "max_sandbox_file_bytes",
+                    integer_at_least(1)
+                        .description(Some("The largest file sent into or downloaded from a sandbox.")),
+                )
+                .required("max_sandbox_file_bytes"),
         )
         .build()
         .into(),

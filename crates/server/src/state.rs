@@ -52,6 +52,8 @@ pub struct AppState {
     pub models: Arc<SettingsModels>,
     /// The configured MCP servers' connections, shared by turns and the tools route.
     pub mcp: Arc<crate::mcp_tools::SettingsMcpToolSets>,
+    /// Where agents get their sandboxes.
+    pub sandboxes: Arc<crate::sandboxes::HostSandboxes>,
     /// Suffix of the turn ids this process mints.
     pub executor_id: String,
     /// Whether the database answered at start-up and answers and writes now (`/healthz`).

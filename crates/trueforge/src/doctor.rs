@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use trueforge_sandbox::{LocalConfig, LocalProvider};
 use trueforge_server::ServerConfig;
 use trueforge_store::crypto::SecretCipher;
 use trueforge_store::db::{MigrateOnOpen, SqliteDb};
@@ -88,7 +89,7 @@ pub async fn run() -> Result<(), String> {
         }
     }
 
-    check("sandbox", sandbox_prerequisites());
+    check("sandbox", sandbox_prerequisites(&config));
     if failed == 0 {
         Ok(())
     } else {
@@ -142,16 +143,26 @@ async fn providers(config: &ServerConfig, db: SqliteDb, http: &reqwest::Client) 
     outcomes
 }
 
-/// The local sandbox (arriving with the sandbox issue) runs commands under bubblewrap.
-fn sandbox_prerequisites() -> Outcome {
-    match std::process::Command::new("bwrap").arg("--version").output() {
-        Ok(output) if output.status.success() => Outcome::Ok(format!(
-            "{} found (the local sandbox is not built yet)",
-            String::from_utf8_lossy(&output.stdout).trim()
+/// The local sandbox: whether it works here with the flags commands get (bubblewrap, python3 inside, what
+/// holds the process and memory limits), or why not. A remote provider can still serve turns without it.
+fn sandbox_prerequisites(config: &ServerConfig) -> Outcome {
+    if !config.sandbox.local {
+        return Outcome::Warn("the local sandbox is turned off (TRUEFORGE_SANDBOX=off)".to_owned());
+    }
+    let mut local = LocalConfig::new(config.data_dir.join("sandboxes"));
+    local.network = config.sandbox.network;
+    match LocalProvider::probe(&local) {
+        Ok(probe) => Outcome::Ok(format!(
+            "local sandbox works: {}, {} inside, processes held by {}, memory by {}, network {}",
+            probe.bwrap_version,
+            probe.python3,
+            probe.processes,
+            probe.memory,
+            if probe.network { "on" } else { "off" }
         )),
-        _ => Outcome::Warn(
-            "bubblewrap (bwrap) not found; the local sandbox will need it (Debian: apt-get install bubblewrap)"
-                .to_owned(),
-        ),
+        Err(reason) => Outcome::Warn(format!(
+            "the local sandbox cannot run here: {reason}. Agents with a sandbox need a remote provider \
+             (PUT /api/v1/settings/sandbox-providers) until this is fixed"
+        )),
     }
 }

@@ -289,37 +289,9 @@ impl TurnSandbox {
         Ok(raw_id)
     }
 
-    /// Makes the directories every turn expects (idempotent, so a reattached sandbox is fine too).
+    /// Installs what the agent needs in the sandbox: its skills, and the Code Mode client. (The directories
+    /// of the layout are made by the first file written into each: no command runs just to make them.)
     async fn prepare(&self, raw_id: &str) -> Result<(), AgentError> {
-        let layout = self.provider.layout();
-        let command = format!(
-            "mkdir -p {} {} {}",
-            shell_quote(&layout.uploads),
-            shell_quote(&layout.tool_results),
-            shell_quote(&layout.skills)
-        );
-        let output = self
-            .provider
-            .exec(
-                raw_id,
-                ExecRequest {
-                    command,
-                    cwd: None,
-                    env: Default::default(),
-                    timeout: self.options.exec_timeout,
-                    output_limit: 4096,
-                    bridge_socket: None,
-                },
-                &CancellationToken::new(),
-            )
-            .await?;
-        if output.exit_code != Some(0) {
-            return Err(SandboxError::Provider(format!(
-                "preparing the sandbox failed (exit code {:?}): {}",
-                output.exit_code, output.output
-            ))
-            .into());
-        }
         if !self.skills.is_empty() {
             // Fetched on the host (credentials never enter the sandbox), copied in, unchanged ones skipped.
             install_skills(self.provider.as_ref(), raw_id, &self.skill_sources, &self.skills)
@@ -333,21 +305,5 @@ impl TurnSandbox {
                 .await?;
         }
         Ok(())
-    }
-}
-
-/// Quotes a word for `sh`: single quotes, with each `'` closed, escaped and reopened.
-pub fn shell_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quotes_words_for_the_shell() {
-        assert_eq!(shell_quote("/workspace/a b"), "'/workspace/a b'");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
     }
 }

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use trueforge_protocol::api::{DatabaseHealth, Health};
 
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::schemas::{
     GetCapabilitiesResponse, GetMCPServerCatalogResponse, GetMeResponse, GetModelProviderCatalogResponse,
     GetSandboxProviderCatalogResponse, GetSkillCatalogResponse, ListAvailableModelsResponse, RequestErrorResponse,
@@ -50,15 +50,41 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
         (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
     )
 )]
-pub async fn capabilities(State(state): State<AppState>) -> Response {
-    const REASON: &str = "Skills run in a sandbox, which is not configured.";
-    Data::ok(json!({
-        "sandbox": {"enabled": false},
-        "skill": {"enabled": false, "reason": REASON},
-        "settings": {"enabled": state.caller().is_admin},
-        "limits": {"max_request_body_bytes": state.config.body_limit},
+pub async fn capabilities(State(state): State<AppState>) -> ApiResult<Response> {
+    let caller = state.caller();
+    let sandbox = state.sandboxes.availability(&caller.tenant).await.map_err(|error| {
+        tracing::warn!(%error, "the sandbox provider's status could not be read");
+        ApiError::new(
+            StatusCode::FAILED_DEPENDENCY,
+            "The sandbox provider's status could not be read",
+        )
+    })?;
+    // Skills live in the sandbox, so they are available exactly when it is; the reason says why not.
+    let skill = if sandbox.enabled {
+        json!({"enabled": true})
+    } else if sandbox
+        .reason
+        .as_deref()
+        .is_some_and(|reason| reason.contains("activating") || reason.contains("is pending"))
+    {
+        json!({"enabled": false, "reason": "Skills run in a sandbox whose image is still being prepared — retry shortly."})
+    } else {
+        json!({"enabled": false, "reason": "Skills run in a sandbox, which is not configured."})
+    };
+    let mut sandbox_json = json!({"enabled": sandbox.enabled});
+    if let Some(reason) = sandbox.reason.filter(|_| !sandbox.enabled) {
+        sandbox_json["reason"] = json!(reason);
+    }
+    Ok(Data::ok(json!({
+        "sandbox": sandbox_json,
+        "skill": skill,
+        "settings": {"enabled": caller.is_admin},
+        "limits": {
+            "max_request_body_bytes": state.config.body_limit,
+            "max_sandbox_file_bytes": state.config.sandbox.file_max_bytes,
+        },
     }))
-    .into_response()
+    .into_response())
 }
 
 /// Every model the tenant configured, provider by provider.

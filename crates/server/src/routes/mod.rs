@@ -20,7 +20,8 @@ use crate::state::AppState;
 /// The reference's agent spec checks (422 with its message), against this tenant's settings.
 pub async fn check_spec(state: &AppState, tenant: &TenantId, spec: &AgentSpec) -> ApiResult<()> {
     let stores = SpecStores::from_settings(state.settings.as_ref());
-    match spec_check::validate_agent_spec(spec, tenant, &stores, false).await {
+    let sandbox_available = state.sandboxes.local_available();
+    match spec_check::validate_agent_spec(spec, tenant, &stores, sandbox_available).await {
         Ok(()) => Ok(()),
         Err(SpecError::Schema(error)) => Err(ApiError::bad_request(error.to_string())),
         Err(SpecError::Invalid(message)) => Err(ApiError::unprocessable(message)),

@@ -10,9 +10,12 @@ use trueforge_protocol::{
     McpServerAuth, McpServerManifest, McpServerType, ModelProviderManifest, SandboxProviderManifest, SkillManifest,
     TenantId,
 };
+use trueforge_sandbox::DaytonaCheckError;
 use trueforge_store::StoreError;
 use trueforge_store::redaction::{MissingSecret, redacted, restore_redacted_secrets};
-use trueforge_store::settings::{ManifestUpdate, McpServerRecord, ModelProviderRecord, SettingsManifest};
+use trueforge_store::settings::{
+    ManifestUpdate, McpServerRecord, ModelProviderRecord, SandboxProviderStatus, SettingsManifest,
+};
 
 use super::check_resource_name;
 use crate::error::{ApiError, ApiResult};
@@ -473,9 +476,9 @@ pub(crate) struct ConfiguredSkill {
     manifest: SkillManifest,
 }
 
-fn check_skill(manifest: &SkillManifest) -> ApiResult<()> {
+fn check_skill(state: &AppState, manifest: &SkillManifest) -> ApiResult<()> {
     manifest
-        .validate()
+        .validate_with(state.config.sandbox.skills_allow_file_urls)
         .map_err(|error| ApiError::bad_request(error.to_string()))
 }
 
@@ -526,7 +529,7 @@ pub async fn create_skill(
 ) -> ApiResult<Response> {
     let caller = state.caller();
     require_admin(&caller)?;
-    check_skill(&body.manifest)?;
+    check_skill(&state, &body.manifest)?;
     let record = state
         .settings
         .create_skill(&caller.tenant, body.manifest)
@@ -559,7 +562,7 @@ pub async fn put_skill(
 ) -> ApiResult<Response> {
     let caller = state.caller();
     require_admin(&caller)?;
-    check_skill(&body.manifest)?;
+    check_skill(&state, &body.manifest)?;
     let record = state.settings.upsert_skill(&caller.tenant, body.manifest).await?;
     Ok(Data::ok(ConfiguredSkill {
         name: record.name,
@@ -617,12 +620,38 @@ pub async fn get_sandbox_provider(State(state): State<AppState>) -> ApiResult<Re
         .get_sandbox_provider(&caller.tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("No sandbox provider configured"))?;
-    Ok(Data::ok(serde_json::json!({
+    let record = refreshed_status(&state, &caller.tenant, record).await?;
+    Ok(sandbox_provider_answer(&record))
+}
+
+/// The provider's status asked of the provider and stored; a status that cannot be read is stored as what
+/// it says (an unreachable provider is `pending`, a rejected key `failed`).
+async fn refreshed_status(
+    state: &AppState,
+    tenant: &trueforge_protocol::TenantId,
+    record: trueforge_store::settings::SandboxProviderRecord,
+) -> ApiResult<trueforge_store::settings::SandboxProviderRecord> {
+    let status = state
+        .sandboxes
+        .refresh_status(tenant, &record.manifest)
+        .await
+        .map_err(|error| ApiError::new(StatusCode::FAILED_DEPENDENCY, error.to_string()))?;
+    if status.state == record.status.status && status.reason == record.status.status_reason {
+        return Ok(record);
+    }
+    let mut stored = record.status.clone();
+    stored.status = status.state;
+    stored.status_reason = status.reason;
+    Ok(state.settings.update_sandbox_status(tenant, stored).await?)
+}
+
+fn sandbox_provider_answer(record: &trueforge_store::settings::SandboxProviderRecord) -> Response {
+    Data::ok(serde_json::json!({
         "manifest": redacted(&record.manifest),
         "status": record.status.status,
         "status_reason": record.status.status_reason,
     }))
-    .into_response())
+    .into_response()
 }
 
 /// Sets the tenant's sandbox provider (admins only).
@@ -637,22 +666,55 @@ pub async fn get_sandbox_provider(State(state): State<AppState>) -> ApiResult<Re
         (status = 400, description = "The manifest does not fit the schema.", body = RequestErrorResponse),
         (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
         (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
-        (status = 422, description = "The provider cannot be used by this server (remote sandboxes are not supported yet).", body = RequestErrorResponse),
+        (status = 422, description = "Daytona rejected the API key.", body = RequestErrorResponse),
+        (status = 502, description = "Daytona did not answer.", body = RequestErrorResponse),
     )
 )]
 pub async fn put_sandbox_provider(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<ManifestBody<SandboxProviderManifest>>,
 ) -> ApiResult<Response> {
-    require_admin(&state.caller())?;
-    body.manifest
+    let caller = state.caller();
+    require_admin(&caller)?;
+    let mut manifest = body.manifest;
+    manifest
         .validate()
         .map_err(|error| ApiError::bad_request(error.to_string()))?;
-    // Remote sandboxes (Daytona) arrive with the sandbox issue; accepting the row now would report a
-    // provider that can never build.
-    Err(ApiError::unprocessable(
-        "Remote sandbox providers (daytona) are not supported by this server yet",
-    ))
+    let stored = state.settings.get_sandbox_provider(&caller.tenant).await?;
+    restore_redacted_secrets(
+        &mut manifest,
+        stored.as_ref().map(|record| &record.manifest),
+        MissingSecret::ApiKey,
+    )?;
+    let provider = state
+        .sandboxes
+        .remote_provider(&caller.tenant, &manifest)
+        .await
+        .map_err(|error| ApiError::bad_request(error.to_string()))?;
+    // The reference checks the key with Daytona before saving it: a rejected key is 422, no answer 502.
+    provider.check_credentials().await.map_err(|error| match error {
+        DaytonaCheckError::Rejected => ApiError::unprocessable(error.to_string()),
+        DaytonaCheckError::Unreachable(reason) => {
+            ApiError::new(StatusCode::BAD_GATEWAY, format!("Daytona did not answer: {reason}"))
+        }
+    })?;
+    // Registers the sandbox image (a Daytona snapshot) when it is not there yet; its state is the status.
+    let status = provider.ensure_snapshot().await.map_err(|error| match error {
+        DaytonaCheckError::Rejected => ApiError::unprocessable(error.to_string()),
+        DaytonaCheckError::Unreachable(reason) => {
+            ApiError::new(StatusCode::BAD_GATEWAY, format!("Daytona did not answer: {reason}"))
+        }
+    })?;
+    let mut stored_status = stored
+        .map(|record| record.status)
+        .unwrap_or_else(SandboxProviderStatus::pending);
+    stored_status.status = status.state;
+    stored_status.status_reason = status.reason;
+    let record = state
+        .settings
+        .upsert_sandbox_provider(&caller.tenant, manifest, stored_status)
+        .await?;
+    Ok(sandbox_provider_answer(&record))
 }
 
 /// Removes the tenant's sandbox provider (admins only).

@@ -1,8 +1,9 @@
 //! `/api/v1/sessions/{id}/turns…`: create and run a turn (SSE or JSON), list, get, its events, subscribe,
 //! and sandbox file downloads.
 
+use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trueforge_agent::{AgentError, PreviousTurn, TurnRequest, TurnStart};
@@ -10,6 +11,7 @@ use trueforge_protocol::api::{CreateTurnRequest, PreviousTurn as WirePreviousTur
 use trueforge_protocol::{
     IDEMPOTENCY_KEY_HEADER, IdempotencyKey, SessionEvent, SessionId, TurnId, TurnInputItem, TurnStreamingEvent,
 };
+use trueforge_sandbox::{SandboxError, SandboxOwner, SandboxRef, check_sandbox_path};
 use trueforge_store::session::model::{PageRequest, SortOrder, TurnKey, TurnSummary};
 
 use super::sessions::{EVENT_PAGE_MAX, SESSION_PAGE_MAX, owned_session, page_limit};
@@ -377,29 +379,6 @@ pub struct DownloadQuery {
     path: String,
 }
 
-/// Checks a sandbox path as the reference does: absolute, no NUL, at most 4095 bytes, segments at most 255
-/// bytes, no `.`/`..` traversal.
-fn check_sandbox_path(path: &str) -> Result<(), &'static str> {
-    if !path.starts_with('/') {
-        return Err("must be absolute");
-    }
-    if path.contains('\0') {
-        return Err("must not contain NUL");
-    }
-    if path.len() > 4095 {
-        return Err("is too long");
-    }
-    for segment in path.split('/') {
-        if segment.len() > 255 {
-            return Err("has a segment that is too long");
-        }
-        if segment == ".." || segment == "." {
-            return Err("must not contain traversal");
-        }
-    }
-    Ok(())
-}
-
 /// Downloads a file from the sandbox a turn used.
 #[utoipa::path(
     get,
@@ -423,8 +402,7 @@ pub async fn download_sandbox_file(
     Path((session_id, turn_id)): Path<(SessionId, TurnId)>,
     QueryParams(query): QueryParams<DownloadQuery>,
 ) -> ApiResult<Response> {
-    check_sandbox_path(&query.path)
-        .map_err(|reason| ApiError::bad_request(format!("Path {reason}: {}", query.path)))?;
+    check_sandbox_path(&query.path).map_err(sandbox_error)?;
     let caller = state.caller();
     owned_session(&state, &caller, &session_id).await?;
     let record = state
@@ -432,9 +410,73 @@ pub async fn download_sandbox_file(
         .get_turn(&TurnKey::new(&caller.tenant, &session_id, &turn_id))
         .await?
         .ok_or_else(|| ApiError::turn_not_found(&turn_id))?;
-    if record.snapshot.sandbox_info.is_none() {
+    let Some(info) = record.snapshot.sandbox_info else {
         return Err(ApiError::precondition_failed(format!("Turn has no sandbox: {turn_id}")));
+    };
+    let sandbox = SandboxRef::parse(&info.sandbox_id).map_err(sandbox_error)?;
+    let owner = SandboxOwner {
+        tenant: caller.tenant.to_string(),
+        session: session_id.to_string(),
+    };
+    if !owner.owns(&sandbox.raw_id) {
+        return Err(sandbox_error(SandboxError::TenantMismatch));
     }
-    // Sandboxes are not built yet, so no turn can have one; a stored one from elsewhere has no provider.
-    Err(ApiError::precondition_failed("No sandbox provider configured"))
+    let provider = state
+        .sandboxes
+        .provider_of_kind(&caller.tenant, &sandbox.provider)
+        .await
+        .map_err(sandbox_error)?
+        .ok_or_else(|| ApiError::precondition_failed("No sandbox provider configured"))?;
+    let download = provider
+        .download(&sandbox.raw_id, &query.path, state.config.sandbox.file_max_bytes)
+        .await
+        .map_err(sandbox_error)?;
+    let file_name = query.path.rsplit('/').next().unwrap_or("download");
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
+            (header::CONTENT_LENGTH, download.size.to_string()),
+            (header::CONTENT_DISPOSITION, content_disposition(file_name)),
+            (header::CACHE_CONTROL, "no-store".to_owned()),
+        ],
+        Body::from_stream(download.body),
+    )
+        .into_response())
+}
+
+/// `attachment` with the file's name: quoted ASCII (quotes and controls replaced), and the exact name
+/// percent-encoded as `filename*` (RFC 6266) for names that are not plain ASCII.
+fn content_disposition(name: &str) -> String {
+    let ascii: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let encoded: String = name
+        .bytes()
+        .map(|byte| {
+            if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+                (byte as char).to_string()
+            } else {
+                format!("%{byte:02X}")
+            }
+        })
+        .collect();
+    format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
+}
+
+/// A sandbox error as the reference answers it: its own status, else 424.
+fn sandbox_error(error: SandboxError) -> ApiError {
+    match error.http_status().and_then(|status| StatusCode::from_u16(status).ok()) {
+        Some(status) => ApiError::new(status, error.to_string()),
+        None => {
+            tracing::warn!(%error, "sandbox download failed");
+            ApiError::new(StatusCode::FAILED_DEPENDENCY, "Failed to download file from sandbox")
+        }
+    }
 }

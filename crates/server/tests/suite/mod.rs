@@ -9,6 +9,7 @@ mod mcp_oauth;
 mod models;
 mod openapi;
 mod routes;
+mod sandbox;
 mod settings_delete;
 mod ui;
 mod value_rules;

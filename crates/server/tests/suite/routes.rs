@@ -1593,15 +1593,24 @@ async fn settings_sandbox_providers_get_without_one_is_404() {
 
 /// A deliberate difference: Daytona answers 422 "not supported yet".
 #[tokio::test]
-async fn settings_sandbox_providers_put_daytona_is_422_and_nothing_written() {
-    let server = TestServer::start().await;
+async fn settings_sandbox_providers_put_with_daytona_unreachable_is_502_and_nothing_written() {
+    // A port nothing listens on: the key cannot be checked, so nothing is saved.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = TestServer::start_with(|config| {
+        config.sandbox.daytona_api_url = format!("http://127.0.0.1:{closed}/api");
+    })
+    .await;
     let reply = put(
         &server,
         "/api/v1/settings/sandbox-providers",
         json!({"manifest": daytona()}),
     )
     .await;
-    assert_error_containing(&reply, 422, "not supported");
+    assert_error_containing(&reply, 502, "Daytona did not answer");
     assert!(!error_message(&reply.1).contains("dtn-secret"));
     assert_error(
         &server.get("/api/v1/settings/sandbox-providers").await,
@@ -1838,7 +1847,8 @@ async fn sessions_create_unsupported_reasoning_effort_is_422_and_nothing_written
 
 #[tokio::test]
 async fn sessions_create_skills_or_sandbox_without_a_provider_is_422_and_nothing_written() {
-    let server = TestServer::start().await;
+    // Without the local sandbox, a tenant with no remote provider has none.
+    let server = TestServer::start_with(|config| config.sandbox.local = false).await;
     let reply = server
         .post(
             "/api/v1/sessions",
