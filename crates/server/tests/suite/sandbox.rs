@@ -648,3 +648,92 @@ async fn a_daytona_provider_is_configured_checked_and_used_end_to_end() {
     assert_eq!(exec_results(&frames)[0]["response"]["result"], "fresh\n");
     assert!(types(&frames).contains(&"sandbox.created".to_owned()));
 }
+
+#[tokio::test]
+async fn commands_cannot_reach_the_server_its_files_or_its_environment_and_it_stays_healthy() {
+    let server = TestServer::start().await;
+    let port = server.base.rsplit(':').next().unwrap().to_owned();
+    let data_dir = server.dir.path().display().to_string();
+    let session = sandbox_session(&server, json!({})).await;
+    let probe = format!(
+        "cat {data_dir}/secret.key 2>&1 | head -c 200; echo; \
+         ls {data_dir} 2>&1 | head -c 200; echo; \
+         ls /root 2>&1 | head -c 200; echo; \
+         python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)\" 2>&1 | tail -1; \
+         env | sort; \
+         ls /proc | grep -c '^[0-9]'; \
+         touch /usr/pwned 2>&1; touch /etc/pwned 2>&1; echo done"
+    );
+    let frames = run_command(&server, &session, &probe).await;
+    let output = exec_results(&frames)[0]["response"]["result"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let key = std::fs::read(server.dir.path().join("secret.key")).unwrap();
+    let key_text = String::from_utf8_lossy(&key);
+    assert!(!output.contains(key_text.trim()), "the secret key leaked: {output}");
+    assert!(
+        output.contains("No such file or directory"),
+        "the data directory is not there: {output}"
+    );
+    assert!(
+        output.contains("Network is unreachable") || output.contains("Connection refused") || output.contains("Errno"),
+        "the server's port is unreachable: {output}"
+    );
+    assert!(!output.contains("TRUEFORGE"), "no server variables: {output}");
+    assert!(!output.contains("CARGO"), "no host variables: {output}");
+    assert!(output.contains("Read-only file system"), "{output}");
+    let pids: usize = output.lines().rev().find_map(|line| line.trim().parse().ok()).unwrap();
+    assert!(pids < 10, "only the sandbox's own processes are visible: {output}");
+    assert!(!std::path::Path::new("/usr/pwned").exists() && !std::path::Path::new("/etc/pwned").exists());
+
+    // A fork bomb and an output without end are contained; the server goes on answering.
+    let raw_result = |frames: &[(u64, Value)]| {
+        frames
+            .iter()
+            .find(|(_, event)| event["type"] == "tool.response")
+            .map(|(_, event)| event["content"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    let frames = run_command(
+        &server,
+        &session,
+        "bomb() { bomb | bomb & }; bomb; sleep 2; echo survived",
+    )
+    .await;
+    assert!(!raw_result(&frames).is_empty());
+    let frames = run_command(&server, &session, "yes").await;
+    let text = raw_result(&frames);
+    assert!(text.len() < 100_000, "the output is bounded: {} bytes", text.len());
+    let (status, _) = server.get("/healthz").await;
+    assert_eq!(status, 200);
+    let frames = run_command(&server, &session, "echo still-here").await;
+    assert_eq!(exec_results(&frames)[0]["response"]["result"], "still-here\n");
+}
+
+#[tokio::test]
+async fn a_large_result_is_saved_in_the_sandbox_and_stays_recallable() {
+    let server = TestServer::start().await;
+    let session = sandbox_session(&server, json!({})).await;
+    let frames = run_command(&server, &session, "python3 -c \"print('row,' * 30000)\"").await;
+    let content = frames
+        .iter()
+        .find(|(_, event)| event["type"] == "tool.response")
+        .map(|(_, event)| event["content"].as_str().unwrap().to_owned())
+        .unwrap();
+    assert!(
+        content.len() < 20_000,
+        "the model gets a preview, not 180 kB: {}",
+        content.len()
+    );
+    let path = content
+        .split("saved in the sandbox at ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("no path in {content}"))
+        .to_owned();
+    assert!(path.starts_with("/workspace/tool-results/exec_"), "{path}");
+    // The file holds the complete result, as the tool returned it.
+    let frames = run_command(&server, &session, &format!("grep -o 'row,' {path} | wc -l")).await;
+    assert_eq!(exec_results(&frames)[0]["response"]["result"], "30000\n");
+}
