@@ -330,6 +330,15 @@ fn file_part(name: &str, data: &str) -> trueforge_protocol::ContextContentPart {
     }
 }
 
+/// The session title the first user message of `input` gives: its text, never what the harness put in the
+/// model's copy of it (an upload announcement).
+pub(crate) fn input_title(input: &[TurnInputItem]) -> Option<String> {
+    input.iter().find_map(|item| match item {
+        TurnInputItem::UserMessage(message) => Some(title_of(&message.content)),
+        _ => None,
+    })?
+}
+
 fn title_of(content: &UserMessageContent) -> Option<String> {
     let text = content.text();
     let text = text.trim();

@@ -206,6 +206,7 @@ function AgentEditor({
 
   const remove = port?.delete;
   const sandboxOn = capabilities?.sandbox.enabled === true;
+  const sandboxReason = capabilities?.sandbox.reason;
   const skillsOn = capabilities?.skill.enabled !== false;
   const busy = saving || starting;
 
@@ -328,8 +329,8 @@ function AgentEditor({
             label="Sandbox"
             hint={
               sandboxOn
-                ? "A remote machine where the agent runs commands and keeps files."
-                : "Not available: this server does not run sandboxes yet."
+                ? "A workspace per chat where the agent runs commands (the exec tool) and keeps files: files users send go in, files it makes can be downloaded."
+                : `Not available on this server${sandboxReason ? `: ${sandboxReason}` : "."}`
             }
             checked={form.sandbox}
             // Off stays possible for a spec that has it on.

@@ -1,6 +1,6 @@
 // Files an agent produced in its sandbox, listed by the model in a ```sandbox_artifacts fence: one file per
 // line, `[name](path)` or `name: path`. Each downloads through the server (the sandbox is not reachable
-// from the browser).
+// from the browser); a refused download (gone, too large, missing…) says why in the server's words.
 
 import { useState } from "react";
 import { toast } from "sonner";
@@ -53,6 +53,7 @@ export function ArtifactList({
   const server = useServer();
   const session = useOptionalChatSession();
   const [busy, setBusy] = useState<string | null>(null);
+  const [failure, setFailure] = useState<{ path: string; message: string } | null>(null);
   const download = server.chat.downloadFile;
   const sessionId = session?.sessionId ?? null;
   if (files.length === 0) {
@@ -71,15 +72,20 @@ export function ArtifactList({
                 type="button"
                 className="tf-button tf-button-quiet"
                 disabled={busy === file.path}
+                aria-busy={busy === file.path}
+                title={file.path}
                 onClick={async () => {
                   setBusy(file.path);
+                  setFailure(null);
                   try {
                     save(
                       await download.call(server.chat, sessionId, turnId, file.path),
                       file.path.split("/").pop() || file.name,
                     );
                   } catch (error) {
-                    toast.error(`Could not download ${file.name}: ${describeError(error)}`);
+                    const message = describeError(error);
+                    setFailure({ path: file.path, message });
+                    toast.error(`Could not download ${file.name}: ${message}`);
                   } finally {
                     setBusy(null);
                   }
@@ -95,6 +101,11 @@ export function ArtifactList({
           </li>
         ))}
       </ul>
+      {failure !== null ? (
+        <p className="tf-error-text" role="alert" data-testid="artifact-error">
+          Could not download {failure.path}: {failure.message}
+        </p>
+      ) : null}
     </details>
   );
 }

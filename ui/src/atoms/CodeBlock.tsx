@@ -1,16 +1,11 @@
 import { useEffect, useState } from "react";
 import { CopyIcon } from "./icons.js";
 
-/** A fenced code block: plain while its message streams, highlighted once it is whole. */
-export function CodeBlock({
-  code,
-  language,
-  streaming,
-}: {
-  readonly code: string;
-  readonly language: string;
-  readonly streaming: boolean;
-}) {
+/**
+ * The code as highlighted HTML once highlight.js (a lazy chunk) has it, `null` meanwhile, while `streaming`,
+ * and for a language it does not know.
+ */
+export function useHighlighted(code: string, language: string, streaming: boolean): string | null {
   const [html, setHtml] = useState<string | null>(null);
   useEffect(() => {
     if (streaming || language === "") {
@@ -31,6 +26,20 @@ export function CodeBlock({
       live = false;
     };
   }, [code, language, streaming]);
+  return html;
+}
+
+/** A fenced code block: plain while its message streams, highlighted once it is whole. */
+export function CodeBlock({
+  code,
+  language,
+  streaming,
+}: {
+  readonly code: string;
+  readonly language: string;
+  readonly streaming: boolean;
+}) {
+  const html = useHighlighted(code, language, streaming);
   return (
     <div className="tf-code">
       <div className="tf-code-bar">

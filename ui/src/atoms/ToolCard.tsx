@@ -1,12 +1,15 @@
 // A tool call: its tool (and MCP server), arguments, result, how long it took, and what it waits on. The card
-// of a `create_sub_agent` call nests the sub-agent's thread; recall tools say what they brought back.
+// of a `create_sub_agent` call nests the sub-agent's thread; recall tools say what they brought back; the
+// sandbox's `exec` shows its command, exit code and output.
 
 import type { ToolCallView } from "@trueforge/sdk";
 import { type ReactNode, useEffect, useState } from "react";
 import type { ChatSession } from "../containers/chat-session.js";
 import { ApprovalBar } from "./ApprovalBar.js";
+import { ExecCommand, ExecOutput, ExitBadge } from "./exec.js";
+import { isExec, parseExecCall, parseExecResult } from "./exec-format.js";
 import { formatDuration, parseArguments, prettyJson } from "./format.js";
-import { CheckIcon, ChevronIcon, ToolIcon, XIcon } from "./icons.js";
+import { CheckIcon, ChevronIcon, TerminalIcon, ToolIcon, XIcon } from "./icons.js";
 
 export interface ToolCardProps {
   readonly view: ToolCallView;
@@ -43,7 +46,9 @@ function useElapsed(startedAt: string | null, endedAt: string | null): string {
 export function ToolCard({ view, startedAt, chat, subAgent }: ToolCardProps) {
   const response = view.response;
   const waiting = view.waitingFor;
-  const [open, setOpen] = useState(waiting !== null);
+  const exec = isExec(view);
+  // An exec card shows its output from the start: the output is what the call is for.
+  const [open, setOpen] = useState(waiting !== null || exec);
   useEffect(() => {
     if (waiting !== null) {
       setOpen(true);
@@ -52,7 +57,11 @@ export function ToolCard({ view, startedAt, chat, subAgent }: ToolCardProps) {
   const elapsed = useElapsed(startedAt, response?.created_at ?? null);
   const name = view.call.function.name;
   const label = toolLabel(view);
-  const failed = response !== null && /^(error|Error)\b/.test(response.content);
+  const execCall = exec ? parseExecCall(view.call.function.arguments) : null;
+  const execResult = exec && response !== null ? parseExecResult(response.content) : null;
+  const failed =
+    response !== null &&
+    (execResult !== null ? execResult.kind === "failed" : /^(error|Error)\b/.test(response.content));
   // A client-side call (a question) gets no tool response: the user's answer is its result.
   const answeredByUser = view.answer?.type === "user.tool_response";
   const status =
@@ -67,14 +76,22 @@ export function ToolCard({ view, startedAt, chat, subAgent }: ToolCardProps) {
           : "running";
   const args = parseArguments(view.call.function.arguments);
   const title =
-    name === "create_sub_agent"
-      ? `Sub-agent: ${view.subAgentThread?.title ?? (typeof args?.name === "string" ? args.name : "…")}`
-      : RECALL_TOOLS.has(name)
-        ? `Recalled history (${name})`
-        : label;
+    execCall !== null
+      ? (execCall.intent ?? "Run a command")
+      : name === "create_sub_agent"
+        ? `Sub-agent: ${view.subAgentThread?.title ?? (typeof args?.name === "string" ? args.name : "…")}`
+        : RECALL_TOOLS.has(name)
+          ? `Recalled history (${name})`
+          : label;
   const answered = view.answer;
+  const exitCode = execResult?.kind === "ran" ? execResult.exitCode : null;
   return (
-    <div className={`tf-tool tf-tool-${status}`} data-tool={name} data-status={status}>
+    <div
+      className={`tf-tool tf-tool-${status}${exec ? " tf-exec" : ""}${exitCode !== null && exitCode !== 0 ? " tf-exec-nonzero" : ""}`}
+      data-tool={name}
+      data-status={status}
+      data-exit-code={exitCode ?? undefined}
+    >
       <button
         type="button"
         className="tf-tool-head"
@@ -82,11 +99,13 @@ export function ToolCard({ view, startedAt, chat, subAgent }: ToolCardProps) {
         onClick={() => setOpen((value) => !value)}
       >
         <ChevronIcon className={open ? "tf-rotate" : ""} />
-        <ToolIcon />
+        {exec ? <TerminalIcon /> : <ToolIcon />}
         <span className="tf-tool-title">{title}</span>
         {view.call.tool_info.type === "mcp" && (
           <span className="tf-chip">MCP · {view.call.tool_info.server_name}</span>
         )}
+        {exec && <span className="tf-chip">Sandbox</span>}
+        {exec && <ExitBadge code={exitCode} />}
         <span className="tf-tool-status" title={status}>
           <span className="tf-visually-hidden">{status}</span>
           {status === "done" ? (
@@ -95,14 +114,32 @@ export function ToolCard({ view, startedAt, chat, subAgent }: ToolCardProps) {
             <XIcon />
           ) : status === "waiting" ? (
             "waiting"
-          ) : (
+          ) : exec ? null : (
+            // An exec card spins next to its command instead.
             <span className="tf-spinner" />
           )}
         </span>
         <span className="tf-tool-elapsed">{elapsed}</span>
       </button>
+      {execCall !== null && <ExecCommand call={execCall} running={status === "running"} />}
       {waiting === "approval" && <ApprovalBar toolCallId={view.call.id} toolLabel={label} chat={chat} />}
-      {open && (
+      {open && execResult !== null && (
+        <div className="tf-tool-body">
+          {execResult.kind === "ran" ? (
+            <ExecOutput output={execResult.output} />
+          ) : execResult.kind === "failed" ? (
+            <p className="tf-exec-error" data-testid="exec-error">
+              {execResult.error}
+            </p>
+          ) : (
+            <section>
+              <h4>Result</h4>
+              <pre className="tf-json tf-result">{execResult.text}</pre>
+            </section>
+          )}
+        </div>
+      )}
+      {open && execResult === null && !(exec && response === null && answered === null) && (
         <div className="tf-tool-body">
           <section>
             <h4>Arguments</h4>

@@ -32,6 +32,7 @@ export const PaperclipIcon = (p: P) => (
 export const ToolIcon = (p: P) => (
   <Icon d="M14.7 6.3a4 4 0 00-5.4 5.4L3 18l3 3 6.3-6.3a4 4 0 005.4-5.4l-2.5 2.5-2.4-.6-.6-2.4z" {...p} />
 );
+export const TerminalIcon = (p: P) => <Icon d="M4 17l6-6-6-6M12 19h8" {...p} />;
 export const ChevronIcon = (p: P) => <Icon d="M9 6l6 6-6 6" {...p} />;
 export const CheckIcon = (p: P) => <Icon d="M5 13l4 4L19 7" {...p} />;
 export const XIcon = (p: P) => <Icon d="M6 6l12 12M18 6L6 18" {...p} />;

@@ -8,6 +8,7 @@ import { useServer, useShell, useSlots } from "../embed/context.js";
 import type { AgentUIServer } from "../server/port.js";
 import { ConversationController } from "../state/conversation.js";
 import { describeError } from "../state/errors.js";
+import { attachmentPolicy, uniqueFileNames, useAgentSandbox, useCapabilities } from "./attachments.js";
 import { type ChatSession, ChatSessionContext } from "./chat-session.js";
 import { ModelPicker, useDefaultModel } from "./ModelPicker.js";
 import { PendingActions } from "./PendingActions.js";
@@ -30,33 +31,12 @@ async function messageInput(text: string, files: File[]): Promise<TurnInputItem[
   if (text !== "") {
     parts.push({ type: "text", text });
   }
-  for (const file of files) {
-    parts.push({ type: "file", name: file.name, data: await readAsDataUrl(file) });
+  // Plain, unique names: a file that goes into the sandbox is written under its name.
+  const names = uniqueFileNames(files.map((file) => file.name));
+  for (const [index, file] of files.entries()) {
+    parts.push({ type: "file", name: names[index] ?? file.name, data: await readAsDataUrl(file) });
   }
   return [{ type: "user.message", content: parts }];
-}
-
-/** The server's request-body limit: what it reports in its capabilities, else what the port says. */
-function useRequestLimit(server: AgentUIServer): number | undefined {
-  const [limit, setLimit] = useState(server.maxRequestBytes);
-  useEffect(() => {
-    let live = true;
-    server.agents
-      ?.capabilities()
-      .then((capabilities) => {
-        const reported = capabilities.limits?.max_request_body_bytes;
-        if (live && reported !== undefined) {
-          setLimit(reported);
-        }
-      })
-      .catch(() => {
-        // The port's own figure stays; the chat works without capabilities.
-      });
-    return () => {
-      live = false;
-    };
-  }, [server]);
-  return limit;
 }
 
 function useController(server: AgentUIServer, sessionId: string | null): ConversationController {
@@ -86,7 +66,19 @@ export function ChatView({ sessionId }: { readonly sessionId: string | null }) {
   const [session, setSession] = useState<Session | null>(null);
   const [model, setModel, models] = useDefaultModel();
   const [decisions, setDecisions] = useState(0);
-  const maxRequestBytes = useRequestLimit(server);
+  const capabilities = useCapabilities(server);
+  // The server's request-body limit: what it reports in its capabilities, else what the port says.
+  const maxRequestBytes = capabilities?.maxRequestBodyBytes ?? server.maxRequestBytes;
+  const agentSandbox = useAgentSandbox(
+    server,
+    session !== null && session.id === sessionId ? session : null,
+    sessionId,
+    shell.mode,
+  );
+  const attachments = useMemo(
+    () => attachmentPolicy(capabilities, agentSandbox),
+    [capabilities, agentSandbox],
+  );
 
   useEffect(() => {
     if (sessionId === null) {
@@ -198,6 +190,7 @@ export function ChatView({ sessionId }: { readonly sessionId: string | null }) {
                 : "Message the agent…"
           }
           maxRequestBytes={maxRequestBytes}
+          attachments={attachments}
           onSend={(text, files) => void onSend(text, files)}
           onStop={() => void controller.cancel()}
           accessory={

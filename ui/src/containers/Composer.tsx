@@ -1,10 +1,18 @@
 // The input area. Enter sends, Shift+Enter starts a new line; files are attached with the paperclip or by
-// dropping them, and refused here (with the reason) when they would make the request larger than the server
-// takes, before anything is sent.
+// dropping them, and refused here (with the reason) before anything is sent: a file the chat cannot take
+// (not an image or a PDF without a sandbox), one over the sandbox's per-file limit, or files that would make
+// the request larger than the server takes.
 
-import { type ReactNode, useRef, useState } from "react";
+import { type ReactNode, useEffect, useRef, useState } from "react";
 import { formatBytes } from "../atoms/format.js";
 import { PaperclipIcon, SendIcon, StopIcon, XIcon } from "../atoms/icons.js";
+import {
+  type AttachmentPolicy,
+  fileProblem,
+  goesInline,
+  INLINE_TYPES,
+  uniqueFileNames,
+} from "./attachments.js";
 
 export interface ComposerProps {
   readonly streaming: boolean;
@@ -12,6 +20,8 @@ export interface ComposerProps {
   readonly placeholder: string;
   /** The largest request the server takes, when known. */
   readonly maxRequestBytes: number | undefined;
+  /** Which files the chat takes; absent: any file (the server decides). */
+  readonly attachments?: AttachmentPolicy;
   onSend(text: string, files: File[]): void;
   onStop(): void;
   /** Extra controls left of the send button (the model picker of a new chat). */
@@ -23,11 +33,14 @@ export function encodedSize(file: { size: number; name: string; type: string }):
   return Math.ceil(file.size / 3) * 4 + file.name.length + file.type.length + 64;
 }
 
+const ANY_FILE: AttachmentPolicy = { anyFile: true };
+
 export function Composer({
   streaming,
   disabled,
   placeholder,
   maxRequestBytes,
+  attachments = ANY_FILE,
   onSend,
   onStop,
   accessory,
@@ -39,23 +52,46 @@ export function Composer({
 
   const total = files.reduce((sum, file) => sum + encodedSize(file), text.length * 2 + 1024);
   const tooLarge = maxRequestBytes !== undefined && total > maxRequestBytes;
-  const canSend = !disabled && !streaming && (text.trim() !== "" || files.length > 0) && !tooLarge;
+  // A file attached before the chat's sandbox was known waits for the answer.
+  const checking = attachments.pending === true && files.some((file) => !goesInline(file));
+  const canSend =
+    !disabled && !streaming && (text.trim() !== "" || files.length > 0) && !tooLarge && !checking;
 
-  const add = (list: FileList | null) => {
-    if (!list) {
+  // Once the policy is known (or changes), files it does not take are taken off again, saying why.
+  useEffect(() => {
+    const refused = files.filter((file) => fileProblem(file, attachments) !== null);
+    if (refused.length === 0) {
       return;
     }
-    const next = [...files, ...Array.from(list)];
+    setFiles(files.filter((file) => !refused.includes(file)));
+    setProblem(refused.map((file) => fileProblem(file, attachments)).join(" "));
+  }, [attachments, files]);
+
+  const add = (list: FileList | null) => {
+    if (!list || list.length === 0) {
+      return;
+    }
+    const refused: string[] = [];
+    const taken: File[] = [];
+    for (const file of Array.from(list)) {
+      const reason = fileProblem(file, attachments);
+      if (reason === null) {
+        taken.push(file);
+      } else {
+        refused.push(reason);
+      }
+    }
+    const next = [...files, ...taken];
     const size = next.reduce((sum, file) => sum + encodedSize(file), 1024);
     if (maxRequestBytes !== undefined && size > maxRequestBytes) {
-      setProblem(
+      refused.push(
         `Too large to send: the files need ${formatBytes(size)} encoded and the server takes at most ${formatBytes(maxRequestBytes)}.`,
       );
-    } else {
-      setProblem(null);
     }
+    setProblem(refused.length > 0 ? refused.join(" ") : null);
     setFiles(next);
   };
+  const names = uniqueFileNames(files.map((file) => file.name));
   const send = () => {
     if (!canSend) {
       return;
@@ -83,8 +119,18 @@ export function Composer({
       {files.length > 0 && (
         <ul className="tf-files" aria-label="Attached files">
           {files.map((file, index) => (
-            <li key={`${file.name}-${file.size}-${file.lastModified}`} className="tf-chip">
-              {file.name} · {formatBytes(file.size)}
+            <li
+              key={`${file.name}-${file.size}-${file.lastModified}`}
+              className="tf-chip tf-file-chip"
+              data-testid="attachment"
+              title={
+                goesInline(file)
+                  ? "Sent to the model as it is"
+                  : `Goes into the agent's sandbox, in its uploads folder, as ${names[index]}`
+              }
+            >
+              {goesInline(file) ? null : <span className="tf-file-where">sandbox</span>}
+              {names[index]} · {formatBytes(file.size)}
               <button
                 type="button"
                 className="tf-icon-button"
@@ -102,8 +148,13 @@ export function Composer({
         </ul>
       )}
       {(problem || tooLarge) && (
-        <p className="tf-composer-problem" role="alert">
+        <p className="tf-composer-problem" role="alert" data-testid="composer-problem">
           {problem ?? `Too large to send: the server takes at most ${formatBytes(maxRequestBytes ?? 0)}.`}
+        </p>
+      )}
+      {checking && !problem && (
+        <p className="tf-composer-hint" role="status">
+          {attachments.reason}
         </p>
       )}
       <label className="tf-visually-hidden" htmlFor="tf-composer-input">
@@ -130,6 +181,7 @@ export function Composer({
           type="file"
           multiple
           hidden
+          accept={attachments.anyFile || attachments.pending ? undefined : INLINE_TYPES}
           data-testid="file-input"
           onChange={(event) => {
             add(event.target.files);
@@ -140,7 +192,11 @@ export function Composer({
           type="button"
           className="tf-icon-button"
           aria-label="Attach files"
-          title="Attach files"
+          title={
+            attachments.anyFile
+              ? "Attach files: images and PDFs go to the model, other files into the agent's sandbox"
+              : `Attach images or PDFs. ${attachments.reason ?? ""}`.trim()
+          }
           onClick={() => input.current?.click()}
           disabled={disabled}
         >

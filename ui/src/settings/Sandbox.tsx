@@ -1,19 +1,22 @@
-// Settings › Sandbox: the tenant's one sandbox provider (Daytona), its image build state, and a form
-// from the catalog's presets. This server does not run sandboxes yet, and the screen says so.
+// Settings › Sandbox: where agents' sandboxes run. Without a remote provider the server's local sandbox
+// (bubblewrap on the server's machine) serves when the server can run it, and the screen says whether it
+// does (or why not); with one, the tenant's remote provider (Daytona) with its image build state (asked
+// again while it is pending), and a form from the catalog's presets that shows the server's refusals.
 
 import type {
   CatalogSandboxProvider,
   ConfiguredSandboxProvider,
   SandboxProviderManifest,
 } from "@trueforge/sdk";
-import { useEffect, useState } from "react";
+import { useEffect, useMemo, useState } from "react";
+import { readCapabilities, type ServerCapabilities } from "../containers/attachments.js";
 import { useServer } from "../embed/context.js";
 import { TextField } from "./fields.js";
 import { type EditFormProps, PanelForm, useFormSave } from "./forms.js";
 import { EditAndDelete, ListRow, RowButton, StatusChip } from "./rows.js";
 import { Section } from "./section.js";
 import { EmptyState, LoadedList } from "./states.js";
-import { useLoadFrom } from "./useLoad.js";
+import { useLoad, useLoadFrom } from "./useLoad.js";
 import { integerError, storedSecretHint } from "./validation.js";
 
 const PROVIDER_NAMES: Record<string, string> = { daytona: "Daytona" };
@@ -22,7 +25,7 @@ function providerName(type: string): string {
   return PROVIDER_NAMES[type] ?? type;
 }
 /** While an image builds, the state is asked again this often. */
-const PENDING_POLL_MS = 10_000;
+const PENDING_POLL_MS = 5_000;
 
 function minutes(value: number): string {
   return value === 0 ? "never" : `after ${value} min`;
@@ -33,7 +36,11 @@ function BuildStatus({ provider }: { readonly provider: ConfiguredSandboxProvide
     case "ready":
       return <StatusChip tone="ok">Ready</StatusChip>;
     case "pending":
-      return <StatusChip tone="warn">Preparing the image…</StatusChip>;
+      return (
+        <StatusChip tone="warn" title={provider.status_reason ?? undefined}>
+          Preparing the image…
+        </StatusChip>
+      );
     case "failed":
       return (
         <StatusChip tone="danger" title={provider.status_reason ?? undefined}>
@@ -53,14 +60,91 @@ const IDLE_TIMES = [
 ] as const;
 type IdleTime = (typeof IDLE_TIMES)[number]["field"];
 
+/**
+ * Where sandboxes run now: the remote provider when one is configured, else the local sandbox, on or off (with
+ * the server's reason) as the capabilities say.
+ */
+function SandboxRuntime({
+  provider,
+  capabilities,
+}: {
+  readonly provider: ConfiguredSandboxProvider | null | undefined;
+  readonly capabilities: { data: ServerCapabilities | undefined; error: string | null; loading: boolean };
+}) {
+  const sandbox = capabilities.data?.sandbox;
+  if (provider) {
+    return (
+      <div className="tf-sandbox-runtime" role="status" data-testid="sandbox-runtime" data-runtime="remote">
+        <p>
+          <strong>Sandboxes run on {providerName(provider.manifest.type)}.</strong> The local sandbox is not
+          used while a remote provider is configured.
+        </p>
+        {sandbox && !sandbox.enabled ? (
+          <p className="tf-field-hint">
+            Agents cannot use the sandbox now: {sandbox.reason ?? "the server says it is off."}
+          </p>
+        ) : null}
+      </div>
+    );
+  }
+  if (provider === undefined || capabilities.loading) {
+    return (
+      <div className="tf-sandbox-runtime" data-testid="sandbox-runtime">
+        <p>
+          <span className="tf-spinner" aria-hidden="true" /> Checking where sandboxes run…
+        </p>
+      </div>
+    );
+  }
+  if (!sandbox && capabilities.error === null) {
+    // The port reports no capabilities: nothing to say about the local sandbox.
+    return null;
+  }
+  if (!sandbox) {
+    return (
+      <div className="tf-sandbox-runtime" role="alert" data-testid="sandbox-runtime" data-runtime="unknown">
+        <p className="tf-error-text">Could not tell whether the local sandbox runs: {capabilities.error}</p>
+      </div>
+    );
+  }
+  return (
+    <div
+      className="tf-sandbox-runtime"
+      role="status"
+      data-testid="sandbox-runtime"
+      data-runtime="local"
+      data-enabled={sandbox.enabled}
+    >
+      <p>
+        <strong className={sandbox.enabled ? "tf-ok-text" : undefined}>
+          Local sandbox (bubblewrap): {sandbox.enabled ? "on" : "off"}
+        </strong>
+      </p>
+      <p className="tf-field-hint" data-testid="sandbox-runtime-detail">
+        {sandbox.enabled
+          ? "No remote provider is configured, so agents with the sandbox on run their commands on this server's machine, each chat in a workspace of its own. Configure a provider below to run them remotely instead."
+          : `${sandbox.reason ?? "The server runs no local sandbox."} Configure a remote provider below to give agents a sandbox.`}
+      </p>
+    </div>
+  );
+}
+
 export function SandboxSection() {
-  const settings = useServer().settings;
+  const server = useServer();
+  const settings = server.settings;
+  const agents = server.agents;
   const catalog = useLoadFrom(settings, (port) => port.sandboxCatalog(), "the sandbox catalog");
   const configured = useLoadFrom(settings, (port) => port.sandboxProvider(), "the sandbox provider");
+  const readCaps = useMemo(
+    () => (agents ? async () => readCapabilities(await agents.capabilities()) : null),
+    [agents],
+  );
+  const capabilities = useLoad(readCaps, "the server's capabilities");
   const [editing, setEditing] = useState<Editing>(null);
   const [replaced, setReplaced] = useState<ConfiguredSandboxProvider | null | undefined>(undefined);
   const provider = replaced !== undefined ? replaced : configured.data;
   const pending = provider?.status === "pending";
+  const reloadCapabilities = capabilities.reload;
 
   useEffect(() => {
     if (!pending || !settings) {
@@ -69,7 +153,15 @@ export function SandboxSection() {
     let live = true;
     const timer = setInterval(() => {
       settings.sandboxProvider().then(
-        (latest) => live && setReplaced(latest),
+        (latest) => {
+          if (live) {
+            setReplaced(latest);
+            if (latest?.status !== "pending") {
+              // Whether agents can use the sandbox may have changed with the build.
+              reloadCapabilities();
+            }
+          }
+        },
         () => {
           // The next tick asks again; the last known state stays on screen.
         },
@@ -79,7 +171,7 @@ export function SandboxSection() {
       live = false;
       clearInterval(timer);
     };
-  }, [pending, settings]);
+  }, [pending, settings, reloadCapabilities]);
 
   if (!settings) {
     return null;
@@ -89,6 +181,7 @@ export function SandboxSection() {
   const saved = (result: ConfiguredSandboxProvider) => {
     setReplaced(result);
     setEditing(null);
+    reloadCapabilities();
   };
 
   return (
@@ -96,13 +189,13 @@ export function SandboxSection() {
       titleId="tf-sandbox-title"
       title="Sandbox"
       testId="settings-sandbox"
-      intro="A remote machine per chat where agents run commands and keep files. One provider serves the whole workspace."
+      intro="A workspace per chat where agents with the sandbox on run commands and keep files: users' files go in, files the agent makes can be downloaded. The local sandbox serves unless a remote provider is configured; one provider serves the whole workspace."
     >
-      <div className="tf-notice" role="note" data-testid="sandbox-notice">
-        <strong>Sandboxes are still being built.</strong> This server does not run them yet: it refuses to
-        save a sandbox provider (the form shows its answer) and agents cannot turn the sandbox on. The form is
-        here for servers that do.
-      </div>
+      <SandboxRuntime
+        // Unknown while the provider loads; a failed load (shown below) leaves the local state to tell.
+        provider={configured.loading && replaced === undefined ? undefined : (provider ?? null)}
+        capabilities={capabilities}
+      />
 
       {editing ? (
         <SandboxForm
@@ -120,7 +213,7 @@ export function SandboxSection() {
         loadingLabel="Loading the sandbox provider…"
         empty={
           !provider ? (
-            <EmptyState testId="sandbox-empty">No sandbox provider is configured.</EmptyState>
+            <EmptyState testId="sandbox-empty">No remote sandbox provider is configured.</EmptyState>
           ) : null
         }
         testId="sandbox-list"
@@ -144,7 +237,10 @@ export function SandboxSection() {
                 editing={editing !== null}
                 onToggleEdit={() => setEditing(editing ? null : { preset: null })}
                 remove={remove && (() => remove.call(settings))}
-                onDeleted={() => setReplaced(null)}
+                onDeleted={() => {
+                  setReplaced(null);
+                  reloadCapabilities();
+                }}
               />
             }
           />

@@ -19,7 +19,7 @@ export function describeError(error: unknown): string {
       case 404:
         return detail ?? "It no longer exists.";
       case 413:
-        return "The request is too large for the server.";
+        return detail ?? "The request is too large for the server.";
       case 429:
         return "The server is busy; try again in a moment.";
       default:

@@ -6,6 +6,12 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { type Harness, send, startHarness, waitForTurnEnd } from "../support/harness.js";
 
+/** A 1×1 PNG. */
+const DOT_PNG = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+  "base64",
+);
+
 /** The request-body limit this server is started with: small, so a test file goes over it. */
 const LIMIT = 256 * 1024;
 
@@ -57,20 +63,21 @@ test("an attachment over the server's limit is refused before anything is sent",
   await page.getByLabel("Message", { exact: true }).fill("Here is the file.");
   await page
     .getByTestId("file-input")
-    .setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(LIMIT) });
+    .setInputFiles({ name: "big.png", mimeType: "image/png", buffer: Buffer.alloc(LIMIT) });
   await page
     .getByRole("alert")
     .getByText(/Too large to send/)
     .waitFor();
   assert.ok(await page.getByRole("button", { name: "Send", exact: true }).isDisabled());
-  await page.getByRole("button", { name: "Remove big.bin" }).click();
+  await page.getByRole("button", { name: "Remove big.png" }).click();
+  // An image: this chat's agent has no sandbox, so only images and PDFs go (to the model, as they are).
   await page
     .getByTestId("file-input")
-    .setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("a small file\n") });
+    .setInputFiles({ name: "dot.png", mimeType: "image/png", buffer: DOT_PNG });
   await page.getByRole("button", { name: "Send", exact: true }).click();
   await waitForTurnEnd(page);
   assert.equal(turnPosts, 1, "only the message under the limit was sent");
-  assert.match(await page.locator(".tf-message-user").innerText(), /notes\.txt/);
+  assert.match(await page.locator(".tf-message-user").innerText(), /dot\.png/);
 });
 
 test("an event of a type the UI does not know is skipped and logged, never a blank page", async () => {

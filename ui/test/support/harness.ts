@@ -1,11 +1,17 @@
 // The browser tests' harness: the real `trueforge` binary (which serves the embedded UI) with the fake model
 // server and the stdio MCP stub of the SDK's tests, and Debian's Chromium driven by playwright-core. Nothing
 // is mocked: the page talks to the server the README ships.
+//
+// The binary embeds `ui/dist` as it was when it was built. To test the working tree's UI without rebuilding
+// either, build it elsewhere (`npx vite build --outDir /tmp/ui-dist-check`) and set TRUEFORGE_UI_DIST to that
+// directory: the pages then get the app's files from there (as the server would serve them, with its
+// Content-Security-Policy), and only the API reaches the server. Playwright does not route a navigation
+// that follows a redirect: such a page (the MCP OAuth popup's return) is still the embedded build's.
 
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
-import { resolve } from "node:path";
+import { mkdir, readFile, stat } from "node:fs/promises";
+import { extname, join, normalize, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { FAKE_MODEL, type RunningServer, startServer } from "../../../sdk/typescript/test/support/server.js";
@@ -32,8 +38,73 @@ export interface Harness {
   }): Promise<{ context: BrowserContext; page: Page }>;
   /** A session of an inline agent with the MCP stub, sub-agents and questions on. */
   toolSession(): Promise<string>;
+  /** A session of an inline agent with the sandbox on (the `exec` tool, uploads, downloads). */
+  sandboxSession(): Promise<string>;
   screenshot(page: Page, name: string): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** The server's policy for the UI (crates/server/src/ui_assets.rs), kept on a dev build's pages too. */
+const CONTENT_SECURITY_POLICY =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
+  "font-src 'self' data:; connect-src 'self'; frame-src 'none'; object-src 'none'; frame-ancestors 'none'; " +
+  "base-uri 'none'; form-action 'self'";
+
+const CONTENT_TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ico": "image/x-icon",
+  ".json": "application/json",
+  ".woff2": "font/woff2",
+};
+
+/** A file of the dev build for `pathname`, as the server routes it: a file, else `index.html` (not for /assets/). */
+async function devBuildFile(dist: string, pathname: string): Promise<{ path: string } | null> {
+  const relative = normalize(decodeURIComponent(pathname)).replace(/^\/+/, "");
+  if (relative.startsWith("..")) {
+    return null;
+  }
+  const path = join(dist, relative);
+  if (relative !== "" && (await stat(path).catch(() => null))?.isFile()) {
+    return { path };
+  }
+  return relative.startsWith("assets/") ? null : { path: join(dist, "index.html") };
+}
+
+/** Serves the UI of `context` from the dev build in `dist`; the API (and /healthz) still go to the server. */
+async function serveDevBuild(context: BrowserContext, baseUrl: string, dist: string): Promise<void> {
+  const origin = new URL(baseUrl).origin;
+  await context.route(
+    (url) =>
+      url.origin === origin &&
+      !(url.pathname === "/api" || url.pathname.startsWith("/api/") || url.pathname.startsWith("/healthz")),
+    async (route) => {
+      const request = route.request();
+      if (request.method() !== "GET" && request.method() !== "HEAD") {
+        await route.fallback();
+        return;
+      }
+      const file = await devBuildFile(dist, new URL(request.url()).pathname);
+      if (file === null) {
+        // Not in the dev build: the server's. A page reached through a redirect (the OAuth popup's return
+        // from the API's callback) is not routed, so it is the embedded build's, and so are its chunks.
+        await route.fallback();
+        return;
+      }
+      await route.fulfill({
+        status: 200,
+        body: await readFile(file.path),
+        headers: {
+          "content-type": CONTENT_TYPES[extname(file.path)] ?? "application/octet-stream",
+          "content-security-policy": CONTENT_SECURITY_POLICY,
+          "cache-control": "no-cache",
+        },
+      });
+    },
+  );
 }
 
 export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
@@ -80,6 +151,10 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
         baseURL: server.baseUrl,
       });
       contexts.push(context);
+      const dist = process.env.TRUEFORGE_UI_DIST;
+      if (dist) {
+        await serveDevBuild(context, server.baseUrl, resolve(dist));
+      }
       const page = await context.newPage();
       page.on("pageerror", (error) => {
         throw new Error(`uncaught error in the page: ${error.message}`);
@@ -93,6 +168,17 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
             model: { name: FAKE_MODEL },
             mcp_servers: [{ name: "stub", preload: true }],
             config: { dynamic_sub_agents: { enabled: true }, ask_user_questions: { enabled: true } },
+          },
+        },
+      });
+      return created.data.id;
+    },
+    async sandboxSession() {
+      const created = await api<{ data: { id: string } }>("POST", "/api/v1/sessions", {
+        agent: {
+          spec: {
+            model: { name: FAKE_MODEL },
+            config: { sandbox: { enabled: true, file_downloads: true } },
           },
         },
       });

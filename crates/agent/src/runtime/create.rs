@@ -311,6 +311,9 @@ impl Runtime {
     ) -> Result<(BTreeMap<ThreadId, AgentThreadSnapshot>, Admission), AgentError> {
         let mut threads = with_root(previous_threads);
         let mut admission = admit_with(&threads, input, predecessor.unanswered_expired)?;
+        if admission.title.is_some() {
+            admission.title = crate::admission::input_title(&request.input);
+        }
         if session.last_turn_id.is_some() && session.last_turn_id != predecessor.id {
             // A new conversation or a fork still has the tools allowed for the session on its latest turn.
             self.inherit_session_approvals(request, session.last_turn_id.as_ref(), &mut admission)

@@ -156,6 +156,11 @@ async fn files_sent_with_a_message_are_uploaded_byte_for_byte() {
         .get(&format!("/api/v1/sessions/{session}/turns/{}", turn_id(&frames)))
         .await;
     assert!(turn.to_string().contains(&csv), "{turn}");
+    let (_, session_body) = server.get(&format!("/api/v1/sessions/{session}")).await;
+    assert_eq!(
+        session_body["data"]["title"], "what is in these?",
+        "the title is the user's text"
+    );
 
     // A name that would leave the uploads directory, and a file for an agent without a sandbox: refused.
     let bad_name = json!({"input": [{"type": "user.message", "content": [
