@@ -76,7 +76,13 @@ impl Runtime {
         let (model_input, uploads) = resources.stage_uploads(&request.input)?;
         resources.uploads = uploads;
         if let Some(sandbox) = &resources.sandbox {
-            sandbox.remember(predecessor.sandbox.as_ref());
+            // One workspace per session: a new conversation in the session (or a fork from before the
+            // sandbox was made) works in the sandbox the session's latest turn used.
+            let known = match predecessor.sandbox.take() {
+                Some(known) => Some(known),
+                None => self.session_sandbox(&request, &checked.session).await?,
+            };
+            sandbox.remember(known.as_ref());
         }
         let first_turn = !predecessor.threads.contains_key(MAIN_THREAD_ID);
         // The contexts move from the snapshot read into the running threads without a copy: copying
@@ -191,6 +197,23 @@ impl Runtime {
             key: key.clone(),
             fingerprint,
         }))
+    }
+
+    /// The sandbox of the session's latest turn, if it has one.
+    async fn session_sandbox(
+        &self,
+        request: &TurnRequest,
+        session: &SessionRecord,
+    ) -> Result<Option<SandboxInfo>, AgentError> {
+        let Some(latest) = &session.last_turn_id else {
+            return Ok(None);
+        };
+        let key = TurnKey::new(&request.tenant_id, &request.session_id, latest);
+        Ok(self
+            .store
+            .get_turn(&key)
+            .await?
+            .and_then(|record| record.snapshot.sandbox_info))
     }
 
     /// Reads the turn this one continues and, if it is still running, checks the input against it and

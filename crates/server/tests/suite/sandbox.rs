@@ -107,6 +107,27 @@ async fn the_agent_writes_and_runs_a_python_script_in_a_sandbox_that_persists() 
         "{result}"
     );
 
+    // A new conversation in the same session works in the same workspace.
+    server.fake.push(exec_call("cat hello.py"));
+    server.fake.push(ScriptedResponse::text("done"));
+    let frames = server
+        .stream_turn(
+            &session,
+            json!({"input": [{"type": "user.message", "content": "again"}], "previous_turn_id": "none"}),
+        )
+        .await;
+    assert!(
+        !types(&frames).contains(&"sandbox.created".to_owned()),
+        "{:?}",
+        types(&frames)
+    );
+    assert!(
+        exec_results(&frames)[0]["response"]["result"]
+            .as_str()
+            .unwrap()
+            .contains("print(6 * 7)")
+    );
+
     // The model was told about its sandbox, and a failing command is a result, not an error.
     let request = server.fake.requests().last().unwrap().body.to_string();
     assert!(
