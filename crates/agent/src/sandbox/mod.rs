@@ -90,8 +90,9 @@ pub struct TurnSandbox {
     journal: OnceLock<Arc<Journal>>,
     /// The agent's tools as code reaches them, when Code Mode is on for this turn.
     code_mode: OnceLock<Arc<CodeModeTools>>,
-    /// The turn's Code Mode bridge, started on the first command that can use it.
+    /// The turn's Code Mode bridge, started on the first command that can use it, and its directory.
     bridge: Mutex<Option<Bridge>>,
+    bridge_dir: OnceLock<PathBuf>,
     /// The agent's skills, installed when the sandbox is prepared, and where they come from.
     skills: Vec<GitSkill>,
     skill_sources: SkillSources,
@@ -114,6 +115,7 @@ impl TurnSandbox {
             journal: OnceLock::new(),
             code_mode: OnceLock::new(),
             bridge: Mutex::new(None),
+            bridge_dir: OnceLock::new(),
             skills,
             skill_sources,
         }
@@ -155,6 +157,7 @@ impl TurnSandbox {
             std::fs::create_dir_all(&dir).map_err(|error| {
                 SandboxError::Provider(format!("cannot make the Code Mode bridge directory: {error}"))
             })?;
+            let _ = self.bridge_dir.set(dir.clone());
             let handler: Arc<dyn trueforge_sandbox::BridgeHandler> = tools.clone();
             *bridge = Some(Bridge::start(&dir, handler).map_err(SandboxError::provider)?);
         }
@@ -305,5 +308,18 @@ impl TurnSandbox {
                 .await?;
         }
         Ok(())
+    }
+}
+
+impl Drop for TurnSandbox {
+    /// The turn is over: its bridge stops (dropping it removes the socket) and its directory goes.
+    fn drop(&mut self) {
+        drop(self.bridge.get_mut().take());
+        if let Some(dir) = self.bridge_dir.get()
+            && let Err(error) = std::fs::remove_dir_all(dir)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(dir = %dir.display(), %error, "could not remove a Code Mode bridge directory");
+        }
     }
 }

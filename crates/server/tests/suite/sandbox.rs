@@ -476,6 +476,18 @@ async fn code_mode_chains_two_tools_and_refuses_one_that_needs_approval() {
         .unwrap()
         .to_owned();
     assert!(output.contains("exit=1") && output.contains("unauthorized"), "{output}");
+
+    // Each turn's bridge is gone with the turn: no socket or directory is left behind.
+    let bridges = server.dir.path().join("run/bridges");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while std::fs::read_dir(&bridges).unwrap().count() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "bridge directories left in {}",
+            bridges.display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test]
