@@ -93,6 +93,20 @@ fn serve_answers_healthz_and_stops_on_sigterm() {
     let report = String::from_utf8_lossy(&doctor.stdout);
     assert!(report.contains("[ok  ] server"), "{report}");
     assert!(report.contains("[ok  ] database"), "{report}");
+    assert!(
+        report.contains("[ok  ] sandbox: local sandbox works: bubblewrap"),
+        "{report}"
+    );
+    // With the local sandbox off, doctor says so and how agents can still get one.
+    let off = binary()
+        .arg("doctor")
+        .env("TRUEFORGE_DATA_DIR", dir.path())
+        .env("PORT", port.to_string())
+        .env("TRUEFORGE_SANDBOX", "off")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&off.stdout);
+    assert!(report.contains("TRUEFORGE_SANDBOX=off"), "{report}");
 
     let status = Command::new("kill")
         .arg("-TERM")
