@@ -9,6 +9,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -113,10 +114,14 @@ impl Cgroups {
             .map(|hierarchy| hierarchy.version)
     }
 
-    /// A new group for one command, with its limits written; the command joins it before it starts.
-    pub(super) fn create_exec(&self, limits: &LocalLimits) -> Result<ExecCgroup, SandboxError> {
+    /// A new group for one command, with its limits written; the command joins it before it starts. The
+    /// group keeps the provider's parent groups until it is removed.
+    pub(super) fn create_exec(self: &Arc<Self>, limits: &LocalLimits) -> Result<ExecCgroup, SandboxError> {
         let number = self.next_exec.fetch_add(1, Ordering::Relaxed);
-        let mut group = ExecCgroup { dirs: Vec::new() };
+        let mut group = ExecCgroup {
+            dirs: Vec::new(),
+            parents: Arc::clone(self),
+        };
         for hierarchy in &self.hierarchies {
             let dir = hierarchy.parent.join(format!("exec-{number}"));
             fs::create_dir(&dir).map_err(|error| setup_failure(&dir, &error))?;
@@ -173,10 +178,12 @@ fn write_limits(
 #[derive(Debug)]
 pub(super) struct ExecCgroup {
     dirs: Vec<PathBuf>,
+    parents: Arc<Cgroups>,
 }
 
 impl ExecCgroup {
-    /// Moves `pid` (the command's launcher, before it starts anything) into every group.
+    /// Moves `pid` (the command's launcher, before it starts anything) into every group. Blocks: moving a
+    /// process waits for an RCU grace period, milliseconds.
     pub(super) fn join(&self, pid: u32) -> Result<(), SandboxError> {
         for dir in &self.dirs {
             let procs = dir.join("cgroup.procs");
@@ -187,29 +194,52 @@ impl ExecCgroup {
 
     /// Kills whatever is left in the groups, waits until they are empty and removes them.
     pub(super) async fn remove(mut self) {
+        let removal = PendingRemoval {
+            dirs: std::mem::take(&mut self.dirs),
+            _parents: Arc::clone(&self.parents),
+        };
+        removal.run().await;
+    }
+}
+
+impl Drop for ExecCgroup {
+    /// A command dropped while running (its caller went away) or a launcher never used: its groups are
+    /// emptied and removed in the background.
+    fn drop(&mut self) {
+        if self.dirs.is_empty() {
+            return;
+        }
+        let removal = PendingRemoval {
+            dirs: std::mem::take(&mut self.dirs),
+            _parents: Arc::clone(&self.parents),
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(removal.run());
+        }
+        // Without a runtime `removal` is dropped here, which removes what it can at once.
+    }
+}
+
+/// Groups on their way out. Dropped before they are gone (no runtime, or a runtime shutting down that
+/// drops the task), it still kills their processes and removes what is already empty.
+struct PendingRemoval {
+    dirs: Vec<PathBuf>,
+    /// Keeps the parent groups until their children are gone, so they can be removed after.
+    _parents: Arc<Cgroups>,
+}
+
+impl PendingRemoval {
+    async fn run(mut self) {
         let dirs = std::mem::take(&mut self.dirs);
         empty_and_remove(dirs).await;
     }
 }
 
-impl Drop for ExecCgroup {
-    /// A command dropped while running (its caller went away): its sandbox is being killed, so the groups
-    /// are emptied and removed in the background.
+impl Drop for PendingRemoval {
     fn drop(&mut self) {
-        if self.dirs.is_empty() {
-            return;
-        }
-        let dirs = std::mem::take(&mut self.dirs);
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(empty_and_remove(dirs));
-            }
-            Err(_) => {
-                for dir in &dirs {
-                    kill_members(dir);
-                    let _ = fs::remove_dir(dir);
-                }
-            }
+        for dir in &self.dirs {
+            kill_members(dir);
+            let _ = fs::remove_dir(dir);
         }
     }
 }

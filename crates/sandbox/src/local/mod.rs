@@ -13,6 +13,7 @@ mod bwrap;
 mod cgroup;
 mod etc;
 mod files;
+mod launcher;
 mod limits;
 mod output;
 mod process;
@@ -23,6 +24,7 @@ use std::collections::BTreeMap;
 use std::fs::DirBuilder;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -35,6 +37,7 @@ use crate::{Download, ExecOutput, ExecRequest, FileStat, SandboxError, SandboxLa
 use bwrap::{BRIDGE_SOCKET, BWRAP, CommandSpec, SandboxArgs, WORKSPACE, resolve_cwd};
 use cgroup::Cgroups;
 use files::Workspace;
+use launcher::Launcher;
 use raw_id::{check_raw_id, new_raw_id};
 
 pub use cgroup::CgroupVersion;
@@ -103,7 +106,8 @@ pub struct LocalProvider {
     layout: SandboxLayout,
     instructions: String,
     args: SandboxArgs,
-    cgroups: Cgroups,
+    cgroups: Arc<Cgroups>,
+    launcher: Arc<Launcher>,
 }
 
 impl std::fmt::Debug for LocalProvider {
@@ -132,7 +136,7 @@ impl LocalProvider {
             .create(&root)
             .map_err(|error| SandboxError::Unavailable(format!("cannot make {}: {error}", root.display())))?;
         let root_user = rustix::process::geteuid().is_root();
-        let cgroups = Cgroups::detect();
+        let cgroups = Arc::new(Cgroups::detect());
         if root_user && cgroups.holds_processes().is_none() {
             return Err(SandboxError::Unavailable(
                 "the server runs as root, where the kernel does not limit processes per user, and cannot make \
@@ -146,6 +150,11 @@ impl LocalProvider {
         let address_space_limit = cgroups.holds_memory().is_none();
         let args = SandboxArgs::new(network, &etc, &limits, address_space_limit);
         let instructions = instructions(network, &limits);
+        let launcher = Arc::new(Launcher::new(
+            args.launcher_argv(),
+            Arc::clone(&cgroups),
+            limits.clone(),
+        ));
         Ok(Self {
             root,
             limits,
@@ -158,6 +167,7 @@ impl LocalProvider {
             instructions,
             args,
             cgroups,
+            launcher,
         })
     }
 
@@ -237,28 +247,15 @@ impl LocalProvider {
                 cancelled: true,
             });
         }
-        let bwrap_args = self.args.for_command(&CommandSpec {
+        let options = self.args.command_options(&CommandSpec {
             workspace,
             bridge_socket: request.bridge_socket.as_deref(),
             cwd: &cwd,
             env: &env,
             command: &request.command,
-        });
-        let cgroup = if self.cgroups.is_empty() {
-            None
-        } else {
-            Some(self.cgroups.create_exec(&self.limits)?)
-        };
-        run::run(
-            run::Launch {
-                bwrap_args,
-                cgroup,
-                timeout: request.timeout,
-                output_limit: request.output_limit,
-            },
-            cancel,
-        )
-        .await
+        })?;
+        let launched = self.launcher.start(&options).await?;
+        run::run(launched, request.timeout, request.output_limit, cancel).await
     }
 }
 

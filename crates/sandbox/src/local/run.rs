@@ -1,48 +1,31 @@
-//! Running one sandboxed command: spawn bubblewrap (inside the command's cgroup when there is one), collect
-//! its output, and on timeout, cancel or an output without end kill the whole sandbox and wait until
-//! nothing of it is left.
+//! Running one started command: collect its output, and on timeout, cancel or an output without end kill
+//! the whole sandbox and wait until nothing of it is left.
 //!
 //! Killing: bubblewrap's child is the init of the sandbox's pid namespace; when it dies the kernel kills
 //! every process in the namespace (daemons that double-forked, processes ignoring SIGTERM) before its exit
 //! completes. We SIGKILL that init through a pidfd (and bubblewrap itself, whose `--die-with-parent` would
-//! do the same) and wait for the init's exit on the pidfd: when `exec` returns, the tree is gone.
+//! do the same) and wait for the init's exit: when `exec` returns, the tree is gone.
 
-use std::ffi::OsString;
 use std::io;
 use std::os::fd::OwnedFd;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio_util::sync::CancellationToken;
 
-use super::bwrap::BWRAP;
-use super::cgroup::ExecCgroup;
+use super::launcher::Launched;
 use super::output::{OutputCapture, output_ceiling};
 use super::process::{ProcessHandle, children_of};
 use crate::{ExecOutput, SandboxError};
-
-/// In cgroup mode the launcher is this shell: it waits for a line on stdin (sent once the server has moved
-/// it into the command's cgroup), then becomes bubblewrap, so nothing of the sandbox ever runs outside the
-/// cgroup. `$0` is bubblewrap, `$@` its arguments.
-const JOIN_THEN_EXEC: &str = r#"read -r joined && exec "$0" "$@""#;
-const LAUNCHER_SHELL: &str = "/bin/sh";
 
 /// How long the kernel gets to tear a killed sandbox down before we stop waiting (it takes milliseconds).
 const TEARDOWN_WITHIN: Duration = Duration::from_secs(5);
 /// How long output still arriving after a kill is read.
 const DRAIN_WITHIN: Duration = Duration::from_millis(200);
 const READ_CHUNK: usize = 64 * 1024;
-
-/// A command ready to start.
-pub(super) struct Launch {
-    pub bwrap_args: Vec<OsString>,
-    pub cgroup: Option<ExecCgroup>,
-    pub timeout: Duration,
-    pub output_limit: usize,
-}
 
 enum Ending {
     Exited(ExitStatus),
@@ -57,60 +40,21 @@ enum Reading {
     Ceiling,
 }
 
-pub(super) async fn run(launch: Launch, cancel: &CancellationToken) -> Result<ExecOutput, SandboxError> {
-    let Launch {
-        bwrap_args,
+/// Collects the output of a started command until it ends, is cancelled, runs out of time or writes past
+/// the output ceiling.
+pub(super) async fn run(
+    launched: Launched,
+    timeout: Duration,
+    output_limit: usize,
+    cancel: &CancellationToken,
+) -> Result<ExecOutput, SandboxError> {
+    let Launched {
+        mut child,
+        output,
         cgroup,
-        timeout,
-        output_limit,
-    } = launch;
-    // One pipe for stdout and stderr: the output arrives in the order it was written.
-    let (reader, writer) = io::pipe().map_err(|error| failure("cannot make the output pipe", &error))?;
-    let stderr = writer
-        .try_clone()
-        .map_err(|error| failure("cannot make the output pipe", &error))?;
-    let mut command = match cgroup {
-        Some(_) => {
-            let mut command = Command::new(LAUNCHER_SHELL);
-            command.arg("-c").arg(JOIN_THEN_EXEC).arg(BWRAP).args(&bwrap_args);
-            command.stdin(Stdio::piped());
-            command
-        }
-        None => {
-            let mut command = Command::new(BWRAP);
-            command.args(&bwrap_args).stdin(Stdio::null());
-            command
-        }
-    };
-    command
-        .stdout(writer)
-        .stderr(stderr)
-        // bubblewrap clears the command's environment; the launcher gets none of the server's either.
-        .env_clear()
-        // Its own process group: a Ctrl-C at the server's terminal is the server's to handle, not the sandbox's.
-        .process_group(0)
-        // A caller that drops the future still kills the sandbox (bubblewrap's death takes the namespace).
-        .kill_on_drop(true);
-    let mut child = command.spawn().map_err(|error| {
-        if error.kind() == io::ErrorKind::NotFound {
-            SandboxError::Unavailable(format!("cannot start {BWRAP} or {LAUNCHER_SHELL}: {error}"))
-        } else {
-            failure("cannot start bubblewrap", &error)
-        }
-    })?;
-    // Our copies of the pipe's writing end go with the command, so the pipe ends when the sandbox does.
-    drop(command);
+    } = launched;
     let pid = child.id().unwrap_or_default();
-
-    if let Some(cgroup) = &cgroup
-        && let Err(error) = join_cgroup(&mut child, cgroup, pid).await
-    {
-        let _ = child.start_kill();
-        let _ = child.wait().await;
-        return Err(error);
-    }
-
-    let mut output = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
+    let mut output = pipe::Receiver::from_owned_fd(OwnedFd::from(output))
         .map_err(|error| failure("cannot read the output pipe", &error))?;
     let mut capture = OutputCapture::new(output_limit);
     let ceiling = output_ceiling(output_limit);
@@ -154,21 +98,6 @@ pub(super) async fn run(launch: Launch, cancel: &CancellationToken) -> Result<Ex
         timed_out: matches!(ending, Ending::TimedOut),
         cancelled: matches!(ending, Ending::Cancelled),
     })
-}
-
-/// Moves the launcher into the command's cgroup, then lets it become bubblewrap.
-async fn join_cgroup(child: &mut Child, cgroup: &ExecCgroup, pid: u32) -> Result<(), SandboxError> {
-    cgroup.join(pid)?;
-    let mut stdin = child
-        .stdin
-        .take()
-        .ok_or_else(|| SandboxError::Provider("the launcher has no stdin".to_owned()))?;
-    stdin
-        .write_all(b"\n")
-        .await
-        .map_err(|error| failure("cannot start the command in its cgroup", &error))?;
-    // Dropping stdin closes it: the command reads end-of-file there, as from /dev/null.
-    Ok(())
 }
 
 async fn run_to_end(
