@@ -5,7 +5,8 @@
 //!   the mounts, `prlimit`, `bash -c`, and the per-command cgroup where the provider uses one).
 //! - `local_create`: `LocalProvider::create` (the sandbox's directory and its three subdirectories).
 //!
-//! Every iteration is one `block_on` on a current-thread runtime. After criterion's groups a plain loop runs
+//! Every iteration is one `block_on` on a multi-thread runtime, as in the server: the provider prepares the
+//! next command's launcher in the background between iterations. After criterion's groups a plain loop runs
 //! `direct_true` and `local_exec_true` in turn (300 rounds) and prints both medians and the overhead: the
 //! figure to quote, since the VM's speed drifts between criterion's back-to-back measurements.
 //!

@@ -191,20 +191,12 @@ impl ExecCgroup {
         }
         Ok(())
     }
-
-    /// Kills whatever is left in the groups, waits until they are empty and removes them.
-    pub(super) async fn remove(mut self) {
-        let removal = PendingRemoval {
-            dirs: std::mem::take(&mut self.dirs),
-            _parents: Arc::clone(&self.parents),
-        };
-        removal.run().await;
-    }
 }
 
 impl Drop for ExecCgroup {
-    /// A command dropped while running (its caller went away) or a launcher never used: its groups are
-    /// emptied and removed in the background.
+    /// Dropping the groups removes them in the background (removing a group waits for an RCU grace period),
+    /// killing whatever is still in them first: nothing after a command that ended, a sandbox on its way
+    /// out after a command dropped while running, a launcher never used.
     fn drop(&mut self) {
         if self.dirs.is_empty() {
             return;

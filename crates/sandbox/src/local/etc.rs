@@ -20,21 +20,17 @@ const GENERATED_DIR: &str = ".etc";
 
 /// Host files programs need to run, shown read-only when they exist: the dynamic loader's cache, the
 /// alternatives links, CA certificates and OpenSSL's configuration, time zone, protocol and service names,
-/// MIME types, the distribution's identity, and the Python and Java configuration Debian keeps in `/etc`.
+/// the distribution's identity, and the Python and Java configuration Debian keeps in `/etc`. Each is a
+/// mount of its own (about 0.1 ms per command), so the list stays at what programs fail without.
 const HOST_FILES: &[&str] = &[
     "/etc/ld.so.cache",
     "/etc/alternatives",
     "/etc/ssl/certs",
     "/etc/ssl/openssl.cnf",
-    "/etc/ca-certificates",
     "/etc/localtime",
-    "/etc/timezone",
     "/etc/protocols",
     "/etc/services",
-    "/etc/mime.types",
-    "/etc/debian_version",
     "/etc/os-release",
-    "/etc/lsb-release",
     "/etc/python3",
 ];
 

@@ -78,9 +78,9 @@ pub(super) async fn run(
             None
         }
     };
-    if let Some(cgroup) = cgroup {
-        cgroup.remove().await;
-    }
+    // Nothing of the sandbox is left (bubblewrap's init exited, or was killed and waited for): its cgroups
+    // are removed in the background, since removing one waits for an RCU grace period (milliseconds).
+    drop(cgroup);
     if let Ending::WaitFailed(error) = ending {
         return Err(failure("cannot wait for bubblewrap", &error));
     }
