@@ -67,6 +67,8 @@ pub(super) struct Cgroups {
 /// How long a command's group may take to empty after its sandbox was killed.
 const EMPTY_WITHIN: Duration = Duration::from_secs(2);
 const POLL_INTERVAL: Duration = Duration::from_millis(5);
+/// The same without a runtime, where waiting blocks a thread.
+const SYNC_EMPTY_WITHIN: Duration = Duration::from_millis(100);
 
 impl Cgroups {
     /// Finds where this process may make groups with `pids` and `memory` and makes the provider's parent
@@ -229,8 +231,17 @@ impl PendingRemoval {
 
 impl Drop for PendingRemoval {
     fn drop(&mut self) {
+        if self.dirs.is_empty() {
+            return;
+        }
+        self.dirs.iter().for_each(|dir| kill_members(dir));
+        // Killed processes leave their group within milliseconds; this path blocks the thread, so it waits
+        // a little only.
+        let deadline = std::time::Instant::now() + SYNC_EMPTY_WITHIN;
+        while self.dirs.iter().any(|dir| !members(dir).is_empty()) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         for dir in &self.dirs {
-            kill_members(dir);
             let _ = fs::remove_dir(dir);
         }
     }
