@@ -84,21 +84,22 @@ impl Launcher {
         if self.refilling.swap(true, Ordering::AcqRel) {
             return;
         }
-        let launcher = Arc::clone(self);
+        let refill = Refill(Arc::clone(self));
         runtime.spawn(async move {
+            let launcher = &refill.0;
             let has_spare = launcher.spare.lock().map(|spare| spare.is_some()).unwrap_or(true);
-            if !has_spare {
-                match launcher.prepare().await {
-                    Ok(ready) => {
-                        if let Ok(mut spare) = launcher.spare.lock() {
-                            // A launcher made meanwhile by nobody else: keep it; otherwise it is dropped (killed).
-                            spare.get_or_insert(ready);
-                        }
-                    }
-                    Err(error) => tracing::warn!(%error, "cannot prepare a sandbox launcher"),
-                }
+            if has_spare {
+                return;
             }
-            launcher.refilling.store(false, Ordering::Release);
+            match launcher.prepare().await {
+                Ok(ready) => {
+                    if let Ok(mut spare) = launcher.spare.lock() {
+                        // One put there meanwhile stays; this one is dropped (killed).
+                        spare.get_or_insert(ready);
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "cannot prepare a sandbox launcher"),
+            }
         });
     }
 
@@ -156,6 +157,15 @@ impl Launcher {
             launched: Launched { child, output, cgroup },
             options_in,
         })
+    }
+}
+
+/// A refill under way; when it ends (or its task is dropped with a runtime shutting down), the next may start.
+struct Refill(Arc<Launcher>);
+
+impl Drop for Refill {
+    fn drop(&mut self) {
+        self.0.refilling.store(false, Ordering::Release);
     }
 }
 
