@@ -4,7 +4,9 @@
 //! Killing: bubblewrap's child is the init of the sandbox's pid namespace; when it dies the kernel kills
 //! every process in the namespace (daemons that double-forked, processes ignoring SIGTERM) before its exit
 //! completes. We SIGKILL that init through a pidfd (and bubblewrap itself, whose `--die-with-parent` would
-//! do the same) and wait for the init's exit: when `exec` returns, the tree is gone.
+//! do the same) and wait for the init's exit: when `exec` returns, the tree is gone. A command that ends on
+//! its own is waited for the same way: bubblewrap reports the exit status as soon as the command ends, while
+//! its init may still be killing what the command left behind.
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -23,6 +25,9 @@ use crate::{ExecOutput, SandboxError};
 
 /// How long the kernel gets to tear a killed sandbox down before we stop waiting (it takes milliseconds).
 const TEARDOWN_WITHIN: Duration = Duration::from_secs(5);
+/// How long bubblewrap may take to start the sandbox's init (it takes a few milliseconds).
+const INIT_WITHIN: Duration = Duration::from_secs(5);
+const INIT_POLL: Duration = Duration::from_millis(1);
 /// How long output still arriving after a kill is read.
 const DRAIN_WITHIN: Duration = Duration::from_millis(200);
 const READ_CHUNK: usize = 64 * 1024;
@@ -59,6 +64,12 @@ pub(super) async fn run(
     let mut capture = OutputCapture::new(output_limit);
     let ceiling = output_ceiling(output_limit);
 
+    // Held from the start: once bubblewrap exits, its init can no longer be found.
+    let init = tokio::select! {
+        init = sandbox_init(pid) => init,
+        () = cancel.cancelled() => None,
+        () = tokio::time::sleep(timeout) => None,
+    };
     let ending = tokio::select! {
         biased;
         () = cancel.cancelled() => Ending::Cancelled,
@@ -66,13 +77,18 @@ pub(super) async fn run(
         ending = run_to_end(&mut child, &mut output, &mut capture, ceiling) => ending,
     };
     let exit_code = match &ending {
-        Ending::Exited(status) => status.code(),
+        Ending::Exited(status) => {
+            if let Some(init) = init {
+                wait_for_teardown(init, pid).await;
+            }
+            status.code()
+        }
         Ending::OutputCeiling | Ending::WaitFailed(_) => {
-            kill_sandbox(&mut child, pid).await;
+            kill_sandbox(&mut child, init, pid).await;
             None
         }
         Ending::TimedOut | Ending::Cancelled => {
-            kill_sandbox(&mut child, pid).await;
+            kill_sandbox(&mut child, init, pid).await;
             // What the command wrote before it was killed is still in the pipe.
             let _ = tokio::time::timeout(DRAIN_WITHIN, read_to_end(&mut output, &mut capture, ceiling)).await;
             None
@@ -133,24 +149,49 @@ async fn read_to_end(output: &mut pipe::Receiver, capture: &mut OutputCapture, c
     }
 }
 
-/// Kills the sandbox of bubblewrap `pid` and returns when all of it is gone (or the kernel took
-/// [`TEARDOWN_WITHIN`], which it never should).
-async fn kill_sandbox(child: &mut Child, pid: u32) {
-    // Found while bubblewrap still lives: afterwards the init is no longer its child.
-    let init = children_of(pid)
-        .first()
-        .copied()
-        .and_then(|init| ProcessHandle::open_confirmed(init, || children_of(pid).contains(&init)));
+/// The init of bubblewrap `pid`'s sandbox, once bubblewrap has started it; `None` when bubblewrap ends (or
+/// takes [`INIT_WITHIN`]) without one.
+async fn sandbox_init(pid: u32) -> Option<ProcessHandle> {
+    let deadline = tokio::time::Instant::now() + INIT_WITHIN;
+    loop {
+        if let Some(&init) = children_of(pid).first() {
+            return ProcessHandle::open_confirmed(init, || children_of(pid).contains(&init));
+        }
+        if !is_running(pid) || tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(INIT_POLL).await;
+    }
+}
+
+/// Kills the sandbox of bubblewrap `pid` and returns when all of it is gone.
+async fn kill_sandbox(child: &mut Child, init: Option<ProcessHandle>, pid: u32) {
     if let Some(init) = &init {
         init.kill();
     }
     let _ = child.start_kill();
     let _ = child.wait().await;
-    if let Some(init) = init
-        && !init.exited(TEARDOWN_WITHIN).await
-    {
-        tracing::warn!(pid, "a killed sandbox's init did not exit in time");
+    if let Some(init) = init {
+        wait_for_teardown(init, pid).await;
     }
+}
+
+/// Returns once the sandbox's init has exited, which the kernel lets it do only after every other process
+/// of the namespace is gone (or after [`TEARDOWN_WITHIN`], which it never takes).
+async fn wait_for_teardown(init: ProcessHandle, pid: u32) {
+    if !init.exited(TEARDOWN_WITHIN).await {
+        tracing::warn!(pid, "a sandbox's init did not exit in time");
+    }
+}
+
+/// Whether `pid` (our child, not reaped before we wait for it) still runs.
+fn is_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next());
+        !matches!(state, Some("Z" | "X") | None)
+    })
 }
 
 fn failure(what: &str, error: &io::Error) -> SandboxError {
