@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::etc::{EtcMount, SANDBOX_GID, SANDBOX_HOSTNAME, SANDBOX_UID};
+use super::etc::{SANDBOX_GID, SANDBOX_HOSTNAME, SANDBOX_UID};
 use super::limits::{LocalLimits, SHM_BYTES, prlimit_args};
 
 pub(super) const BWRAP: &str = "/usr/bin/bwrap";
@@ -63,7 +63,8 @@ pub(super) struct CommandSpec<'a> {
 }
 
 impl SandboxArgs {
-    pub(super) fn new(network: bool, etc: &[EtcMount], limits: &LocalLimits, address_space: bool) -> Self {
+    /// `etc` is the host directory shown (read-only) as `/etc`.
+    pub(super) fn new(network: bool, etc: &Path, limits: &LocalLimits, address_space: bool) -> Self {
         let mut args = Args::default();
         // Every namespace; the user namespace named explicitly because `--disable-userns` requires it.
         args.flags(&["--unshare-all", "--unshare-user"]);
@@ -111,9 +112,7 @@ impl SandboxArgs {
         args.pair("--size", limits.tmp_bytes.to_string());
         args.pair("--tmpfs", "/tmp");
         args.triple("--symlink", "../tmp", "/var/tmp");
-        for mount in etc {
-            args.triple("--ro-bind", &mount.host, &mount.sandbox);
-        }
+        args.triple("--ro-bind", etc, "/etc");
         let mut inner = Args::default();
         inner.flags(&[PRLIMIT]);
         inner
@@ -231,7 +230,7 @@ mod tests {
     }
 
     fn options(bridge: Option<&Path>) -> Vec<String> {
-        let sandbox = SandboxArgs::new(false, &[], &LocalLimits::default(), false);
+        let sandbox = SandboxArgs::new(false, Path::new("/etc"), &LocalLimits::default(), false);
         let data = sandbox.command_options(&spec(bridge, "echo hi")).unwrap_or_default();
         let text = String::from_utf8(data).unwrap_or_default();
         text.strip_suffix('\0')
@@ -242,7 +241,7 @@ mod tests {
     }
 
     fn launcher(network: bool) -> Vec<String> {
-        let sandbox = SandboxArgs::new(network, &[], &LocalLimits::default(), false);
+        let sandbox = SandboxArgs::new(network, Path::new("/etc"), &LocalLimits::default(), false);
         sandbox
             .launcher_argv()
             .into_iter()
@@ -280,7 +279,7 @@ mod tests {
 
     #[test]
     fn refuses_a_command_longer_than_the_kernel_takes() {
-        let sandbox = SandboxArgs::new(false, &[], &LocalLimits::default(), false);
+        let sandbox = SandboxArgs::new(false, Path::new("/etc"), &LocalLimits::default(), false);
         let longest = "x".repeat(MAX_COMMAND_BYTES);
         assert!(sandbox.command_options(&spec(None, &longest)).is_ok());
         let too_long = "x".repeat(MAX_COMMAND_BYTES + 1);
@@ -289,7 +288,7 @@ mod tests {
 
     #[test]
     fn refuses_a_nul_that_would_split_into_options() {
-        let sandbox = SandboxArgs::new(false, &[], &LocalLimits::default(), false);
+        let sandbox = SandboxArgs::new(false, Path::new("/etc"), &LocalLimits::default(), false);
         assert!(sandbox.command_options(&spec(None, "x\0--bind\0/\0/host")).is_err());
     }
 

@@ -194,7 +194,7 @@ mod tests {
     /// inside every shared option, and run nothing.
     #[test]
     fn a_launcher_that_never_gets_its_command_runs_nothing() {
-        let args = SandboxArgs::new(false, &[], &LocalLimits::default(), false);
+        let args = SandboxArgs::new(false, std::path::Path::new("/etc"), &LocalLimits::default(), false);
         let output = std::process::Command::new(BWRAP)
             .args(args.launcher_argv())
             .stdin(Stdio::null())

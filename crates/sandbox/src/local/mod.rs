@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{Download, ExecOutput, ExecRequest, FileStat, SandboxError, SandboxLayout, SandboxOwner, SandboxProvider};
 use bwrap::{BRIDGE_SOCKET, BWRAP, CommandSpec, SandboxArgs, WORKSPACE, resolve_cwd};
 use cgroup::Cgroups;
+use etc::EtcSnapshot;
 use files::Workspace;
 use launcher::Launcher;
 use raw_id::{check_raw_id, new_raw_id};
@@ -108,6 +109,8 @@ pub struct LocalProvider {
     args: SandboxArgs,
     cgroups: Arc<Cgroups>,
     launcher: Arc<Launcher>,
+    /// Shown as `/etc`; removed with the provider.
+    _etc: EtcSnapshot,
 }
 
 impl std::fmt::Debug for LocalProvider {
@@ -121,7 +124,7 @@ impl std::fmt::Debug for LocalProvider {
 }
 
 impl LocalProvider {
-    /// Sets the provider up: the root directory, the generated `/etc` files, the cgroups. Runs nothing;
+    /// Sets the provider up: the root directory, the sandbox's `/etc`, the cgroups. Runs nothing;
     /// [`Self::probe`] checks that a sandbox actually starts.
     pub fn new(config: LocalConfig) -> Result<Self, SandboxError> {
         let LocalConfig { root, network, limits } = config;
@@ -146,9 +149,9 @@ impl LocalProvider {
                     .to_owned(),
             ));
         }
-        let etc = etc::prepare_etc(&root, network)?;
+        let etc = EtcSnapshot::build(&root, network)?;
         let address_space_limit = cgroups.holds_memory().is_none();
-        let args = SandboxArgs::new(network, &etc, &limits, address_space_limit);
+        let args = SandboxArgs::new(network, etc.path(), &limits, address_space_limit);
         let instructions = instructions(network, &limits);
         let launcher = Arc::new(Launcher::new(
             args.launcher_argv(),
@@ -168,6 +171,7 @@ impl LocalProvider {
             args,
             cgroups,
             launcher,
+            _etc: etc,
         })
     }
 
