@@ -137,10 +137,12 @@ impl Cgroups {
 }
 
 impl Drop for Cgroups {
+    /// Every command's group holds the parents, so this runs after the last was removed, or gave up on
+    /// (a process that would not die): groups that emptied since go too. What still holds a process stays,
+    /// for the next provider's start.
     fn drop(&mut self) {
-        // Fails while a command's group is still being emptied; the next provider's start removes it then.
         for hierarchy in &self.hierarchies {
-            let _ = fs::remove_dir(&hierarchy.parent);
+            remove_with_children(&hierarchy.parent);
         }
     }
 }
@@ -487,16 +489,20 @@ fn remove_stale_groups(own: &Path) {
         if Path::new(&format!("/proc/{server}")).exists() {
             continue;
         }
-        // Groups only go away empty: a group still holding a process stays (and is reported by nothing).
-        if let Ok(children) = fs::read_dir(entry.path()) {
-            for child in children.filter_map(Result::ok) {
-                if child.file_type().is_ok_and(|kind| kind.is_dir()) {
-                    let _ = fs::remove_dir(child.path());
-                }
+        remove_with_children(&entry.path());
+    }
+}
+
+/// Removes a parent group and its command groups, those that are empty: a group holding a process stays.
+fn remove_with_children(parent: &Path) {
+    if let Ok(children) = fs::read_dir(parent) {
+        for child in children.filter_map(Result::ok) {
+            if child.file_type().is_ok_and(|kind| kind.is_dir()) {
+                let _ = fs::remove_dir(child.path());
             }
         }
-        let _ = fs::remove_dir(entry.path());
     }
+    let _ = fs::remove_dir(parent);
 }
 
 #[cfg(test)]

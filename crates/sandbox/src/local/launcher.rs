@@ -3,9 +3,10 @@
 //! A launcher is bubblewrap spawned with the shared options on its argv and `--args 0`: it blocks reading
 //! the per-command options from its stdin, before it makes any namespace. While it waits, it is moved into
 //! the command's cgroups. Moving a process between cgroups waits for an RCU grace period (measured: up to
-//! 20 ms on the project's VM, most of a command's cost), so one launcher is kept ready: a command takes
-//! it, and the next is prepared in the background. Without a ready launcher (the first command, or
-//! several at once) one is made on the spot.
+//! 20 ms on the project's VM, most of a command's cost), so launchers are kept ready: a command takes one,
+//! and a replacement is prepared in the background. Two are kept, so commands in quick succession (or two
+//! sessions at once) still find one while the replacement waits for its grace period. Without a ready
+//! launcher (the first command, or a burst) one is made on the spot.
 //!
 //! A launcher that never gets its options (the server died) reads end-of-file and runs the trampoline with
 //! every shared option in force and no command, which exits at once: nothing runs unsandboxed.
@@ -40,9 +41,12 @@ pub(super) struct Launcher {
     argv: Vec<OsString>,
     cgroups: Arc<Cgroups>,
     limits: LocalLimits,
-    spare: Mutex<Option<Ready>>,
+    spares: Mutex<Vec<Ready>>,
     refilling: AtomicBool,
 }
+
+/// Launchers kept ready.
+const SPARES: usize = 2;
 
 impl Launcher {
     pub(super) fn new(argv: Vec<OsString>, cgroups: Arc<Cgroups>, limits: LocalLimits) -> Self {
@@ -50,7 +54,7 @@ impl Launcher {
             argv,
             cgroups,
             limits,
-            spare: Mutex::new(None),
+            spares: Mutex::new(Vec::with_capacity(SPARES)),
             refilling: AtomicBool::new(false),
         }
     }
@@ -73,10 +77,14 @@ impl Launcher {
     }
 
     fn take_spare(&self) -> Option<Ready> {
-        self.spare.lock().ok().and_then(|mut spare| spare.take())
+        self.spares.lock().ok().and_then(|mut spares| spares.pop())
     }
 
-    /// Prepares the next launcher in the background, unless one is ready or on its way.
+    fn spares_missing(&self) -> bool {
+        self.spares.lock().map(|spares| spares.len() < SPARES).unwrap_or(false)
+    }
+
+    /// Prepares launchers in the background until [`SPARES`] are ready, unless that is under way already.
     fn refill(self: &Arc<Self>) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
@@ -87,18 +95,18 @@ impl Launcher {
         let refill = Refill(Arc::clone(self));
         runtime.spawn(async move {
             let launcher = &refill.0;
-            let has_spare = launcher.spare.lock().map(|spare| spare.is_some()).unwrap_or(true);
-            if has_spare {
-                return;
-            }
-            match launcher.prepare().await {
-                Ok(ready) => {
-                    if let Ok(mut spare) = launcher.spare.lock() {
-                        // One put there meanwhile stays; this one is dropped (killed).
-                        spare.get_or_insert(ready);
+            while launcher.spares_missing() {
+                match launcher.prepare().await {
+                    Ok(ready) => {
+                        if let Ok(mut spares) = launcher.spares.lock() {
+                            spares.push(ready);
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot prepare a sandbox launcher");
+                        return;
                     }
                 }
-                Err(error) => tracing::warn!(%error, "cannot prepare a sandbox launcher"),
             }
         });
     }
