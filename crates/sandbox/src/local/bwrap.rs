@@ -100,11 +100,13 @@ impl SandboxArgs {
             }
         }
         args.pair("--proc", "/proc");
-        // bubblewrap covers `/proc/sys` only when it finds the directory writable, which it never is, while the
-        // files in it are writable by the host's uid 0, which a command of a root server is (without any
-        // capability): it could set `kernel.core_pattern` and have the kernel run its program as host root
-        // (measured). Read-only, the values stay readable and per-namespace.
-        args.triple("--ro-bind", "/proc/sys", "/proc/sys");
+        // All of /proc read-only. A root server's command is the host's uid 0 (without any capability), and
+        // the kernel lets uid 0 write many global files there by their mode alone: bubblewrap covers
+        // `/proc/sys` only when it finds the directory writable, which it never is, and a command could then
+        // set `kernel.core_pattern` and have the kernel run its program as host root (measured). Writing to
+        // its own `/proc/self/fd/N` still works (the write lands on the file's own mount); what is lost is
+        // writing the own process's knobs (`oom_score_adj`, `comm`), which programs treat as optional.
+        args.pair("--remount-ro", "/proc");
         args.pair("--dev", "/dev");
         args.pair("--size", SHM_BYTES.to_string());
         args.pair("--tmpfs", "/dev/shm");
