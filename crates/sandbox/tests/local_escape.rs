@@ -220,6 +220,49 @@ async fn the_servers_environment_does_not_reach_commands() {
     fixture.assert_still_works(&id).await;
 }
 
+/// Set in the environment of a copy of this test binary, which plays the server (`std::env::set_var` needs
+/// `unsafe`, which the workspace forbids).
+const SECRET_VARIABLE: &str = "TRUEFORGE_TEST_SERVER_SECRET";
+
+/// The "server" half of the next test: runs `env` in a sandbox and prints it between markers. Run on its
+/// own (without the secret) it checks the same and prints for nobody.
+#[tokio::test]
+async fn environment_probe_server() {
+    let fixture = fixture();
+    let id = fixture.create().await;
+    let output = fixture.run(&id, "env").await;
+    assert_eq!(output.exit_code, Some(0));
+    println!("ENV-BEGIN\n{}ENV-END", output.output);
+    if let Ok(secret) = std::env::var(SECRET_VARIABLE) {
+        assert!(!output.output.contains(&secret), "{}", output.output);
+    }
+}
+
+#[test]
+fn a_secret_in_the_servers_environment_does_not_reach_commands() {
+    let secret = marker();
+    let server = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "environment_probe_server", "--nocapture", "--test-threads=1"])
+        .env(SECRET_VARIABLE, &secret)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&server.stdout);
+    assert!(
+        server.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&server.stderr)
+    );
+    // The server ran the probe (the secret was in its environment) and the sandbox's `env` lacks it.
+    let env = stdout
+        .split_once("ENV-BEGIN\n")
+        .and_then(|(_, rest)| rest.split_once("ENV-END"))
+        .map(|(env, _)| env)
+        .expect("the probe ran");
+    assert!(env.contains("HOME=/workspace"), "{env}");
+    assert!(!env.contains(&secret), "{env}");
+    assert!(!env.contains(SECRET_VARIABLE), "{env}");
+}
+
 #[tokio::test]
 async fn the_servers_processes_are_invisible() {
     let fixture = fixture();
