@@ -438,3 +438,31 @@ async fn the_longest_command_line_runs() {
         .await;
     assert!(matches!(result, Err(SandboxError::Provider(_))), "{result:?}");
 }
+
+/// bubblewrap exits before its sandbox's init, which the kernel then hands to the nearest subreaper: a
+/// server that is one (or is pid 1 in a container) must not collect zombies.
+#[tokio::test]
+async fn a_server_that_adopts_orphans_is_left_no_zombies() {
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).unwrap();
+    let fixture = fixture();
+    let id = fixture.create().await;
+    for command in ["true", "sleep 0.1 & echo started", "setsid bash -c 'sleep 5 &'"] {
+        fixture.run(&id, command).await;
+    }
+    let mut quick = request("sleep 10");
+    quick.timeout = Duration::from_millis(200);
+    assert!(fixture.run_request(&id, quick).await.timed_out);
+    let own = std::process::id().to_string();
+    let zombies: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|entry| std::fs::read_to_string(entry.path().join("status")).ok())
+        .filter(|status| {
+            status
+                .lines()
+                .any(|line| line.split_whitespace().eq(["PPid:", own.as_str()]))
+                && status.lines().any(|line| line.starts_with("State:\tZ"))
+        })
+        .collect();
+    assert!(zombies.is_empty(), "{zombies:?}");
+}

@@ -179,7 +179,9 @@ async fn kill_sandbox(child: &mut Child, init: Option<ProcessHandle>, pid: u32) 
 /// Returns once the sandbox's init has exited, which the kernel lets it do only after every other process
 /// of the namespace is gone (or after [`TEARDOWN_WITHIN`], which it never takes).
 async fn wait_for_teardown(init: ProcessHandle, pid: u32) {
-    if !init.exited(TEARDOWN_WITHIN).await {
+    if init.exited(TEARDOWN_WITHIN).await {
+        init.reap_if_adopted();
+    } else {
         tracing::warn!(pid, "a sandbox's init did not exit in time");
     }
 }
