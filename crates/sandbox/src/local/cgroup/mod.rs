@@ -211,8 +211,9 @@ struct PendingRemoval {
 
 impl PendingRemoval {
     async fn run(mut self) {
-        let dirs = std::mem::take(&mut self.dirs);
-        empty_and_remove(dirs).await;
+        empty_and_remove(&self.dirs).await;
+        // Only now: a task dropped halfway (its runtime shutting down) leaves the dirs to `drop`.
+        self.dirs.clear();
     }
 }
 
@@ -234,7 +235,7 @@ impl Drop for PendingRemoval {
     }
 }
 
-async fn empty_and_remove(dirs: Vec<PathBuf>) {
+async fn empty_and_remove(dirs: &[PathBuf]) {
     let deadline = tokio::time::Instant::now() + EMPTY_WITHIN;
     let mut round = 0_u32;
     while dirs.iter().any(|dir| !members(dir).is_empty()) {
@@ -250,7 +251,7 @@ async fn empty_and_remove(dirs: Vec<PathBuf>) {
         round += 1;
         tokio::time::sleep(POLL_INTERVAL).await;
     }
-    for dir in &dirs {
+    for dir in dirs {
         // An emptied v1 group can refuse removal for a moment while the last exit is accounted.
         while let Err(error) = fs::remove_dir(dir) {
             if error.kind() == std::io::ErrorKind::NotFound {
