@@ -23,17 +23,30 @@ use tokio_util::sync::CancellationToken;
 use trueforge_sandbox::{ExecRequest, LocalConfig, LocalProvider, SandboxOwner, SandboxProvider};
 
 struct Bench {
-    _data: tempfile::TempDir,
-    runtime: Runtime,
     provider: LocalProvider,
+    runtime: Runtime,
     owner: SandboxOwner,
     raw_id: String,
+    _data: tempfile::TempDir,
+}
+
+impl Bench {
+    /// Drops the provider on its runtime and gives its ready launchers the moment they take to be killed,
+    /// reaped and have their cgroups removed (in the background, on that runtime).
+    fn finish(self) {
+        let Self { provider, runtime, .. } = self;
+        runtime.block_on(async move {
+            drop(provider);
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        });
+    }
 }
 
 fn setup() -> Bench {
     let data = tempfile::tempdir().unwrap();
     let provider = LocalProvider::new(LocalConfig::new(data.path().join("sandboxes"))).unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
@@ -43,11 +56,11 @@ fn setup() -> Bench {
     };
     let raw_id = runtime.block_on(provider.create(&owner)).unwrap();
     Bench {
-        _data: data,
-        runtime,
         provider,
+        runtime,
         owner,
         raw_id,
+        _data: data,
     }
 }
 
@@ -93,6 +106,7 @@ fn benchmarks(criterion: &mut Criterion) {
     });
     group.finish();
     interleaved(&bench);
+    bench.finish();
 }
 
 /// Both variants in turn, so drift hits them alike.
