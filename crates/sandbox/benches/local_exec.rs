@@ -2,7 +2,8 @@
 //!
 //! - `direct_true`: `std::process::Command::new("true").status()`.
 //! - `local_exec_true`: `LocalProvider::exec` of `true` in a sandbox made once (bubblewrap, the namespaces,
-//!   the mounts, `prlimit`, `bash -c`, and the per-command cgroup where the provider uses one).
+//!   the mounts, `prlimit`, the `/bin/sh` trampoline, `bash -c`, and the per-command cgroup where the
+//!   provider uses one).
 //! - `local_create`: `LocalProvider::create` (the sandbox's directory and its three subdirectories).
 //!
 //! Every iteration is one `block_on` on a multi-thread runtime, as in the server: the provider prepares the
