@@ -2,10 +2,12 @@
 //!
 //! - `direct_true`: `std::process::Command::new("true").status()`.
 //! - `local_exec_true`: `LocalProvider::exec` of `true` in a sandbox made once (bubblewrap, the namespaces,
-//!   the mounts, `prlimit`, `bash -c`, and the per-command cgroup where the provider uses one).
+//!   the mounts, `prlimit`, the `/bin/sh` trampoline, `bash -c`, and the per-command cgroup where the
+//!   provider uses one).
 //! - `local_create`: `LocalProvider::create` (the sandbox's directory and its three subdirectories).
 //!
-//! Every iteration is one `block_on` on a current-thread runtime. After criterion's groups a plain loop runs
+//! Every iteration is one `block_on` on a multi-thread runtime, as in the server: the provider prepares the
+//! next command's launcher in the background between iterations. After criterion's groups a plain loop runs
 //! `direct_true` and `local_exec_true` in turn (300 rounds) and prints both medians and the overhead: the
 //! figure to quote, since the VM's speed drifts between criterion's back-to-back measurements.
 //!
@@ -22,17 +24,30 @@ use tokio_util::sync::CancellationToken;
 use trueforge_sandbox::{ExecRequest, LocalConfig, LocalProvider, SandboxOwner, SandboxProvider};
 
 struct Bench {
-    _data: tempfile::TempDir,
-    runtime: Runtime,
     provider: LocalProvider,
+    runtime: Runtime,
     owner: SandboxOwner,
     raw_id: String,
+    _data: tempfile::TempDir,
+}
+
+impl Bench {
+    /// Drops the provider on its runtime and gives its ready launchers the moment they take to be killed,
+    /// reaped and have their cgroups removed (in the background, on that runtime).
+    fn finish(self) {
+        let Self { provider, runtime, .. } = self;
+        runtime.block_on(async move {
+            drop(provider);
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        });
+    }
 }
 
 fn setup() -> Bench {
     let data = tempfile::tempdir().unwrap();
     let provider = LocalProvider::new(LocalConfig::new(data.path().join("sandboxes"))).unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
@@ -42,11 +57,11 @@ fn setup() -> Bench {
     };
     let raw_id = runtime.block_on(provider.create(&owner)).unwrap();
     Bench {
-        _data: data,
-        runtime,
         provider,
+        runtime,
         owner,
         raw_id,
+        _data: data,
     }
 }
 
@@ -92,6 +107,7 @@ fn benchmarks(criterion: &mut Criterion) {
     });
     group.finish();
     interleaved(&bench);
+    bench.finish();
 }
 
 /// Both variants in turn, so drift hits them alike.

@@ -4,13 +4,28 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::etc::{EtcMount, SANDBOX_GID, SANDBOX_HOSTNAME, SANDBOX_UID};
+use super::etc::{SANDBOX_GID, SANDBOX_HOSTNAME, SANDBOX_UID};
 use super::limits::{LocalLimits, SHM_BYTES, prlimit_args};
 
 pub(super) const BWRAP: &str = "/usr/bin/bwrap";
 /// Sets the limits from inside the sandbox, so `RLIMIT_NPROC` counts the sandbox's own user namespace only.
 const PRLIMIT: &str = "/usr/bin/prlimit";
-const SHELL: &str = "/bin/bash";
+
+/// The variable carrying the command to the trampoline (bubblewrap takes the command from its own argv,
+/// fixed when the launcher was spawned ahead of time; see `launcher.rs`).
+const COMMAND_VARIABLE: &str = "TRUEFORGE_COMMAND";
+/// Run by `/bin/sh` first inside: stdin becomes `/dev/null` (bubblewrap closed the pipe it read its options
+/// from), the command leaves the environment, and `bash -c` runs it exactly as given. Without the variable
+/// (bubblewrap was never given a command) nothing runs.
+const TRAMPOLINE: &str = r#"exec </dev/null
+[ "${TRUEFORGE_COMMAND+set}" = set ] || exit 125
+tf_command=$TRUEFORGE_COMMAND
+unset TRUEFORGE_COMMAND
+exec /bin/bash -c -- "$tf_command""#;
+
+/// The longest command: the kernel's limit for one argument or environment string (`MAX_ARG_STRLEN`, 32
+/// pages), which the command is on its way in, less the variable's name.
+const MAX_COMMAND_BYTES: usize = 32 * 4096 - COMMAND_VARIABLE.len() - 2;
 
 pub(super) const WORKSPACE: &str = "/workspace";
 pub(super) const BRIDGE_SOCKET: &str = "/run/trueforge/bridge.sock";
@@ -27,13 +42,15 @@ const BASE_ENV: [(&str, &str); 4] = [
 /// older one).
 const USR_ALIASES: [&str; 6] = ["/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"];
 
-/// What a command line needs besides the command: computed once per provider.
+/// bubblewrap's command line in two parts: what every command shares (namespaces, identity, the read-only
+/// system, the limits; on the launcher's argv, so a launcher that never gets its command still runs inside
+/// all of it), and what one command adds (read from a pipe: the workspace, cwd, environment, command).
 #[derive(Debug)]
 pub(super) struct SandboxArgs {
-    /// Namespaces, identity and the read-only system, up to the workspace.
+    /// Options before the per-command ones.
     system: Vec<OsString>,
-    /// `prlimit`'s arguments before its `--`.
-    prlimit: Vec<String>,
+    /// After `--`: `prlimit` and the trampoline.
+    inner: Vec<OsString>,
 }
 
 /// One command to wrap.
@@ -46,7 +63,8 @@ pub(super) struct CommandSpec<'a> {
 }
 
 impl SandboxArgs {
-    pub(super) fn new(network: bool, etc: &[EtcMount], limits: &LocalLimits, address_space: bool) -> Self {
+    /// `etc` is the host directory shown (read-only) as `/etc`.
+    pub(super) fn new(network: bool, etc: &Path, limits: &LocalLimits, address_space: bool) -> Self {
         let mut args = Args::default();
         // Every namespace; the user namespace named explicitly because `--disable-userns` requires it.
         args.flags(&["--unshare-all", "--unshare-user"]);
@@ -82,11 +100,13 @@ impl SandboxArgs {
             }
         }
         args.pair("--proc", "/proc");
-        // bubblewrap covers `/proc/sys` only when it finds the directory writable, which it never is, while the
-        // files in it are writable by the host's uid 0, which a command of a root server is (without any
-        // capability): it could set `kernel.core_pattern` and have the kernel run its program as host root
-        // (measured). Read-only, the values stay readable and per-namespace.
-        args.triple("--ro-bind", "/proc/sys", "/proc/sys");
+        // All of /proc read-only. A root server's command is the host's uid 0 (without any capability), and
+        // the kernel lets uid 0 write many global files there by their mode alone: bubblewrap covers
+        // `/proc/sys` only when it finds the directory writable, which it never is, and a command could then
+        // set `kernel.core_pattern` and have the kernel run its program as host root (measured). Writing to
+        // its own `/proc/self/fd/N` still works (the write lands on the file's own mount); what is lost is
+        // writing the own process's knobs (`oom_score_adj`, `comm`), which programs treat as optional.
+        args.pair("--remount-ro", "/proc");
         args.pair("--dev", "/dev");
         args.pair("--size", SHM_BYTES.to_string());
         args.pair("--tmpfs", "/dev/shm");
@@ -94,34 +114,65 @@ impl SandboxArgs {
         args.pair("--size", limits.tmp_bytes.to_string());
         args.pair("--tmpfs", "/tmp");
         args.triple("--symlink", "../tmp", "/var/tmp");
-        for mount in etc {
-            args.triple("--ro-bind", &mount.host, &mount.sandbox);
-        }
+        args.triple("--ro-bind", etc, "/etc");
+        let mut inner = Args::default();
+        inner.flags(&[PRLIMIT]);
+        inner
+            .0
+            .extend(prlimit_args(limits, address_space).into_iter().map(OsString::from));
+        inner.flags(&["--", "/bin/sh", "-c", TRAMPOLINE]);
         Self {
             system: args.0,
-            prlimit: prlimit_args(limits, address_space),
+            inner: inner.0,
         }
     }
 
-    /// bubblewrap's arguments for one command.
-    pub(super) fn for_command(&self, spec: &CommandSpec<'_>) -> Vec<OsString> {
-        let mut args = Args(self.system.clone());
+    /// The launcher's argv: the shared options, the per-command ones from fd 0, the inner command.
+    pub(super) fn launcher_argv(&self) -> Vec<OsString> {
+        let mut argv = self.system.clone();
+        argv.extend(["--args", "0", "--"].map(OsString::from));
+        argv.extend(self.inner.iter().cloned());
+        argv
+    }
+
+    /// One command's options, as bubblewrap reads them from fd 0: NUL-terminated. Refused when any holds a
+    /// NUL itself, which would split it into options of its own.
+    pub(super) fn command_options(&self, spec: &CommandSpec<'_>) -> Result<Vec<u8>, crate::SandboxError> {
+        if spec.command.len() > MAX_COMMAND_BYTES {
+            return Err(crate::SandboxError::Provider(format!(
+                "the command is {} bytes, more than the {MAX_COMMAND_BYTES} a command line may hold: write long \
+                 scripts to a file and run the file",
+                spec.command.len()
+            )));
+        }
+        let mut args = Args::default();
         args.triple("--bind", spec.workspace, WORKSPACE);
         if let Some(socket) = spec.bridge_socket {
             // The socket file alone, read-write (connecting needs write permission on it).
             args.triple("--bind", socket, BRIDGE_SOCKET);
         }
-        // Last, after every mount point was made in it: the sandbox's root tmpfs is not for writing.
+        // Last of the mounts, after every mount point was made in it: the sandbox's root tmpfs is not for
+        // writing.
         args.pair("--remount-ro", "/");
         args.pair("--chdir", spec.cwd);
         args.flags(&["--clearenv"]);
         for (name, value) in BASE_ENV.iter().chain(spec.env) {
             args.triple("--setenv", name, value);
         }
-        args.flags(&["--", PRLIMIT]);
-        args.0.extend(self.prlimit.iter().map(OsString::from));
-        args.flags(&["--", SHELL, "-c", spec.command]);
-        args.0
+        args.triple("--setenv", COMMAND_VARIABLE, spec.command);
+        let mut data = Vec::new();
+        for arg in &args.0 {
+            let bytes = arg.as_encoded_bytes();
+            if bytes.contains(&0) {
+                return Err(crate::SandboxError::Provider(format!(
+                    "a sandbox argument holds a NUL byte: {}",
+                    arg.to_string_lossy()
+                )));
+            }
+            data.extend_from_slice(bytes);
+            data.push(0);
+        }
+        Ok(data)
     }
 }
 
@@ -170,16 +221,31 @@ pub(super) fn workspace_relative(path: &str) -> Option<PathBuf> {
 mod tests {
     use super::*;
 
-    fn args_for(network: bool, bridge: Option<&Path>) -> Vec<String> {
-        let sandbox = SandboxArgs::new(network, &[], &LocalLimits::default(), false);
+    fn spec<'a>(bridge: Option<&'a Path>, command: &'a str) -> CommandSpec<'a> {
+        CommandSpec {
+            workspace: Path::new("/data/sandboxes/t.1"),
+            bridge_socket: bridge,
+            cwd: "/workspace",
+            env: &[("FOO", "bar")],
+            command,
+        }
+    }
+
+    fn options(bridge: Option<&Path>) -> Vec<String> {
+        let sandbox = SandboxArgs::new(false, Path::new("/etc"), &LocalLimits::default(), false);
+        let data = sandbox.command_options(&spec(bridge, "echo hi")).unwrap_or_default();
+        let text = String::from_utf8(data).unwrap_or_default();
+        text.strip_suffix('\0')
+            .unwrap_or_default()
+            .split('\0')
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn launcher(network: bool) -> Vec<String> {
+        let sandbox = SandboxArgs::new(network, Path::new("/etc"), &LocalLimits::default(), false);
         sandbox
-            .for_command(&CommandSpec {
-                workspace: Path::new("/data/sandboxes/t.1"),
-                bridge_socket: bridge,
-                cwd: "/workspace",
-                env: &[("FOO", "bar")],
-                command: "echo hi",
-            })
+            .launcher_argv()
             .into_iter()
             .map(|arg| arg.to_string_lossy().into_owned())
             .collect()
@@ -187,27 +253,53 @@ mod tests {
 
     #[test]
     fn shares_the_network_only_when_switched_on() {
-        assert!(!args_for(false, None).contains(&"--share-net".to_owned()));
-        assert!(args_for(true, None).contains(&"--share-net".to_owned()));
+        assert!(!launcher(false).contains(&"--share-net".to_owned()));
+        assert!(launcher(true).contains(&"--share-net".to_owned()));
     }
 
     #[test]
-    fn ends_with_the_limits_and_the_shell() {
-        let args = args_for(false, None);
-        let tail: Vec<&str> = args.iter().rev().take(4).rev().map(String::as_str).collect();
-        assert_eq!(tail, ["--", "/bin/bash", "-c", "echo hi"]);
-        assert!(args.iter().any(|arg| arg == "/usr/bin/prlimit"));
-        let clearenv = args.iter().position(|arg| arg == "--clearenv");
-        let foo = args.iter().position(|arg| arg == "FOO");
+    fn the_launcher_is_sandboxed_before_it_reads_the_command() {
+        let argv = launcher(false);
+        let args_at = argv.iter().position(|arg| arg == "--args");
+        for option in ["--unshare-all", "--cap-drop", "--die-with-parent", "--disable-userns"] {
+            assert!(argv.iter().position(|arg| arg == option) < args_at, "{option}");
+        }
+        let tail: Vec<&str> = argv.iter().rev().take(3).rev().map(String::as_str).collect();
+        assert_eq!(tail, ["/bin/sh", "-c", TRAMPOLINE]);
+        assert!(argv.iter().any(|arg| arg == "/usr/bin/prlimit"));
+    }
+
+    #[test]
+    fn a_commands_options_carry_workspace_environment_and_command() {
+        let options = options(None);
+        assert_eq!(options[..3], ["--bind", "/data/sandboxes/t.1", "/workspace"]);
+        let clearenv = options.iter().position(|arg| arg == "--clearenv");
+        let foo = options.iter().position(|arg| arg == "FOO");
         assert!(clearenv < foo, "the request's variables come after --clearenv");
+        assert_eq!(options[options.len() - 3..], ["--setenv", COMMAND_VARIABLE, "echo hi"]);
+    }
+
+    #[test]
+    fn refuses_a_command_longer_than_the_kernel_takes() {
+        let sandbox = SandboxArgs::new(false, Path::new("/etc"), &LocalLimits::default(), false);
+        let longest = "x".repeat(MAX_COMMAND_BYTES);
+        assert!(sandbox.command_options(&spec(None, &longest)).is_ok());
+        let too_long = "x".repeat(MAX_COMMAND_BYTES + 1);
+        assert!(sandbox.command_options(&spec(None, &too_long)).is_err());
+    }
+
+    #[test]
+    fn refuses_a_nul_that_would_split_into_options() {
+        let sandbox = SandboxArgs::new(false, Path::new("/etc"), &LocalLimits::default(), false);
+        assert!(sandbox.command_options(&spec(None, "x\0--bind\0/\0/host")).is_err());
     }
 
     #[test]
     fn binds_the_bridge_socket_file_only_when_given() {
-        assert!(!args_for(false, None).contains(&BRIDGE_SOCKET.to_owned()));
-        let args = args_for(false, Some(Path::new("/run/tf/turn.sock")));
-        let at = args.iter().position(|arg| arg == "/run/tf/turn.sock");
-        assert!(at.is_some_and(|at| args[at - 1] == "--bind" && args[at + 1] == BRIDGE_SOCKET));
+        assert!(!options(None).contains(&BRIDGE_SOCKET.to_owned()));
+        let options = options(Some(Path::new("/run/tf/turn.sock")));
+        let at = options.iter().position(|arg| arg == "/run/tf/turn.sock");
+        assert!(at.is_some_and(|at| options[at - 1] == "--bind" && options[at + 1] == BRIDGE_SOCKET));
     }
 
     #[test]

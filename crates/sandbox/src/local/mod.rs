@@ -13,8 +13,10 @@ mod bwrap;
 mod cgroup;
 mod etc;
 mod files;
+mod launcher;
 mod limits;
 mod output;
+mod probe;
 mod process;
 mod raw_id;
 mod run;
@@ -23,7 +25,7 @@ use std::collections::BTreeMap;
 use std::fs::DirBuilder;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -34,11 +36,14 @@ use tokio_util::sync::CancellationToken;
 use crate::{Download, ExecOutput, ExecRequest, FileStat, SandboxError, SandboxLayout, SandboxOwner, SandboxProvider};
 use bwrap::{BRIDGE_SOCKET, BWRAP, CommandSpec, SandboxArgs, WORKSPACE, resolve_cwd};
 use cgroup::Cgroups;
+use etc::EtcSnapshot;
 use files::Workspace;
+use launcher::Launcher;
 use raw_id::{check_raw_id, new_raw_id};
 
 pub use cgroup::CgroupVersion;
 pub use limits::LocalLimits;
+pub use probe::LocalProbe;
 
 /// The directories every sandbox starts with (under the workspace).
 const UPLOADS: &str = "uploads";
@@ -84,18 +89,6 @@ impl std::fmt::Display for LimitEnforcement {
     }
 }
 
-/// What [`LocalProvider::probe`] found: the local sandbox works here.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocalProbe {
-    /// `bubblewrap 0.8.0`.
-    pub bwrap_version: String,
-    /// Where commands find Python (`/usr/bin/python3`).
-    pub python3: String,
-    pub processes: LimitEnforcement,
-    pub memory: LimitEnforcement,
-    pub network: bool,
-}
-
 /// Sandboxes on this machine under bubblewrap.
 pub struct LocalProvider {
     root: PathBuf,
@@ -103,7 +96,10 @@ pub struct LocalProvider {
     layout: SandboxLayout,
     instructions: String,
     args: SandboxArgs,
-    cgroups: Cgroups,
+    cgroups: Arc<Cgroups>,
+    launcher: Arc<Launcher>,
+    /// Shown as `/etc`; removed with the provider.
+    _etc: EtcSnapshot,
 }
 
 impl std::fmt::Debug for LocalProvider {
@@ -117,7 +113,7 @@ impl std::fmt::Debug for LocalProvider {
 }
 
 impl LocalProvider {
-    /// Sets the provider up: the root directory, the generated `/etc` files, the cgroups. Runs nothing;
+    /// Sets the provider up: the root directory, the sandbox's `/etc`, the cgroups. Runs nothing;
     /// [`Self::probe`] checks that a sandbox actually starts.
     pub fn new(config: LocalConfig) -> Result<Self, SandboxError> {
         let LocalConfig { root, network, limits } = config;
@@ -132,7 +128,7 @@ impl LocalProvider {
             .create(&root)
             .map_err(|error| SandboxError::Unavailable(format!("cannot make {}: {error}", root.display())))?;
         let root_user = rustix::process::geteuid().is_root();
-        let cgroups = Cgroups::detect();
+        let cgroups = Arc::new(Cgroups::detect());
         if root_user && cgroups.holds_processes().is_none() {
             return Err(SandboxError::Unavailable(
                 "the server runs as root, where the kernel does not limit processes per user, and cannot make \
@@ -142,10 +138,15 @@ impl LocalProvider {
                     .to_owned(),
             ));
         }
-        let etc = etc::prepare_etc(&root, network)?;
+        let etc = EtcSnapshot::build(&root, network)?;
         let address_space_limit = cgroups.holds_memory().is_none();
-        let args = SandboxArgs::new(network, &etc, &limits, address_space_limit);
+        let args = SandboxArgs::new(network, etc.path(), &limits, address_space_limit);
         let instructions = instructions(network, &limits);
+        let launcher = Arc::new(Launcher::new(
+            args.launcher_argv(),
+            Arc::clone(&cgroups),
+            limits.clone(),
+        ));
         Ok(Self {
             root,
             limits,
@@ -158,6 +159,8 @@ impl LocalProvider {
             instructions,
             args,
             cgroups,
+            launcher,
+            _etc: etc,
         })
     }
 
@@ -172,7 +175,7 @@ impl LocalProvider {
                 .enable_all()
                 .build()
                 .map_err(|error| format!("cannot start the probe's runtime: {error}"))?;
-            runtime.block_on(probe(config))
+            runtime.block_on(probe::probe(config))
         })
         .join()
         .unwrap_or_else(|_| Err("the sandbox probe panicked".to_owned()))
@@ -237,28 +240,15 @@ impl LocalProvider {
                 cancelled: true,
             });
         }
-        let bwrap_args = self.args.for_command(&CommandSpec {
+        let options = self.args.command_options(&CommandSpec {
             workspace,
             bridge_socket: request.bridge_socket.as_deref(),
             cwd: &cwd,
             env: &env,
             command: &request.command,
-        });
-        let cgroup = if self.cgroups.is_empty() {
-            None
-        } else {
-            Some(self.cgroups.create_exec(&self.limits)?)
-        };
-        run::run(
-            run::Launch {
-                bwrap_args,
-                cgroup,
-                timeout: request.timeout,
-                output_limit: request.output_limit,
-            },
-            cancel,
-        )
-        .await
+        })?;
+        let launched = self.launcher.start(&options).await?;
+        run::run(launched, request.timeout, request.output_limit, cancel).await
     }
 }
 
@@ -385,57 +375,4 @@ fn instructions(network: bool, limits: &LocalLimits) -> String {
         limits.max_processes,
         limits.max_file_bytes >> 20,
     )
-}
-
-/// The probe itself, on its own runtime.
-async fn probe(config: LocalConfig) -> Result<LocalProbe, String> {
-    let network = config.network;
-    let provider = LocalProvider::new(config).map_err(|error| match error {
-        SandboxError::Unavailable(reason) => reason,
-        error => error.to_string(),
-    })?;
-    let bwrap_version = tokio::process::Command::new(BWRAP)
-        .arg("--version")
-        .env_clear()
-        .output()
-        .await
-        .map_err(|error| format!("cannot run {BWRAP}: {error}"))?;
-    let bwrap_version = String::from_utf8_lossy(&bwrap_version.stdout).trim().to_owned();
-    // A workspace of its own, named with a leading dot so no raw id can ever name it.
-    let workspace = provider.root.join(format!(".probe-{}", ulid::Ulid::new()));
-    DirBuilder::new()
-        .mode(0o700)
-        .create(&workspace)
-        .map_err(|error| format!("cannot make {}: {error}", workspace.display()))?;
-    let request = ExecRequest {
-        command: "command -v python3 || exit 3".to_owned(),
-        cwd: None,
-        env: BTreeMap::new(),
-        timeout: Duration::from_secs(20),
-        output_limit: 4096,
-        bridge_socket: None,
-    };
-    let result = provider.run_in(&workspace, request, &CancellationToken::new()).await;
-    let _ = std::fs::remove_dir_all(&workspace);
-    let output = result.map_err(|error| format!("cannot start a sandbox: {error}"))?;
-    match output.exit_code {
-        Some(0) => Ok(LocalProbe {
-            bwrap_version,
-            python3: output.output.trim().to_owned(),
-            processes: provider.process_limit(),
-            memory: provider.memory_limit(),
-            network,
-        }),
-        Some(3) => Err(
-            "python3 is not installed where sandboxed commands can run it (/usr/bin): install the python3 package"
-                .to_owned(),
-        ),
-        _ if output.timed_out => Err("starting a sandbox took longer than 20 seconds".to_owned()),
-        code => Err(format!(
-            "bubblewrap cannot start a sandbox with the flags TrueForge uses (exit code {code:?}): {}. Unprivileged \
-             user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone or \
-             user.max_user_namespaces), or a seccomp or AppArmor policy forbids them",
-            output.output.trim()
-        )),
-    }
 }

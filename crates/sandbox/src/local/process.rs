@@ -2,10 +2,10 @@
 //! signal never reaches a process that merely reused the pid.
 
 use std::fs;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::Duration;
 
-use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
+use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, pidfd_open, pidfd_send_signal, waitid};
 
 /// How often an exit is looked for; a killed sandbox is gone within a few milliseconds.
 const EXIT_POLL: Duration = Duration::from_millis(2);
@@ -34,7 +34,7 @@ impl ProcessHandle {
 
     /// Waits until the process has exited, at most `within`; whether it did. For a pid namespace's init,
     /// the exit comes after the kernel has killed and reaped every other process in the namespace.
-    pub(super) async fn exited(self, within: Duration) -> bool {
+    pub(super) async fn exited(&self, within: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + within;
         while !self.has_exited() {
             if tokio::time::Instant::now() >= deadline {
@@ -43,6 +43,16 @@ impl ProcessHandle {
             tokio::time::sleep(EXIT_POLL).await;
         }
         true
+    }
+
+    /// Reaps the process when it has become our child: bubblewrap exits before its sandbox's init, which the
+    /// kernel then hands to the nearest subreaper or to pid 1, and the server may be either (a container's
+    /// entrypoint). Nobody else would reap it, and zombies would pile up. Not our child: nothing happens.
+    pub(super) fn reap_if_adopted(&self) {
+        let _ = waitid(
+            WaitId::PidFd(self.pidfd.as_fd()),
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
+        );
     }
 
     /// Dead: a zombie, or reaped (the pidfd then shows no pid). A pid that was reaped and reused meanwhile

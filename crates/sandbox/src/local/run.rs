@@ -1,48 +1,36 @@
-//! Running one sandboxed command: spawn bubblewrap (inside the command's cgroup when there is one), collect
-//! its output, and on timeout, cancel or an output without end kill the whole sandbox and wait until
-//! nothing of it is left.
+//! Running one started command: collect its output, and on timeout, cancel or an output without end kill
+//! the whole sandbox and wait until nothing of it is left.
 //!
 //! Killing: bubblewrap's child is the init of the sandbox's pid namespace; when it dies the kernel kills
 //! every process in the namespace (daemons that double-forked, processes ignoring SIGTERM) before its exit
 //! completes. We SIGKILL that init through a pidfd (and bubblewrap itself, whose `--die-with-parent` would
-//! do the same) and wait for the init's exit on the pidfd: when `exec` returns, the tree is gone.
+//! do the same) and wait for the init's exit: when `exec` returns, the tree is gone. A command that ends on
+//! its own is waited for the same way: bubblewrap reports the exit status as soon as the command ends, while
+//! its init may still be killing what the command left behind.
 
-use std::ffi::OsString;
 use std::io;
 use std::os::fd::OwnedFd;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio_util::sync::CancellationToken;
 
-use super::bwrap::BWRAP;
-use super::cgroup::ExecCgroup;
+use super::launcher::Launched;
 use super::output::{OutputCapture, output_ceiling};
 use super::process::{ProcessHandle, children_of};
 use crate::{ExecOutput, SandboxError};
 
-/// In cgroup mode the launcher is this shell: it waits for a line on stdin (sent once the server has moved
-/// it into the command's cgroup), then becomes bubblewrap, so nothing of the sandbox ever runs outside the
-/// cgroup. `$0` is bubblewrap, `$@` its arguments.
-const JOIN_THEN_EXEC: &str = r#"read -r joined && exec "$0" "$@""#;
-const LAUNCHER_SHELL: &str = "/bin/sh";
-
 /// How long the kernel gets to tear a killed sandbox down before we stop waiting (it takes milliseconds).
 const TEARDOWN_WITHIN: Duration = Duration::from_secs(5);
+/// How long bubblewrap may take to start the sandbox's init (it takes a few milliseconds).
+const INIT_WITHIN: Duration = Duration::from_secs(5);
+const INIT_POLL: Duration = Duration::from_millis(1);
 /// How long output still arriving after a kill is read.
 const DRAIN_WITHIN: Duration = Duration::from_millis(200);
 const READ_CHUNK: usize = 64 * 1024;
-
-/// A command ready to start.
-pub(super) struct Launch {
-    pub bwrap_args: Vec<OsString>,
-    pub cgroup: Option<ExecCgroup>,
-    pub timeout: Duration,
-    pub output_limit: usize,
-}
 
 enum Ending {
     Exited(ExitStatus),
@@ -57,64 +45,31 @@ enum Reading {
     Ceiling,
 }
 
-pub(super) async fn run(launch: Launch, cancel: &CancellationToken) -> Result<ExecOutput, SandboxError> {
-    let Launch {
-        bwrap_args,
+/// Collects the output of a started command until it ends, is cancelled, runs out of time or writes past
+/// the output ceiling.
+pub(super) async fn run(
+    launched: Launched,
+    timeout: Duration,
+    output_limit: usize,
+    cancel: &CancellationToken,
+) -> Result<ExecOutput, SandboxError> {
+    let Launched {
+        mut child,
+        output,
         cgroup,
-        timeout,
-        output_limit,
-    } = launch;
-    // One pipe for stdout and stderr: the output arrives in the order it was written.
-    let (reader, writer) = io::pipe().map_err(|error| failure("cannot make the output pipe", &error))?;
-    let stderr = writer
-        .try_clone()
-        .map_err(|error| failure("cannot make the output pipe", &error))?;
-    let mut command = match cgroup {
-        Some(_) => {
-            let mut command = Command::new(LAUNCHER_SHELL);
-            command.arg("-c").arg(JOIN_THEN_EXEC).arg(BWRAP).args(&bwrap_args);
-            command.stdin(Stdio::piped());
-            command
-        }
-        None => {
-            let mut command = Command::new(BWRAP);
-            command.args(&bwrap_args).stdin(Stdio::null());
-            command
-        }
-    };
-    command
-        .stdout(writer)
-        .stderr(stderr)
-        // bubblewrap clears the command's environment; the launcher gets none of the server's either.
-        .env_clear()
-        // Its own process group: a Ctrl-C at the server's terminal is the server's to handle, not the sandbox's.
-        .process_group(0)
-        // A caller that drops the future still kills the sandbox (bubblewrap's death takes the namespace).
-        .kill_on_drop(true);
-    let mut child = command.spawn().map_err(|error| {
-        if error.kind() == io::ErrorKind::NotFound {
-            SandboxError::Unavailable(format!("cannot start {BWRAP} or {LAUNCHER_SHELL}: {error}"))
-        } else {
-            failure("cannot start bubblewrap", &error)
-        }
-    })?;
-    // Our copies of the pipe's writing end go with the command, so the pipe ends when the sandbox does.
-    drop(command);
+    } = launched;
     let pid = child.id().unwrap_or_default();
-
-    if let Some(cgroup) = &cgroup
-        && let Err(error) = join_cgroup(&mut child, cgroup, pid).await
-    {
-        let _ = child.start_kill();
-        let _ = child.wait().await;
-        return Err(error);
-    }
-
-    let mut output = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
+    let mut output = pipe::Receiver::from_owned_fd(OwnedFd::from(output))
         .map_err(|error| failure("cannot read the output pipe", &error))?;
     let mut capture = OutputCapture::new(output_limit);
     let ceiling = output_ceiling(output_limit);
 
+    // Held from the start: once bubblewrap exits, its init can no longer be found.
+    let init = tokio::select! {
+        init = sandbox_init(pid) => init,
+        () = cancel.cancelled() => None,
+        () = tokio::time::sleep(timeout) => None,
+    };
     let ending = tokio::select! {
         biased;
         () = cancel.cancelled() => Ending::Cancelled,
@@ -122,21 +77,26 @@ pub(super) async fn run(launch: Launch, cancel: &CancellationToken) -> Result<Ex
         ending = run_to_end(&mut child, &mut output, &mut capture, ceiling) => ending,
     };
     let exit_code = match &ending {
-        Ending::Exited(status) => status.code(),
+        Ending::Exited(status) => {
+            if let Some(init) = init {
+                wait_for_teardown(init, pid).await;
+            }
+            status.code()
+        }
         Ending::OutputCeiling | Ending::WaitFailed(_) => {
-            kill_sandbox(&mut child, pid).await;
+            kill_sandbox(&mut child, init, pid).await;
             None
         }
         Ending::TimedOut | Ending::Cancelled => {
-            kill_sandbox(&mut child, pid).await;
+            kill_sandbox(&mut child, init, pid).await;
             // What the command wrote before it was killed is still in the pipe.
             let _ = tokio::time::timeout(DRAIN_WITHIN, read_to_end(&mut output, &mut capture, ceiling)).await;
             None
         }
     };
-    if let Some(cgroup) = cgroup {
-        cgroup.remove().await;
-    }
+    // Nothing of the sandbox is left (bubblewrap's init exited, or was killed and waited for): its cgroups
+    // are removed in the background, since removing one waits for an RCU grace period (milliseconds).
+    drop(cgroup);
     if let Ending::WaitFailed(error) = ending {
         return Err(failure("cannot wait for bubblewrap", &error));
     }
@@ -154,21 +114,6 @@ pub(super) async fn run(launch: Launch, cancel: &CancellationToken) -> Result<Ex
         timed_out: matches!(ending, Ending::TimedOut),
         cancelled: matches!(ending, Ending::Cancelled),
     })
-}
-
-/// Moves the launcher into the command's cgroup, then lets it become bubblewrap.
-async fn join_cgroup(child: &mut Child, cgroup: &ExecCgroup, pid: u32) -> Result<(), SandboxError> {
-    cgroup.join(pid)?;
-    let mut stdin = child
-        .stdin
-        .take()
-        .ok_or_else(|| SandboxError::Provider("the launcher has no stdin".to_owned()))?;
-    stdin
-        .write_all(b"\n")
-        .await
-        .map_err(|error| failure("cannot start the command in its cgroup", &error))?;
-    // Dropping stdin closes it: the command reads end-of-file there, as from /dev/null.
-    Ok(())
 }
 
 async fn run_to_end(
@@ -204,24 +149,51 @@ async fn read_to_end(output: &mut pipe::Receiver, capture: &mut OutputCapture, c
     }
 }
 
-/// Kills the sandbox of bubblewrap `pid` and returns when all of it is gone (or the kernel took
-/// [`TEARDOWN_WITHIN`], which it never should).
-async fn kill_sandbox(child: &mut Child, pid: u32) {
-    // Found while bubblewrap still lives: afterwards the init is no longer its child.
-    let init = children_of(pid)
-        .first()
-        .copied()
-        .and_then(|init| ProcessHandle::open_confirmed(init, || children_of(pid).contains(&init)));
+/// The init of bubblewrap `pid`'s sandbox, once bubblewrap has started it; `None` when bubblewrap ends (or
+/// takes [`INIT_WITHIN`]) without one.
+async fn sandbox_init(pid: u32) -> Option<ProcessHandle> {
+    let deadline = tokio::time::Instant::now() + INIT_WITHIN;
+    loop {
+        if let Some(&init) = children_of(pid).first() {
+            return ProcessHandle::open_confirmed(init, || children_of(pid).contains(&init));
+        }
+        if !is_running(pid) || tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(INIT_POLL).await;
+    }
+}
+
+/// Kills the sandbox of bubblewrap `pid` and returns when all of it is gone.
+async fn kill_sandbox(child: &mut Child, init: Option<ProcessHandle>, pid: u32) {
     if let Some(init) = &init {
         init.kill();
     }
     let _ = child.start_kill();
     let _ = child.wait().await;
-    if let Some(init) = init
-        && !init.exited(TEARDOWN_WITHIN).await
-    {
-        tracing::warn!(pid, "a killed sandbox's init did not exit in time");
+    if let Some(init) = init {
+        wait_for_teardown(init, pid).await;
     }
+}
+
+/// Returns once the sandbox's init has exited, which the kernel lets it do only after every other process
+/// of the namespace is gone (or after [`TEARDOWN_WITHIN`], which it never takes).
+async fn wait_for_teardown(init: ProcessHandle, pid: u32) {
+    if init.exited(TEARDOWN_WITHIN).await {
+        init.reap_if_adopted();
+    } else {
+        tracing::warn!(pid, "a sandbox's init did not exit in time");
+    }
+}
+
+/// Whether `pid` (our child, not reaped before we wait for it) still runs.
+fn is_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next());
+        !matches!(state, Some("Z" | "X") | None)
+    })
 }
 
 fn failure(what: &str, error: &io::Error) -> SandboxError {
