@@ -164,7 +164,8 @@ run_sdk_typescript() (
   set -euo pipefail
   command -v npm >/dev/null 2>&1 || { echo "test.sh: npm is needed for the TypeScript SDK's tests" >&2; return 1; }
   ensure_chromium
-  cargo build --quiet --release -p trueforge --bin trueforge -p trueforge-testkit --bin fake-llm
+  cargo build --quiet --release -p trueforge --bin trueforge -p trueforge-testkit --bin fake-llm --bin oauth-mcp \
+    --bin fake-daytona
   local target_dir
   target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
   cd sdk/typescript
@@ -207,7 +208,7 @@ run_ui() (
   npm run --silent lint
   echo "test.sh: the web UI's browser tests against $target_dir/release/trueforge" >&2
   TRUEFORGE_BIN="$target_dir/release/trueforge" FAKE_LLM_BIN="$target_dir/release/fake-llm" \
-    OAUTH_MCP_BIN="$target_dir/release/oauth-mcp" npm test
+    OAUTH_MCP_BIN="$target_dir/release/oauth-mcp" FAKE_DAYTONA_BIN="$target_dir/release/fake-daytona" npm test
 )
 
 case "${1:-}" in

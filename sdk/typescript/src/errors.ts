@@ -60,3 +60,48 @@ export class TrueForgeAbortError extends TrueForgeError {}
  * in an SSE frame, an SSE `id` that is not a sequence number.
  */
 export class TrueForgeProtocolError extends TrueForgeError {}
+
+/** Why a file was refused (see {@link TrueForgeFileError}). */
+export type FileErrorCode =
+  /** The name is not a plain file name: empty, `.` or `..`, with `/`, `\` or a control character, over 255 bytes. */
+  | "invalid_name"
+  /** The media type is not `type/subtype` (with optional `;name=value` parameters). */
+  | "invalid_media_type"
+  /** A part built by hand whose `data` is not a base64 `data:` URI. */
+  | "invalid_data"
+  /** The file goes into a sandbox (not an image or a PDF) and the agent or the server has none. */
+  | "sandbox_required"
+  /** One file is over the limit: `max_sandbox_file_bytes` for an upload, `maxBytes` for a download. */
+  | "file_too_large"
+  /** The request that carries the parts would be over the server's `max_request_body_bytes`. */
+  | "request_too_large";
+
+/**
+ * A file was refused by the SDK before (or, for a download, while) it was sent: a bad name, a file that
+ * needs a sandbox the agent does not have, a size over one of the server's limits. Thrown before any
+ * request, so nothing was uploaded.
+ */
+export class TrueForgeFileError extends TrueForgeError {
+  readonly code: FileErrorCode;
+  /** The file's name (an upload) or its path in the sandbox (a download); absent for a whole request. */
+  readonly file: string | undefined;
+  /**
+   * The size refused, in bytes: the file's, or the request body's as it would be sent. For a download
+   * stopped past its limit, the bytes received by then (so at least `limit + 1`).
+   */
+  readonly size: number | undefined;
+  /** The limit `size` is over, in bytes. */
+  readonly limit: number | undefined;
+
+  constructor(
+    code: FileErrorCode,
+    message: string,
+    details: { readonly file?: string | undefined; readonly size?: number; readonly limit?: number } = {},
+  ) {
+    super(message);
+    this.code = code;
+    this.file = details.file;
+    this.size = details.size;
+    this.limit = details.limit;
+  }
+}

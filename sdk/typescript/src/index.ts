@@ -38,11 +38,42 @@ export type {
   CreateTurnOptions,
   ListTurnEventsQuery,
   ListTurnsQuery,
+  ReadSandboxFileOptions,
   RespondOptions,
   TurnBody,
   TurnCalls,
 } from "./resources/turns.js";
 export * from "./resources/types.js";
+export {
+  DEFAULT_MAX_DOWNLOAD_BYTES,
+  isSandboxPath,
+  parseSandboxArtifacts,
+  readLimitedBody,
+  SANDBOX_ARTIFACTS_FENCE,
+  type SandboxArtifact,
+  type SandboxFileContent,
+} from "./sandbox/artifacts.js";
+export {
+  EXEC_TOOL,
+  type ExecArguments,
+  type ExecCall,
+  type ExecResult,
+  execCallsIn,
+  execCallsOf,
+  parseExecResult,
+} from "./sandbox/exec.js";
+export {
+  checkFileParts,
+  DEFAULT_MEDIA_TYPE,
+  type FileCheckOptions,
+  type FileData,
+  type FilePartOptions,
+  filePart,
+  isPlainFileName,
+  isSandboxFile,
+  MAX_FILE_NAME_BYTES,
+  type ServerLimits,
+} from "./sandbox/files.js";
 export { type SseEvent, SseParser } from "./sse.js";
 export {
   type CreateTurnBody,

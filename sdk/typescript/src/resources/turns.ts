@@ -7,6 +7,14 @@ import type { operations } from "../generated/schema.js";
 import { type HttpClient, type RequestOptions, randomId } from "../http.js";
 import { type TurnOutcome, type WaitOptions, waitForTurn } from "../poll.js";
 import {
+  baseName,
+  DEFAULT_MAX_DOWNLOAD_BYTES,
+  dispositionFileName,
+  readLimitedBody,
+  type SandboxArtifact,
+  type SandboxFileContent,
+} from "../sandbox/artifacts.js";
+import {
   type CreateTurnRequest,
   type Page,
   paginate,
@@ -33,6 +41,14 @@ export interface CreateTurnOptions extends RequestOptions {
 export interface RespondOptions extends CreateTurnOptions {
   /** The turn the answers continue; by default the batch's turn, else the session's latest. */
   readonly previousTurnId?: string | undefined;
+}
+
+export interface ReadSandboxFileOptions extends RequestOptions {
+  /**
+   * The most bytes read (default {@link DEFAULT_MAX_DOWNLOAD_BYTES}, 20 MiB): a larger file throws
+   * `TrueForgeFileError` (`file_too_large`) as soon as its size is known, without reading the rest.
+   */
+  readonly maxBytes?: number | undefined;
 }
 
 export class TurnCalls {
@@ -128,6 +144,27 @@ export class TurnCalls {
       path: { session_id: sessionId, turn_id: turnId },
       query: { path },
     });
+  }
+
+  /**
+   * Downloads a file from the sandbox a turn used into bytes, reading at most `maxBytes` (the body is
+   * streamed and cancelled past the limit). `file` is a path or an artifact of `parseSandboxArtifacts`.
+   * Errors of the server throw `TrueForgeApiError` as for `downloadSandboxFile`: 400 a bad path or a
+   * directory, 404 no such file (or turn), 410 the sandbox is gone, 412 the turn had no sandbox, 413 over the
+   * server's `max_sandbox_file_bytes`, 424 the sandbox provider failed.
+   */
+  async readSandboxFile(
+    sessionId: string,
+    turnId: string,
+    file: string | SandboxArtifact,
+    options: ReadSandboxFileOptions = {},
+  ): Promise<SandboxFileContent> {
+    const { maxBytes = DEFAULT_MAX_DOWNLOAD_BYTES, ...rest } = options;
+    const path = typeof file === "string" ? file : file.path;
+    const response = await this.downloadSandboxFile(sessionId, turnId, path, rest);
+    const bytes = await readLimitedBody(response, maxBytes, path, rest.signal);
+    const name = dispositionFileName(response.headers.get("content-disposition")) ?? baseName(path);
+    return { path, name, bytes };
   }
 
   /** Polls a turn until it ends: `done`, `requires_action`, `failed` or `cancelled`. */

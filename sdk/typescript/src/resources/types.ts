@@ -46,6 +46,10 @@ export type TurnInputItem = Schemas["TurnInputItem"];
 export type TurnMetrics = Schemas["TurnMetrics"];
 export type TurnState = Schemas["TurnState"];
 export type UpdateSessionRequest = Schemas["UpdateSessionRequest"];
+/** One part of a `user.message`'s content: text, or a file as a `data:` URI. */
+export type UserMessageContentItem = Schemas["UserMessageContentItem"];
+/** A file part of a `user.message`: `{type: "file", name, data: "data:<media type>;base64,<bytes>"}`. */
+export type FileContentPart = Extract<UserMessageContentItem, { type: "file" }>;
 export type UserToolApprovalEvent = Schemas["UserToolApprovalEvent"];
 export type UserToolResponseEvent = Schemas["UserToolResponseEvent"];
 

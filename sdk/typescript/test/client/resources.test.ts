@@ -4,11 +4,14 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { TrueForgeApiError } from "../../src/index.js";
+import { freePort } from "../support/server.js";
 import { draftsAgent, FAKE_MODEL, type Harness, harness, MCP_FIXTURE, say } from "./helpers.js";
 
 let h: Harness;
 before(async () => {
-  h = await harness();
+  // Daytona at a port nothing listens on: a remote provider's key cannot be checked, whatever the network
+  // (the fake Daytona's answers are in sandbox-provider.test.ts).
+  h = await harness({ DAYTONA_API_URL: `http://127.0.0.1:${await freePort()}/api` });
 });
 after(() => h.stop());
 
@@ -145,19 +148,24 @@ describe("settings", () => {
     await refused(h.tf.settings.sandboxProvider.delete(), 404);
   });
 
-  test("sandbox provider: none configured (404), a remote one refused (422)", async () => {
+  test("sandbox provider: none configured (404), a Daytona that does not answer (502, nothing saved)", async () => {
     await refused(h.tf.settings.sandboxProvider.get(), 404);
-    await refused(
-      h.tf.settings.sandboxProvider.put({
-        type: "daytona",
-        auth: { api_key: "key" },
-        exec_timeout_ms: 1000,
-        auto_stop_interval_in_minutes: 15,
-        auto_archive_interval_in_minutes: 60,
-        auto_delete_interval_in_minutes: 120,
-      }),
-      422,
+    const error = await refused(
+      h.tf.settings.sandboxProvider.put(
+        {
+          type: "daytona",
+          auth: { api_key: "key" },
+          exec_timeout_ms: 1000,
+          auto_stop_interval_in_minutes: 15,
+          auto_archive_interval_in_minutes: 60,
+          auto_delete_interval_in_minutes: 120,
+        },
+        { maxRetries: 0 }, // a 502 is retried by default
+      ),
+      502,
     );
+    assert.match(error.error?.message ?? "", /Daytona did not answer/);
+    await refused(h.tf.settings.sandboxProvider.get(), 404);
   });
 });
 
