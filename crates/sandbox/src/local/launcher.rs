@@ -168,6 +168,26 @@ impl Launcher {
     }
 }
 
+impl Drop for Launcher {
+    /// Kills and reaps the ready launchers before their cgroups go: a killed process that is not reaped yet
+    /// still counts as a member of a v1 group, which then cannot be removed. Blocks for the moment a killed
+    /// process takes to exit (the provider is going away).
+    fn drop(&mut self) {
+        let spares = self.spares.get_mut().map(std::mem::take).unwrap_or_default();
+        for mut ready in spares {
+            let child = &mut ready.launched.child;
+            let _ = child.start_kill();
+            let deadline = std::time::Instant::now() + REAP_WITHIN;
+            while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+    }
+}
+
+/// How long dropping the launcher waits for a killed spare to exit.
+const REAP_WITHIN: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// A refill under way; when it ends (or its task is dropped with a runtime shutting down), the next may start.
 struct Refill(Arc<Launcher>);
 

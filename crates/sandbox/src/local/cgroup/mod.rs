@@ -71,6 +71,8 @@ const EMPTY_WITHIN: Duration = Duration::from_secs(2);
 const POLL_INTERVAL: Duration = Duration::from_millis(5);
 /// The same without a runtime, where waiting blocks a thread.
 const SYNC_EMPTY_WITHIN: Duration = Duration::from_millis(100);
+/// How long a provider going away waits for its parent groups to accept removal.
+const PARENT_REMOVAL_WITHIN: Duration = Duration::from_millis(200);
 
 impl Cgroups {
     /// Finds where this process may make groups with `pids` and `memory` and makes the provider's parent
@@ -128,6 +130,14 @@ impl Drop for Cgroups {
     fn drop(&mut self) {
         for hierarchy in &self.hierarchies {
             remove_with_children(&hierarchy.parent);
+            // A v1 group whose child was just removed stays busy until the child goes offline, an RCU grace
+            // period later (measured: the memory parent stayed behind). Once per provider, so the wait
+            // blocks.
+            let deadline = std::time::Instant::now() + PARENT_REMOVAL_WITHIN;
+            while hierarchy.parent.exists() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+                let _ = fs::remove_dir(&hierarchy.parent);
+            }
         }
     }
 }
