@@ -13,6 +13,7 @@
 pub mod fake_daytona;
 pub mod fake_llm;
 pub mod oauth_mcp;
+mod serve;
 
 pub use fake_daytona::{FakeDaytona, FakeDaytonaOptions};
 pub use oauth_mcp::{OAuthMcpCounters, OAuthMcpOptions, OAuthMcpServer};

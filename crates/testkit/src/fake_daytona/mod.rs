@@ -150,27 +150,17 @@ impl FakeDaytona {
 
     /// Starts a fake on `addr` (port 0: a free port).
     pub async fn bind(addr: SocketAddr, options: FakeDaytonaOptions) -> Result<Self, FakeDaytonaError> {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|source| FakeDaytonaError::Bind { addr, source })?;
-        let addr = listener
-            .local_addr()
-            .map_err(|source| FakeDaytonaError::Bind { addr, source })?;
-        let state = Arc::new(State::new(format!("http://{addr}"), options));
-        let (stop, stopped) = oneshot::channel::<()>();
-        let app = router(state.clone());
-        tokio::spawn(async move {
-            // A dropped sender stops the server too.
-            let shutdown = async {
-                let _ = stopped.await;
-            };
-            // Serving only ends on shutdown or a listener failure, which leaves nothing to report to.
-            let _ = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
-        });
+        let served = crate::serve::serve(addr, |addr| {
+            let state = Arc::new(State::new(format!("http://{addr}"), options));
+            let app = router(state.clone());
+            (state, app)
+        })
+        .await
+        .map_err(|(addr, source)| FakeDaytonaError::Bind { addr, source })?;
         Ok(Self {
-            addr,
-            state,
-            stop: Some(stop),
+            addr: served.addr,
+            state: served.state,
+            stop: Some(served.stop),
         })
     }
 
