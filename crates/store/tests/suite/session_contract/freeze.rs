@@ -63,7 +63,7 @@ pub async fn freeze_cancels_persists_done_and_fences_writes(store: Store) {
     );
     let errors = turn_scoped_write_errors(&store, &key("turn-1")).await;
     // freeze itself succeeds on a terminal turn (a read); every other write is fenced.
-    assert_eq!(errors.len(), 8, "{errors:?}");
+    assert_eq!(errors.len(), 9, "{errors:?}");
     for (name, error) in errors {
         assert!(matches!(error, StoreError::TurnNotRunning { .. }), "{name}: {error:?}");
         assert!(error.is_conflict());

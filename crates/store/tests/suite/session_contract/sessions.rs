@@ -494,7 +494,7 @@ pub async fn delete_session_then_turn_writes_fail_not_found(store: Store) {
     seed_full_session(&store, TENANT, SESSION).await;
     store.delete_session(&TENANT.into(), &SESSION.into()).await.unwrap();
     let errors = turn_scoped_write_errors(&store, &key("turn-1")).await;
-    assert_eq!(errors.len(), 9, "every write must fail: {errors:?}");
+    assert_eq!(errors.len(), 10, "every write must fail: {errors:?}");
     for (name, error) in errors {
         assert!(matches!(error, StoreError::TurnNotFound { .. }), "{name}: {error:?}");
     }
@@ -503,7 +503,7 @@ pub async fn delete_session_then_turn_writes_fail_not_found(store: Store) {
 pub async fn missing_turn_writes_fail_not_found(store: Store) {
     seed_session(&store, TENANT, SESSION).await;
     let errors = turn_scoped_write_errors(&store, &key("nope")).await;
-    assert_eq!(errors.len(), 9, "every write must fail: {errors:?}");
+    assert_eq!(errors.len(), 10, "every write must fail: {errors:?}");
     for (name, error) in errors {
         assert!(matches!(error, StoreError::TurnNotFound { .. }), "{name}: {error:?}");
     }
