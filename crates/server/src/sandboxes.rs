@@ -129,6 +129,11 @@ impl HostSandboxes {
             .await
             .map_err(SandboxError::provider)?;
         Ok(match (record, &self.local) {
+            // Ready stays ready (as for turns); a provider not ready yet is asked again.
+            (Some(record), _) if record.status.status == SandboxBuildStatus::Ready => SandboxAvailability {
+                enabled: true,
+                reason: None,
+            },
             (Some(record), _) => {
                 let status = self.refresh_status(tenant, &record.manifest).await?;
                 SandboxAvailability {
