@@ -76,6 +76,13 @@ pub trait SandboxResolver: Send + Sync {
     fn skill_sources(&self) -> &SkillSources;
 }
 
+/// How far a turn's sandbox got.
+#[derive(Debug, Default)]
+struct Ready {
+    raw_id: Option<String>,
+    prepared: bool,
+}
+
 /// A turn's sandbox: made or reattached on first use (one `sandbox.created` when it is made), shared by
 /// every thread of the turn.
 pub struct TurnSandbox {
@@ -84,8 +91,9 @@ pub struct TurnSandbox {
     /// The sandbox the conversation used so far (the turn snapshot's), if any; set before first use.
     known: OnceLock<SandboxRef>,
     options: SandboxOptions,
-    /// The raw id once the sandbox is ready; held while making it, so concurrent first uses make one.
-    ready: Mutex<Option<String>>,
+    /// The sandbox once made or reattached, and whether it is prepared; held while making it, so concurrent
+    /// first uses make one.
+    ready: Mutex<Ready>,
     /// Where `sandbox.created` goes; attached when the turn starts running.
     journal: OnceLock<Arc<Journal>>,
     /// The agent's tools as code reaches them, when Code Mode is on for this turn.
@@ -111,7 +119,7 @@ impl TurnSandbox {
             owner,
             known: OnceLock::new(),
             options,
-            ready: Mutex::new(None),
+            ready: Mutex::new(Ready::default()),
             journal: OnceLock::new(),
             code_mode: OnceLock::new(),
             bridge: Mutex::new(None),
@@ -200,15 +208,22 @@ impl TurnSandbox {
         let _ = self.journal.set(journal);
     }
 
-    /// The raw id of the sandbox, made or reattached (and prepared) on first use.
+    /// The raw id of the sandbox, made or reattached (and prepared) on first use. A sandbox made but not
+    /// prepared (a skill failed to install) is kept: the next use prepares it again, it makes no other.
     pub async fn raw_id(&self) -> Result<String, AgentError> {
         let mut ready = self.ready.lock().await;
-        if let Some(raw_id) = ready.as_ref() {
-            return Ok(raw_id.clone());
+        let raw_id = match &ready.raw_id {
+            Some(raw_id) => raw_id.clone(),
+            None => {
+                let raw_id = self.reattach_or_create().await?;
+                ready.raw_id = Some(raw_id.clone());
+                raw_id
+            }
+        };
+        if !ready.prepared {
+            self.prepare(&raw_id).await?;
+            ready.prepared = true;
         }
-        let raw_id = self.reattach_or_create().await?;
-        self.prepare(&raw_id).await?;
-        *ready = Some(raw_id.clone());
         Ok(raw_id)
     }
 
@@ -240,12 +255,16 @@ impl TurnSandbox {
     /// Makes a new sandbox in place of `gone`, unless another caller already did.
     async fn remake(&self, gone: &str) -> Result<String, AgentError> {
         let mut ready = self.ready.lock().await;
-        if let Some(current) = ready.as_ref().filter(|current| current.as_str() != gone) {
+        if let Some(current) = ready.raw_id.as_ref().filter(|current| current.as_str() != gone) {
             return Ok(current.clone());
         }
         let raw_id = self.create().await?;
+        *ready = Ready {
+            raw_id: Some(raw_id.clone()),
+            prepared: false,
+        };
         self.prepare(&raw_id).await?;
-        *ready = Some(raw_id.clone());
+        ready.prepared = true;
         Ok(raw_id)
     }
 

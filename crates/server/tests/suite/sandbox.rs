@@ -398,8 +398,18 @@ async fn a_skill_from_a_local_repository_is_installed_advertised_and_read() {
         result["error"].as_str().unwrap().contains("\"v9\" not found"),
         "{result}"
     );
+    // Two commands in one turn with the failing skill: the sandbox made for the first is kept (its
+    // preparation is tried again), never a second one made.
+    let broken_again = sandbox_session(&server, json!({"skills": [{"name": "no-such-ref"}]})).await;
+    server.fake.push(exec_call("echo one"));
+    server.fake.push(exec_call("echo two"));
+    server.fake.push(ScriptedResponse::text("done"));
+    let frames = server.stream_turn(&broken_again, user("go")).await;
+    assert_eq!(exec_results(&frames).len(), 2, "{:?}", types(&frames));
+    let created = types(&frames).iter().filter(|kind| *kind == "sandbox.created").count();
+    assert_eq!(created, 1, "{:?}", types(&frames));
 
-    // A URL that is not a git repository is refused when configured? It is a valid file URL: the turn says why.
+    // A URL that is not a git repository: a valid file URL, so it is configured; the turn says why it fails.
     let empty = tempfile::tempdir().unwrap();
     configure_skill(
         &server,
