@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::{ask, body, events, has_end_marker, model, post, post_raw, settled_outcome, url};
 use serde_json::{Value, json};
-use trueforge_testkit::fake_llm::{Api, FakeLlm, Outcome, ScriptedError, ScriptedStream};
+use trueforge_testkit::fake_llm::{Api, FakeLlm, Outcome, RequestLog, ScriptedError, ScriptedStream};
 
 macro_rules! per_format {
     ($check:ident: $($name:ident => $api:expr),+ $(,)?) => {
@@ -208,6 +208,28 @@ async fn chat_and_anthropic_queues_per_format_come_before_the_shared_queue() {
     assert_eq!(chat_again.status, 503);
     assert!(rules.body.contains(trueforge_testkit::fake_llm::DEFAULT_TEXT));
     assert_eq!(server.pending(), 0);
+}
+
+#[tokio::test]
+async fn chat_log_without_bodies_keeps_the_rest_and_still_counts_retries() {
+    let server = FakeLlm::bind_with_log(
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        RequestLog::WithoutBodies,
+    )
+    .await
+    .unwrap();
+
+    let first = ask(&server, Api::Chat, "retry me #error=429*1").await;
+    let retried = ask(&server, Api::Chat, "retry me #error=429*1").await;
+
+    // The attempt count reads the body as received, so a retry is still recognised with no body kept.
+    assert_eq!((first.status, retried.status), (429, 200));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].path, "/v1/chat/completions");
+    assert_eq!(requests[0].outcome, Outcome::HttpError(429));
+    assert_eq!(requests[1].outcome, Outcome::Completed);
+    assert!(requests.iter().all(|request| request.body == Value::Null));
 }
 
 #[tokio::test]

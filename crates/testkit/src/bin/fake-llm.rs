@@ -1,4 +1,4 @@
-//! `fake-llm --port N [--script FILE]`: the fake model server as a process. It prints
+//! `fake-llm --port N [--script FILE] [--without-request-bodies]`: the fake model server as a process. It prints
 //! `fake-llm listening on http://127.0.0.1:PORT` once it accepts connections, then serves until killed.
 
 use std::io::Write;
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use trueforge_testkit::fake_llm::{FakeLlm, Script};
+use trueforge_testkit::fake_llm::{FakeLlm, RequestLog, Script};
 
 /// A fake model server speaking the OpenAI Responses, Chat Completions, Anthropic and Gemini wire formats.
 #[derive(Parser)]
@@ -19,6 +19,10 @@ struct Args {
     /// A JSON script of queued responses (format: see the crate's README).
     #[arg(long)]
     script: Option<PathBuf>,
+    /// Keep no request bodies in the request log (for load runs: a long run's bodies would grow the
+    /// process without bound).
+    #[arg(long)]
+    without_request_bodies: bool,
 }
 
 #[tokio::main]
@@ -31,7 +35,12 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let server = match FakeLlm::bind(SocketAddr::from(([127, 0, 0, 1], args.port))).await {
+    let log = if args.without_request_bodies {
+        RequestLog::WithoutBodies
+    } else {
+        RequestLog::Full
+    };
+    let server = match FakeLlm::bind_with_log(SocketAddr::from(([127, 0, 0, 1], args.port)), log).await {
         Ok(server) => server,
         Err(error) => {
             eprintln!("fake-llm: {error}");

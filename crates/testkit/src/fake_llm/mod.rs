@@ -93,7 +93,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use plan::FAKE_CREATED;
-pub use record::{Outcome, RecordedRequest};
+pub use record::{Outcome, RecordedRequest, RequestLog};
 pub use rules::DEFAULT_TEXT;
 pub use script::{
     Script, ScriptError, ScriptedError, ScriptedFinish, ScriptedResponse, ScriptedStream, ScriptedToolCall,
@@ -172,13 +172,18 @@ impl FakeLlm {
 
     /// Starts a server on `addr` (port 0: a free port).
     pub async fn bind(addr: SocketAddr) -> Result<Self, FakeLlmError> {
+        Self::bind_with_log(addr, RequestLog::Full).await
+    }
+
+    /// Starts a server on `addr` that keeps `log` of each request (load runs keep no bodies).
+    pub async fn bind_with_log(addr: SocketAddr, log: RequestLog) -> Result<Self, FakeLlmError> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| FakeLlmError::Bind { addr, source })?;
         let addr = listener
             .local_addr()
             .map_err(|source| FakeLlmError::Bind { addr, source })?;
-        let state = Arc::new(State::default());
+        let state = Arc::new(State::with_log(log));
         let (stop, stopped) = oneshot::channel::<()>();
         let app = server::router(state.clone());
         let task = tokio::spawn(async move {

@@ -56,9 +56,22 @@ pub enum Outcome {
     HttpError(u16),
 }
 
+/// How much of each request the server keeps for [`super::FakeLlm::requests`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RequestLog {
+    /// Everything, the parsed body included: what tests assert on.
+    #[default]
+    Full,
+    /// Everything but the body, recorded as `Null`. For load runs: keeping a long conversation's
+    /// half-megabyte bodies grows the process by gigabytes and slows its allocator for every thread in it
+    /// (a load generator's own HTTP client included), which a benchmark would count as the harness's time.
+    WithoutBodies,
+}
+
 /// The server's mutable state: the script queues and the request log.
 #[derive(Default)]
 pub(crate) struct State {
+    pub log: RequestLog,
     inner: Mutex<Inner>,
     /// Nanoseconds spent answering requests, summed (see [`State::add_busy`]).
     busy_nanos: AtomicU64,
@@ -73,14 +86,20 @@ struct Inner {
     seen: HashMap<u64, usize>,
 }
 
-fn request_key(path: &str, body: &Value) -> u64 {
+/// The body's bytes as received: a client's retry sends the same bytes, and hashing them costs far less
+/// than writing the parsed body out again.
+fn request_key(path: &str, body: &[u8]) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     path.hash(&mut hasher);
-    body.to_string().hash(&mut hasher);
+    body.hash(&mut hasher);
     hasher.finish()
 }
 
 impl State {
+    pub fn with_log(log: RequestLog) -> Self {
+        Self { log, ..Self::default() }
+    }
+
     /// A panic while the lock was held cannot leave the queues or the log half-updated (every update is a
     /// single push or assignment), so a poisoned lock is still usable.
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -99,11 +118,11 @@ impl State {
         self.lock().script.len()
     }
 
-    /// Logs a request; returns its number (1-based) and how many earlier requests had the same path and
-    /// body.
-    pub fn record(&self, request: RecordedRequest) -> (usize, usize) {
+    /// Logs a request whose body arrived as `raw_body`; returns its number (1-based) and how many earlier
+    /// requests had the same path and body.
+    pub fn record(&self, request: RecordedRequest, raw_body: &[u8]) -> (usize, usize) {
         let mut inner = self.lock();
-        let seen = inner.seen.entry(request_key(&request.path, &request.body)).or_insert(0);
+        let seen = inner.seen.entry(request_key(&request.path, raw_body)).or_insert(0);
         let attempt = *seen;
         *seen += 1;
         inner.requests.push(request);

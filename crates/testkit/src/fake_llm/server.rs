@@ -14,7 +14,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::plan::Plan;
-use super::record::{Outcome, RecordedRequest, State};
+use super::record::{Outcome, RecordedRequest, RequestLog, State};
 use super::script::{ScriptedError, ScriptedResponse, ScriptedStream};
 use super::{Api, encode, rules};
 
@@ -43,15 +43,21 @@ async fn handle(Extract(state): Extract<Arc<State>>, request: Request) -> Respon
             )
         })
         .collect();
-    let (seq, attempt) = state.record(RecordedRequest {
-        api,
-        method: parts.method.to_string(),
-        path: path.clone(),
-        query: parts.uri.query().map(str::to_owned),
-        headers,
-        body: body.clone(),
-        outcome: Outcome::Streaming,
-    });
+    let (seq, attempt) = state.record(
+        RecordedRequest {
+            api,
+            method: parts.method.to_string(),
+            path: path.clone(),
+            query: parts.uri.query().map(str::to_owned),
+            headers,
+            body: match state.log {
+                RequestLog::Full => body.clone(),
+                RequestLog::WithoutBodies => Value::Null,
+            },
+            outcome: Outcome::Streaming,
+        },
+        &bytes,
+    );
 
     // From here on, a handler dropped mid-way (the client left during a delay) records a disconnect.
     let mut guard = OutcomeGuard {
