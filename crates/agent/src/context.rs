@@ -5,7 +5,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 use trueforge_llm::{
-    AssistantMessage, MediaSource, Message, Origin, ReasoningBlock, ToolCall, ToolResult, ToolResultPart, UserPart,
+    AssistantMessage, BodyCache, MediaSource, Message, Origin, ReasoningBlock, ToolCall, ToolResult, ToolResultPart,
+    UserPart,
 };
 use trueforge_protocol::{
     ApprovalDecision, AssistantContent, ContextAssistantMessage, ContextContentPart, ContextMessage, ContextToolCall,
@@ -136,12 +137,25 @@ pub struct ModelMessages {
     call_names: HashMap<String, String>,
     /// The messages are out in a request; `Some(count)` of them.
     lent: Option<usize>,
+    /// The seed messages the last request started with, and the adapter's serialised copy of the
+    /// messages lent so far: the lent messages only grow at the end while the seed, the target and the
+    /// context stay, which is the promise a [`BodyCache`] needs; anything else takes a new cache.
+    seed: Vec<Message>,
+    body_cache: BodyCache,
 }
 
 impl ModelMessages {
     /// Forgets everything converted (the context was replaced).
     pub fn reset(&mut self) {
-        *self = Self::default();
+        *self = Self {
+            body_cache: BodyCache::new(),
+            ..Self::default()
+        };
+    }
+
+    /// The serialised-messages cache the requests of these messages share.
+    pub fn body_cache(&self) -> BodyCache {
+        self.body_cache.clone()
     }
 
     /// Brings the messages up to `context`, as sent to `source`.
@@ -164,6 +178,10 @@ impl ModelMessages {
     /// starts with). Give them back with [`give_back`](Self::give_back), or the next update converts
     /// every row again.
     pub fn lend(&mut self, seed: &[Message]) -> Vec<Message> {
+        if self.seed != seed {
+            self.seed = seed.to_vec();
+            self.body_cache = BodyCache::new();
+        }
         let mut messages = std::mem::take(&mut self.messages);
         self.lent = Some(messages.len());
         messages.splice(0..0, seed.iter().cloned());

@@ -30,8 +30,8 @@ pub use gemini::GeminiWire;
 pub use pricing::Pricing;
 pub use providers::{ProviderType, wire_format};
 pub use request::{
-    AssistantMessage, MediaSource, Message, ModelRequest, Origin, ReasoningBlock, SamplingParams, ToolCall, ToolChoice,
-    ToolDefinition, ToolResult, ToolResultPart, UserPart,
+    AssistantMessage, BodyCache, MediaSource, Message, ModelRequest, Origin, ReasoningBlock, SamplingParams, ToolCall,
+    ToolChoice, ToolDefinition, ToolResult, ToolResultPart, UserPart,
 };
 pub use response::{Assembler, ModelResponse};
 pub use responses::OpenAiResponses;

@@ -1,8 +1,14 @@
 //! What the runtime asks a model: the provider-neutral request every wire adapter translates.
 
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use trueforge_protocol::sync::lock;
 use trueforge_protocol::{ReasoningEffort, ResponseFormat};
+
+use crate::wire::WireApi;
 
 /// One model call.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -22,6 +28,86 @@ pub struct ModelRequest {
     /// adapter builds from the fields above (messages, tools, instructions, format…): such keys are
     /// dropped.
     pub extras: Map<String, Value>,
+    /// Where an adapter keeps the messages it serialised for this conversation, to copy them into the
+    /// next request's body instead of writing them again. Whoever builds the requests promises that the
+    /// messages of requests sharing a cache only ever grow at the end (see [`BodyCache`]).
+    #[serde(skip)]
+    pub body_cache: BodyCache,
+}
+
+/// Serialised messages shared by the requests of one conversation: a call at the end of a long
+/// conversation then copies its earlier messages' bytes and escapes only the new ones.
+///
+/// Sharing a cache between requests is a promise: every request carrying it has the messages of the
+/// earlier ones as its first messages, unchanged (the conversation only grows at the end). Anything that
+/// rewrites earlier messages (a compaction, another model) takes a new cache. The default is no cache.
+/// A cache never changes what a request means: it compares equal to any other and is not serialised.
+#[derive(Clone, Default)]
+pub struct BodyCache(Option<Arc<Mutex<SerialisedMessages>>>);
+
+impl BodyCache {
+    /// An empty cache for a new conversation (or one whose earlier messages changed).
+    pub fn new() -> Self {
+        Self(Some(Arc::default()))
+    }
+
+    /// How many of the conversation's first messages the cache holds serialised.
+    pub fn messages(&self) -> usize {
+        self.lock().map_or(0, |cached| cached.messages)
+    }
+
+    /// The cached messages, locked for one body's build; `None` without a cache.
+    pub(crate) fn lock(&self) -> Option<MutexGuard<'_, SerialisedMessages>> {
+        self.0.as_deref().map(lock)
+    }
+}
+
+impl fmt::Debug for BodyCache {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(if self.0.is_some() {
+            "BodyCache"
+        } else {
+            "BodyCache(None)"
+        })
+    }
+}
+
+impl PartialEq for BodyCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// The first `messages` messages of a conversation as one wire format writes them into its message
+/// array: their JSON texts joined by commas.
+#[derive(Default)]
+pub(crate) struct SerialisedMessages {
+    pub wire: Option<WireApi>,
+    pub messages: usize,
+    pub json: Vec<u8>,
+}
+
+impl SerialisedMessages {
+    /// The cached JSON if it was written by `wire` for a prefix of `messages`.
+    pub(crate) fn prefix_of(&self, wire: WireApi, messages: &[Message]) -> Option<(usize, &[u8])> {
+        (self.wire == Some(wire) && self.messages <= messages.len() && self.messages > 0)
+            .then_some((self.messages, self.json.as_slice()))
+    }
+
+    /// Adds the messages after the cached ones: `messages` in all now, `json` their text (with the comma
+    /// that separates it from the cached text).
+    pub(crate) fn extend(&mut self, messages: usize, json: &[u8]) {
+        self.messages = messages;
+        self.json.extend_from_slice(json);
+    }
+
+    /// Replaces the cache with the first `messages` messages as `wire` writes them.
+    pub(crate) fn store(&mut self, wire: WireApi, messages: usize, json: &[u8]) {
+        self.wire = Some(wire);
+        self.messages = messages;
+        self.json.clear();
+        self.json.extend_from_slice(json);
+    }
 }
 
 /// Sampling and generation parameters; `None` leaves the provider's default.

@@ -73,6 +73,7 @@ impl AgentThread {
             params: self.setup.sampling.clone(),
             prompt_cache_key: None,
             extras: self.setup.extras.clone(),
+            body_cache: self.model_messages.body_cache(),
         }
     }
 

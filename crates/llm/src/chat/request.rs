@@ -16,8 +16,8 @@ use trueforge_protocol::ReasoningEffort;
 use crate::body::{DataUri, Joined, MediaUrl, ObjectSchema, ObjectWriter, Seq, finite, json_body};
 use crate::error::LlmError;
 use crate::request::{
-    AssistantMessage, MediaSource, Message, ModelRequest, ReasoningBlock, ToolCall, ToolChoice, ToolDefinition,
-    ToolResult, ToolResultPart, UserPart,
+    AssistantMessage, MediaSource, Message, ModelRequest, ReasoningBlock, SerialisedMessages, ToolCall, ToolChoice,
+    ToolDefinition, ToolResult, ToolResultPart, UserPart,
 };
 use crate::wire::WireApi;
 
@@ -36,17 +36,136 @@ const RESERVED_KEYS: &[&str] = &[
     "stream_options",
 ];
 
-/// Builds the JSON body of a streamed Chat Completions call.
+/// Builds the JSON body of a streamed Chat Completions call: `model` and `messages` first, written here
+/// (the messages copied from the request's [`BodyCache`](crate::BodyCache) as far as it holds them), then
+/// every other field.
 pub(super) fn build_body(model: &str, request: &ModelRequest) -> Result<Bytes, LlmError> {
-    json_body(&ChatBody::new(model, request)?)
+    let options = ChatBody::new(request)?;
+    let mut cache = request.body_cache.lock();
+    let mut out = Vec::new();
+    out.extend_from_slice(br#"{"model":"#);
+    write_json(&mut out, model)?;
+    out.extend_from_slice(br#","messages":["#);
+    write_messages(&mut out, request, cache.as_deref_mut())?;
+    out.push(b']');
+    // The other fields as an object of their own, appended without its opening brace.
+    let options = json_body(&options)?;
+    if options.len() > 2 {
+        out.push(b',');
+        out.extend_from_slice(&options[1..]);
+    } else {
+        out.push(b'}');
+    }
+    let body = Bytes::from(out);
+    // The tests run debug builds: every body built from a cache is checked against one built without.
+    #[cfg(debug_assertions)]
+    if cache.is_some() {
+        drop(cache);
+        let fresh = ModelRequest {
+            body_cache: crate::BodyCache::default(),
+            ..request.clone()
+        };
+        debug_assert_eq!(
+            body,
+            build_body(model, &fresh)?,
+            "a Chat Completions body built from cached messages differs from one built afresh"
+        );
+    }
+    Ok(body)
 }
 
-/// A checked request, ready to serialise: the messages converted (that can fail), sampling numbers
+fn write_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) -> Result<(), LlmError> {
+    serde_json::to_writer(out, value)
+        .map_err(|error| LlmError::InvalidRequest(format!("the request body is not JSON: {error}")))
+}
+
+/// Writes the elements of the `messages` array: the system prompt, then the conversation. The
+/// conversation's first messages come from `cache` when it holds them, and the cache then takes every
+/// message written here up to the last point a later request cannot write differently (see below).
+fn write_messages(
+    out: &mut Vec<u8>,
+    request: &ModelRequest,
+    cache: Option<&mut SerialisedMessages>,
+) -> Result<(), LlmError> {
+    let mut array = ArrayWriter { out, empty: true };
+    if let Some(instructions) = request.instructions.as_deref().filter(|text| !text.is_empty()) {
+        array.element(&ChatMessage::System { content: instructions })?;
+    }
+    // Where the conversation's first message starts, once one is written.
+    let start = array.out.len() + usize::from(!array.empty);
+    let cached = cache
+        .as_deref()
+        .and_then(|cache| cache.prefix_of(WireApi::ChatCompletions, &request.messages));
+    let (from, reused) = match cached {
+        Some((messages, json)) => {
+            array.raw(json);
+            (messages, json.len())
+        }
+        None => (0, 0),
+    };
+    // Images a tool returned go out in a user message after the run of tool messages, so the output
+    // up to a message is final only when no image waits: `settled` is the last such point.
+    let mut settled = None;
+    let mut tool_images = Vec::new();
+    for (index, message) in request.messages.iter().enumerate().skip(from) {
+        if !matches!(message, Message::Tool(_)) {
+            flush_tool_images(&mut array, &mut tool_images)?;
+        }
+        if tool_images.is_empty() {
+            settled = Some((index, array.out.len()));
+        }
+        match message {
+            Message::User { content } => array.element(&user_message(content)?)?,
+            Message::Assistant(assistant) => array.element(&assistant_message(assistant))?,
+            Message::Tool(result) => array.element(&tool_message(result, &mut tool_images))?,
+        }
+    }
+    if tool_images.is_empty() {
+        settled = Some((request.messages.len(), array.out.len()));
+    }
+    flush_tool_images(&mut array, &mut tool_images)?;
+    if let (Some(cache), Some((messages, end))) = (cache, settled)
+        && messages > from
+    {
+        if reused > 0 {
+            cache.extend(messages, &array.out[start + reused..end]);
+        } else {
+            cache.store(WireApi::ChatCompletions, messages, &array.out[start..end]);
+        }
+    }
+    Ok(())
+}
+
+/// The elements of a JSON array, written one by one with their separating commas.
+struct ArrayWriter<'o> {
+    out: &'o mut Vec<u8>,
+    empty: bool,
+}
+
+impl ArrayWriter<'_> {
+    fn element(&mut self, value: &impl Serialize) -> Result<(), LlmError> {
+        self.separate();
+        write_json(self.out, value)
+    }
+
+    /// Elements already written as JSON, joined by commas.
+    fn raw(&mut self, json: &[u8]) {
+        self.separate();
+        self.out.extend_from_slice(json);
+    }
+
+    fn separate(&mut self) {
+        if !self.empty {
+            self.out.push(b',');
+        }
+        self.empty = false;
+    }
+}
+
+/// A checked request, ready to serialise every field but `model` and `messages`: sampling numbers
 /// checked, and the request itself for everything that goes out as it is.
 struct ChatBody<'a> {
-    model: &'a str,
     request: &'a ModelRequest,
-    messages: Vec<ChatMessage<'a>>,
     /// The response format as the protocol crate writes it. It goes through a `Value` (it is small, and
     /// its size does not grow with the conversation) because there its extra fields replace a built field
     /// of the same name, as they always have; written directly, such a key would appear twice.
@@ -56,8 +175,7 @@ struct ChatBody<'a> {
 }
 
 impl<'a> ChatBody<'a> {
-    fn new(model: &'a str, request: &'a ModelRequest) -> Result<Self, LlmError> {
-        let messages = messages(request)?;
+    fn new(request: &'a ModelRequest) -> Result<Self, LlmError> {
         // `tool_choice` and `parallel_tool_calls` without tools are rejected by OpenAI; asking for a tool
         // while offering none is a caller bug worth reporting rather than hiding.
         if request.tools.is_empty() && matches!(request.tool_choice, ToolChoice::Required | ToolChoice::Tool(_)) {
@@ -73,9 +191,7 @@ impl<'a> ChatBody<'a> {
             .map_err(|error| LlmError::InvalidRequest(format!("response format: {error}")))?;
         let params = &request.params;
         Ok(Self {
-            model,
             request,
-            messages,
             response_format,
             temperature: params
                 .temperature
@@ -91,8 +207,6 @@ impl Serialize for ChatBody<'_> {
         let request = self.request;
         let params = &request.params;
         let mut body = ObjectWriter::start(serializer)?;
-        body.field("model", self.model)?;
-        body.field("messages", &self.messages)?;
         if !request.tools.is_empty() {
             body.field("tools", &Seq(|| request.tools.iter().map(tool)))?;
             body.field("tool_choice", &ChatToolChoice(&request.tool_choice))?;
@@ -228,26 +342,6 @@ struct FileData<'a> {
     file_data: DataUri<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     filename: Option<&'a str>,
-}
-
-fn messages(request: &ModelRequest) -> Result<Vec<ChatMessage<'_>>, LlmError> {
-    let mut out = Vec::with_capacity(request.messages.len() + 1);
-    if let Some(instructions) = request.instructions.as_deref().filter(|text| !text.is_empty()) {
-        out.push(ChatMessage::System { content: instructions });
-    }
-    let mut tool_images = Vec::new();
-    for message in &request.messages {
-        if !matches!(message, Message::Tool(_)) {
-            flush_tool_images(&mut out, &mut tool_images);
-        }
-        match message {
-            Message::User { content } => out.push(user_message(content)?),
-            Message::Assistant(assistant) => out.push(assistant_message(assistant)),
-            Message::Tool(result) => out.push(tool_message(result, &mut tool_images)),
-        }
-    }
-    flush_tool_images(&mut out, &mut tool_images);
-    Ok(out)
 }
 
 fn user_text(part: &UserPart) -> Option<&str> {
@@ -425,10 +519,11 @@ impl Serialize for ToolText<'_> {
     }
 }
 
-fn flush_tool_images<'a>(out: &mut Vec<ChatMessage<'a>>, tool_images: &mut Vec<ChatPart<'a>>) {
-    if !tool_images.is_empty() {
-        out.push(ChatMessage::User {
-            content: UserContent::Parts(std::mem::take(tool_images)),
-        });
+fn flush_tool_images(array: &mut ArrayWriter<'_>, tool_images: &mut Vec<ChatPart<'_>>) -> Result<(), LlmError> {
+    if tool_images.is_empty() {
+        return Ok(());
     }
+    array.element(&ChatMessage::User {
+        content: UserContent::Parts(std::mem::take(tool_images)),
+    })
 }

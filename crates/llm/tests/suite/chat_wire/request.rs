@@ -2,8 +2,9 @@
 
 use serde_json::{Map, Value, json};
 use trueforge_llm::{
-    AssistantMessage, ChatCompletions, Endpoint, LlmError, MediaSource, Message, ModelRequest, Origin, ReasoningBlock,
-    SamplingParams, ToolCall, ToolChoice, ToolDefinition, ToolResult, ToolResultPart, UserPart, WireApi, WireFormat,
+    AssistantMessage, BodyCache, ChatCompletions, Endpoint, LlmError, MediaSource, Message, ModelRequest, Origin,
+    ReasoningBlock, SamplingParams, ToolCall, ToolChoice, ToolDefinition, ToolResult, ToolResultPart, UserPart,
+    WireApi, WireFormat,
 };
 use trueforge_protocol::{ReasoningEffort, ResponseFormat};
 
@@ -283,6 +284,85 @@ fn chat_request_tool_images_of_a_run_of_results_follow_it_in_one_user_message() 
             ] },
         ])
     );
+}
+
+#[test]
+fn chat_request_bodies_of_a_growing_conversation_reuse_cached_messages_and_match_fresh_ones() {
+    let image = ToolResultPart::Image {
+        source: MediaSource::Base64 {
+            media_type: "image/png".into(),
+            data: "AAAA".into(),
+        },
+    };
+    let result = |call_id: &str, content: Vec<ToolResultPart>| {
+        Message::Tool(ToolResult {
+            call_id: call_id.into(),
+            name: "get_weather".into(),
+            content,
+            is_error: false,
+        })
+    };
+    let text = |text: &str| ToolResultPart::Text { text: text.into() };
+    let calls = Message::Assistant(AssistantMessage {
+        text: String::new(),
+        tool_calls: vec![call("call_1", r#"{"city":"Paris \"Ville\""}"#), call("call_2", "")],
+        ..AssistantMessage::default()
+    });
+    // Each step adds messages at the end; the expected count is what the cache may hold after it: not
+    // past a result whose image still waits for the end of its run of results.
+    let steps: Vec<(Vec<Message>, usize)> = vec![
+        (
+            vec![Message::user_text("Weather in Paris and Oslo? \u{1F327} \"quoted\"")],
+            1,
+        ),
+        (vec![calls, result("call_1", vec![text("rain"), image])], 2),
+        (vec![result("call_2", vec![text("snow")])], 2),
+        (
+            vec![Message::Assistant(AssistantMessage {
+                text: "Rain, then snow.".into(),
+                ..AssistantMessage::default()
+            })],
+            5,
+        ),
+        (vec![Message::user_text("And tomorrow?")], 6),
+    ];
+    let cache = BodyCache::new();
+    let mut messages = Vec::new();
+    for (added, held) in steps {
+        messages.extend(added);
+        let cached = ModelRequest {
+            instructions: Some("Answer briefly.".into()),
+            messages: messages.clone(),
+            tools: vec![weather_tool()],
+            body_cache: cache.clone(),
+            ..ModelRequest::default()
+        };
+        let fresh = ModelRequest {
+            body_cache: BodyCache::default(),
+            ..cached.clone()
+        };
+        let from_cache = ChatCompletions.build_request(&endpoint(), &cached).unwrap().body;
+        let afresh = ChatCompletions.build_request(&endpoint(), &fresh).unwrap().body;
+        assert_eq!(String::from_utf8_lossy(&from_cache), String::from_utf8_lossy(&afresh));
+        assert_eq!(cache.messages(), held, "after {} messages", messages.len());
+    }
+    // Built again with nothing new, the body is the same, all of it from the cache.
+    let again = ModelRequest {
+        instructions: Some("Answer briefly.".into()),
+        messages: messages.clone(),
+        tools: vec![weather_tool()],
+        body_cache: cache.clone(),
+        ..ModelRequest::default()
+    };
+    let built = json_body(&ChatCompletions.build_request(&endpoint(), &again).unwrap());
+    assert_eq!(built["messages"].as_array().unwrap().len(), 1 + 7);
+    assert_eq!(built["messages"][3]["role"], "tool");
+    assert_eq!(built["messages"][4]["role"], "tool");
+    assert_eq!(
+        built["messages"][5]["role"], "user",
+        "the image follows the whole run of results"
+    );
+    assert_eq!(cache.messages(), 6);
 }
 
 #[test]
