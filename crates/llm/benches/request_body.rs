@@ -7,16 +7,19 @@
 //! calls, their two results of about 200 bytes, and a short assistant answer. Three tools with ordinary
 //! JSON Schemas and a system prompt of about 2 KB go with it.
 //!
+//! `chat_cached` and `responses_cached` build the same request with the conversation's cache as the previous
+//! call (one step shorter) left it: only the last five messages are written, the rest copied.
+//!
 //! Run: `cargo bench -p trueforge-llm --bench request_body`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use bytes::Bytes;
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 use trueforge_llm::{
-    AssistantMessage, Endpoint, Message, ModelRequest, ToolCall, ToolDefinition, ToolResult, ToolResultPart, WireApi,
-    wire_format,
+    AssistantMessage, BodyCache, Endpoint, Message, ModelRequest, ToolCall, ToolDefinition, ToolResult, ToolResultPart,
+    WireApi, wire_format,
 };
 
 const MESSAGES: usize = 2_000;
@@ -153,7 +156,40 @@ fn request_body(criterion: &mut Criterion) {
             bencher.iter(|| body_bytes(api, &endpoint, &request));
         });
     }
+    // The next call of the same conversation: the thread's cache holds the messages up to the last step,
+    // so only the last step's five messages are written (the other wires have no cache yet).
+    for (name, api) in [
+        ("responses_cached", WireApi::OpenAiResponses),
+        ("chat_cached", WireApi::ChatCompletions),
+    ] {
+        assert_eq!(
+            body_bytes(api, &endpoint, &primed(api, &endpoint, &request)),
+            body_bytes(api, &endpoint, &request)
+        );
+        group.bench_function(name, |bencher| {
+            bencher.iter_batched_ref(
+                || primed(api, &endpoint, &request),
+                |cached| body_bytes(api, &endpoint, cached),
+                BatchSize::LargeInput,
+            );
+        });
+    }
     group.finish();
+}
+
+/// `request` with a cache that holds all its messages but the last step's, as the previous call left it.
+fn primed(api: WireApi, endpoint: &Endpoint, request: &ModelRequest) -> ModelRequest {
+    let cache = BodyCache::new();
+    let previous = ModelRequest {
+        messages: request.messages[..MESSAGES - 5].to_vec(),
+        body_cache: cache.clone(),
+        ..request.clone()
+    };
+    body_bytes(api, endpoint, &previous);
+    ModelRequest {
+        body_cache: cache,
+        ..request.clone()
+    }
 }
 
 criterion_group!(benches, request_body);

@@ -12,13 +12,145 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 use crate::error::LlmError;
-use crate::request::MediaSource;
+use crate::request::{MediaSource, Message, ModelRequest, SerialisedMessages};
+use crate::wire::WireApi;
 
 /// Serialises a body into the bytes of an [`HttpRequest`](crate::wire::HttpRequest).
 pub(crate) fn json_body(body: &impl Serialize) -> Result<Bytes, LlmError> {
     serde_json::to_vec(body)
         .map(Bytes::from)
         .map_err(|error| LlmError::InvalidRequest(format!("the request body is not JSON: {error}")))
+}
+
+/// Appends `value`'s JSON to `out`.
+pub(crate) fn write_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) -> Result<(), LlmError> {
+    serde_json::to_writer(out, value)
+        .map_err(|error| LlmError::InvalidRequest(format!("the request body is not JSON: {error}")))
+}
+
+/// Ends a body whose first fields were written into `out` by hand: `rest`'s fields (an object) follow
+/// them, and the object is closed.
+pub(crate) fn finish_body(mut out: Vec<u8>, rest: &impl Serialize) -> Result<Bytes, LlmError> {
+    let rest = json_body(rest)?;
+    match rest.get(1..) {
+        // `{}`: nothing to add.
+        Some(b"}") | None => out.push(b'}'),
+        Some(fields) => {
+            out.push(b',');
+            out.extend_from_slice(fields);
+        }
+    }
+    Ok(Bytes::from(out))
+}
+
+/// The elements of a JSON array, written one by one with their separating commas.
+pub(crate) struct ArrayWriter<'o> {
+    out: &'o mut Vec<u8>,
+    empty: bool,
+}
+
+impl<'o> ArrayWriter<'o> {
+    /// An array whose `[` is already in `out`.
+    pub(crate) fn new(out: &'o mut Vec<u8>) -> Self {
+        Self { out, empty: true }
+    }
+
+    pub(crate) fn element(&mut self, value: &impl Serialize) -> Result<(), LlmError> {
+        self.separate();
+        write_json(self.out, value)
+    }
+
+    /// Elements already written as JSON, joined by commas.
+    fn raw(&mut self, json: &[u8]) {
+        self.separate();
+        self.out.extend_from_slice(json);
+    }
+
+    fn separate(&mut self) {
+        if !self.empty {
+            self.out.push(b',');
+        }
+        self.empty = false;
+    }
+}
+
+/// How an adapter writes a conversation's messages as the elements of its message array.
+pub(crate) trait MessageElements<'r> {
+    /// Writes what earlier messages held back and must come before `message`. True when nothing is held
+    /// back after that: a request starting at `message` would write the same bytes from here on.
+    fn before(&mut self, array: &mut ArrayWriter<'_>, message: &'r Message) -> Result<bool, LlmError>;
+
+    /// Writes the elements of `message` (it may hold some back, see [`before`](Self::before)).
+    fn write(&mut self, array: &mut ArrayWriter<'_>, message: &'r Message) -> Result<(), LlmError>;
+
+    /// True when nothing is held back after the last message.
+    fn nothing_held(&self) -> bool;
+
+    /// Writes what is held back at the end.
+    fn end(&mut self, array: &mut ArrayWriter<'_>) -> Result<(), LlmError>;
+}
+
+/// Writes `messages` into `array`: their first ones copied from `cache` when it holds them for `wire`, the
+/// others through `elements`. The cache then takes every message written, up to the last point a later
+/// request (the same messages and more after them) cannot write differently.
+pub(crate) fn write_messages<'r>(
+    array: &mut ArrayWriter<'_>,
+    wire: WireApi,
+    messages: &'r [Message],
+    cache: Option<&mut SerialisedMessages>,
+    elements: &mut impl MessageElements<'r>,
+) -> Result<(), LlmError> {
+    // Where the first message's elements start, once written.
+    let start = array.out.len() + usize::from(!array.empty);
+    let (from, reused) = match cache.as_deref().and_then(|cache| cache.prefix_of(wire, messages)) {
+        Some((count, json)) => {
+            array.raw(json);
+            (count, json.len())
+        }
+        None => (0, 0),
+    };
+    let mut settled = None;
+    for (index, message) in messages.iter().enumerate().skip(from) {
+        if elements.before(array, message)? {
+            settled = Some((index, array.out.len()));
+        }
+        elements.write(array, message)?;
+    }
+    if elements.nothing_held() {
+        settled = Some((messages.len(), array.out.len()));
+    }
+    elements.end(array)?;
+    if let (Some(cache), Some((count, end))) = (cache, settled)
+        && count > from
+    {
+        if reused > 0 {
+            cache.extend(count, &array.out[start + reused..end]);
+        } else {
+            cache.store(wire, count, &array.out[start..end]);
+        }
+    }
+    Ok(())
+}
+
+/// Debug builds (every test) check a body built with a cache against one built without.
+#[cfg(debug_assertions)]
+pub(crate) fn check_cached_body(
+    body: &Bytes,
+    request: &ModelRequest,
+    build: impl FnOnce(&ModelRequest) -> Result<Bytes, LlmError>,
+) -> Result<(), LlmError> {
+    if request.body_cache.messages() > 0 {
+        let fresh = ModelRequest {
+            body_cache: crate::BodyCache::default(),
+            ..request.clone()
+        };
+        debug_assert_eq!(
+            *body,
+            build(&fresh)?,
+            "a body built from cached messages differs from one built afresh"
+        );
+    }
+    Ok(())
 }
 
 /// A sampling parameter checked for JSON. JSON has no NaN or infinity, and serde would quietly write

@@ -13,11 +13,14 @@ use serde::ser::Serializer;
 use serde_json::Value;
 use trueforge_protocol::ReasoningEffort;
 
-use crate::body::{DataUri, Joined, MediaUrl, ObjectSchema, ObjectWriter, Seq, finite, json_body};
+use crate::body::{
+    ArrayWriter, DataUri, Joined, MediaUrl, MessageElements, ObjectSchema, ObjectWriter, Seq, finish_body, finite,
+    write_json, write_messages,
+};
 use crate::error::LlmError;
 use crate::request::{
-    AssistantMessage, MediaSource, Message, ModelRequest, ReasoningBlock, SerialisedMessages, ToolCall, ToolChoice,
-    ToolDefinition, ToolResult, ToolResultPart, UserPart,
+    AssistantMessage, MediaSource, Message, ModelRequest, ReasoningBlock, ToolCall, ToolChoice, ToolDefinition,
+    ToolResult, ToolResultPart, UserPart,
 };
 use crate::wire::WireApi;
 
@@ -37,128 +40,68 @@ const RESERVED_KEYS: &[&str] = &[
 ];
 
 /// Builds the JSON body of a streamed Chat Completions call: `model` and `messages` first, written here
-/// (the messages copied from the request's [`BodyCache`](crate::BodyCache) as far as it holds them), then
-/// every other field.
+/// (the conversation's first messages copied from the request's [`BodyCache`](crate::BodyCache) as far as
+/// it holds them), then every other field.
 pub(super) fn build_body(model: &str, request: &ModelRequest) -> Result<Bytes, LlmError> {
     let options = ChatBody::new(request)?;
-    let mut cache = request.body_cache.lock();
     let mut out = Vec::new();
     out.extend_from_slice(br#"{"model":"#);
     write_json(&mut out, model)?;
     out.extend_from_slice(br#","messages":["#);
-    write_messages(&mut out, request, cache.as_deref_mut())?;
-    out.push(b']');
-    // The other fields as an object of their own, appended without its opening brace.
-    let options = json_body(&options)?;
-    if options.len() > 2 {
-        out.push(b',');
-        out.extend_from_slice(&options[1..]);
-    } else {
-        out.push(b'}');
-    }
-    let body = Bytes::from(out);
-    // The tests run debug builds: every body built from a cache is checked against one built without.
-    #[cfg(debug_assertions)]
-    if cache.is_some() {
-        drop(cache);
-        let fresh = ModelRequest {
-            body_cache: crate::BodyCache::default(),
-            ..request.clone()
-        };
-        debug_assert_eq!(
-            body,
-            build_body(model, &fresh)?,
-            "a Chat Completions body built from cached messages differs from one built afresh"
-        );
-    }
-    Ok(body)
-}
-
-fn write_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) -> Result<(), LlmError> {
-    serde_json::to_writer(out, value)
-        .map_err(|error| LlmError::InvalidRequest(format!("the request body is not JSON: {error}")))
-}
-
-/// Writes the elements of the `messages` array: the system prompt, then the conversation. The
-/// conversation's first messages come from `cache` when it holds them, and the cache then takes every
-/// message written here up to the last point a later request cannot write differently (see below).
-fn write_messages(
-    out: &mut Vec<u8>,
-    request: &ModelRequest,
-    cache: Option<&mut SerialisedMessages>,
-) -> Result<(), LlmError> {
-    let mut array = ArrayWriter { out, empty: true };
+    let mut array = ArrayWriter::new(&mut out);
     if let Some(instructions) = request.instructions.as_deref().filter(|text| !text.is_empty()) {
         array.element(&ChatMessage::System { content: instructions })?;
     }
-    // Where the conversation's first message starts, once one is written.
-    let start = array.out.len() + usize::from(!array.empty);
-    let cached = cache
-        .as_deref()
-        .and_then(|cache| cache.prefix_of(WireApi::ChatCompletions, &request.messages));
-    let (from, reused) = match cached {
-        Some((messages, json)) => {
-            array.raw(json);
-            (messages, json.len())
-        }
-        None => (0, 0),
-    };
-    // Images a tool returned go out in a user message after the run of tool messages, so the output
-    // up to a message is final only when no image waits: `settled` is the last such point.
-    let mut settled = None;
-    let mut tool_images = Vec::new();
-    for (index, message) in request.messages.iter().enumerate().skip(from) {
+    let mut cache = request.body_cache.lock();
+    write_messages(
+        &mut array,
+        WireApi::ChatCompletions,
+        &request.messages,
+        cache.as_deref_mut(),
+        &mut ChatElements::default(),
+    )?;
+    drop(cache);
+    out.push(b']');
+    let body = finish_body(out, &options)?;
+    #[cfg(debug_assertions)]
+    crate::body::check_cached_body(&body, request, |fresh| build_body(model, fresh))?;
+    Ok(body)
+}
+
+/// Chat's messages: one element each, except that images a tool returned cannot go in its `tool` message
+/// and are held back for one `user` message after the run of tool messages.
+#[derive(Default)]
+struct ChatElements<'r> {
+    tool_images: Vec<ChatPart<'r>>,
+}
+
+impl<'r> MessageElements<'r> for ChatElements<'r> {
+    fn before(&mut self, array: &mut ArrayWriter<'_>, message: &'r Message) -> Result<bool, LlmError> {
         if !matches!(message, Message::Tool(_)) {
-            flush_tool_images(&mut array, &mut tool_images)?;
+            self.end(array)?;
         }
-        if tool_images.is_empty() {
-            settled = Some((index, array.out.len()));
-        }
+        Ok(self.nothing_held())
+    }
+
+    fn write(&mut self, array: &mut ArrayWriter<'_>, message: &'r Message) -> Result<(), LlmError> {
         match message {
-            Message::User { content } => array.element(&user_message(content)?)?,
-            Message::Assistant(assistant) => array.element(&assistant_message(assistant))?,
-            Message::Tool(result) => array.element(&tool_message(result, &mut tool_images))?,
+            Message::User { content } => array.element(&user_message(content)?),
+            Message::Assistant(assistant) => array.element(&assistant_message(assistant)),
+            Message::Tool(result) => array.element(&tool_message(result, &mut self.tool_images)),
         }
     }
-    if tool_images.is_empty() {
-        settled = Some((request.messages.len(), array.out.len()));
+
+    fn nothing_held(&self) -> bool {
+        self.tool_images.is_empty()
     }
-    flush_tool_images(&mut array, &mut tool_images)?;
-    if let (Some(cache), Some((messages, end))) = (cache, settled)
-        && messages > from
-    {
-        if reused > 0 {
-            cache.extend(messages, &array.out[start + reused..end]);
-        } else {
-            cache.store(WireApi::ChatCompletions, messages, &array.out[start..end]);
+
+    fn end(&mut self, array: &mut ArrayWriter<'_>) -> Result<(), LlmError> {
+        if self.tool_images.is_empty() {
+            return Ok(());
         }
-    }
-    Ok(())
-}
-
-/// The elements of a JSON array, written one by one with their separating commas.
-struct ArrayWriter<'o> {
-    out: &'o mut Vec<u8>,
-    empty: bool,
-}
-
-impl ArrayWriter<'_> {
-    fn element(&mut self, value: &impl Serialize) -> Result<(), LlmError> {
-        self.separate();
-        write_json(self.out, value)
-    }
-
-    /// Elements already written as JSON, joined by commas.
-    fn raw(&mut self, json: &[u8]) {
-        self.separate();
-        self.out.extend_from_slice(json);
-    }
-
-    fn separate(&mut self) {
-        if !self.empty {
-            self.out.push(b',');
-        }
-        self.empty = false;
+        array.element(&ChatMessage::User {
+            content: UserContent::Parts(std::mem::take(&mut self.tool_images)),
+        })
     }
 }
 
@@ -460,7 +403,7 @@ fn thinking_text(block: &ReasoningBlock) -> Option<&str> {
 /// A `tool` message carries text only, and is not marked as an error (the wire has no such flag; the
 /// tool's own text says what failed). Images a tool returned cannot go in it: the message says how many
 /// there were, and the images follow in one `user` message placed right after the run of tool messages
-/// (see [`flush_tool_images`]), since nothing may come between an assistant's tool calls and their results.
+/// (see [`ChatElements`]), since nothing may come between an assistant's tool calls and their results.
 fn tool_message<'a>(result: &'a ToolResult, tool_images: &mut Vec<ChatPart<'a>>) -> ChatMessage<'a> {
     let mut images = 0;
     for part in &result.content {
@@ -517,13 +460,4 @@ impl Serialize for ToolText<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)
     }
-}
-
-fn flush_tool_images(array: &mut ArrayWriter<'_>, tool_images: &mut Vec<ChatPart<'_>>) -> Result<(), LlmError> {
-    if tool_images.is_empty() {
-        return Ok(());
-    }
-    array.element(&ChatMessage::User {
-        content: UserContent::Parts(std::mem::take(tool_images)),
-    })
 }

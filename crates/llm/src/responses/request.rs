@@ -5,7 +5,10 @@ use serde::Serialize;
 use serde::ser::Serializer;
 use trueforge_protocol::{ReasoningEffort, ResponseFormat};
 
-use crate::body::{DataUri, EmptyObjectSchema, Joined, MediaUrl, ObjectSchema, ObjectWriter, Seq, finite, json_body};
+use crate::body::{
+    ArrayWriter, DataUri, EmptyObjectSchema, Joined, MediaUrl, MessageElements, ObjectSchema, ObjectWriter, Seq,
+    finish_body, finite, write_json, write_messages,
+};
 use crate::error::LlmError;
 use crate::request::{
     AssistantMessage, MediaSource, Message, ModelRequest, ReasoningBlock, ToolChoice, ToolDefinition, ToolResult,
@@ -50,23 +53,69 @@ pub(super) fn headers(endpoint: &Endpoint) -> Vec<(String, String)> {
 
 /// The JSON body. Always stateless (`store: false`) and streamed, asking for the encrypted reasoning so it
 /// can be replayed on the next call.
+/// `model`, `instructions` and `input` come first, written here (the conversation's first messages copied
+/// from the request's [`BodyCache`](crate::BodyCache) as far as it holds them), then every other field.
 pub(super) fn body(model: &str, request: &ModelRequest) -> Result<Bytes, LlmError> {
-    json_body(&ResponsesBody::new(model, request)?)
+    let options = ResponsesBody::new(request)?;
+    let mut out = Vec::new();
+    out.extend_from_slice(br#"{"model":"#);
+    write_json(&mut out, model)?;
+    if let Some(instructions) = request.instructions.as_deref() {
+        out.extend_from_slice(br#","instructions":"#);
+        write_json(&mut out, instructions)?;
+    }
+    out.extend_from_slice(br#","input":["#);
+    let mut array = ArrayWriter::new(&mut out);
+    let mut cache = request.body_cache.lock();
+    write_messages(
+        &mut array,
+        WireApi::OpenAiResponses,
+        &request.messages,
+        cache.as_deref_mut(),
+        &mut ResponsesElements,
+    )?;
+    drop(cache);
+    out.push(b']');
+    let body = finish_body(out, &options)?;
+    #[cfg(debug_assertions)]
+    crate::body::check_cached_body(&body, request, |fresh| self::body(model, fresh))?;
+    Ok(body)
 }
 
-/// A checked request, ready to serialise: the input items, the sampling numbers checked, and the request
-/// itself for everything that goes out as it is.
+/// Responses' input: each message's items stand alone, so every message boundary is one a later request
+/// writes the same way.
+struct ResponsesElements;
+
+impl<'r> MessageElements<'r> for ResponsesElements {
+    fn before(&mut self, _: &mut ArrayWriter<'_>, _: &'r Message) -> Result<bool, LlmError> {
+        Ok(true)
+    }
+
+    fn write(&mut self, array: &mut ArrayWriter<'_>, message: &'r Message) -> Result<(), LlmError> {
+        input_items(std::slice::from_ref(message))
+            .iter()
+            .try_for_each(|item| array.element(item))
+    }
+
+    fn nothing_held(&self) -> bool {
+        true
+    }
+
+    fn end(&mut self, _: &mut ArrayWriter<'_>) -> Result<(), LlmError> {
+        Ok(())
+    }
+}
+
+/// A checked request, ready to serialise every field after `input`: the sampling numbers checked, and the
+/// request itself for everything that goes out as it is.
 struct ResponsesBody<'a> {
-    model: &'a str,
     request: &'a ModelRequest,
-    input: Vec<Item<'a>>,
     temperature: Option<f64>,
     top_p: Option<f64>,
 }
 
 impl<'a> ResponsesBody<'a> {
-    fn new(model: &'a str, request: &'a ModelRequest) -> Result<Self, LlmError> {
-        let input = input_items(&request.messages);
+    fn new(request: &'a ModelRequest) -> Result<Self, LlmError> {
         if request.tools.is_empty() {
             // Without tools there is nothing to choose, but asking for a call is a contradiction worth reporting.
             if matches!(request.tool_choice, ToolChoice::Required | ToolChoice::Tool(_)) {
@@ -83,9 +132,7 @@ impl<'a> ResponsesBody<'a> {
         }
         let params = &request.params;
         Ok(Self {
-            model,
             request,
-            input,
             temperature: params
                 .temperature
                 .map(|value| finite("temperature", value))
@@ -100,9 +147,6 @@ impl Serialize for ResponsesBody<'_> {
         let request = self.request;
         let params = &request.params;
         let mut body = ObjectWriter::start(serializer)?;
-        body.field("model", self.model)?;
-        body.optional("instructions", request.instructions.as_deref())?;
-        body.field("input", &self.input)?;
         if !request.tools.is_empty() {
             body.field("tools", &Seq(|| request.tools.iter().map(tool)))?;
             body.field("tool_choice", &ResponsesToolChoice(&request.tool_choice))?;

@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 use trueforge_llm::{
-    AssistantMessage, Endpoint, LlmError, MediaSource, Message, ModelRequest, OpenAiResponses, Origin, ReasoningBlock,
-    ToolCall, ToolChoice, ToolDefinition, ToolResult, ToolResultPart, UserPart, WireApi, WireFormat,
+    AssistantMessage, BodyCache, Endpoint, LlmError, MediaSource, Message, ModelRequest, OpenAiResponses, Origin,
+    ReasoningBlock, ToolCall, ToolChoice, ToolDefinition, ToolResult, ToolResultPart, UserPart, WireApi, WireFormat,
 };
 use trueforge_protocol::{JsonSchemaFormat, ReasoningEffort, ResponseFormat};
 
@@ -60,6 +60,71 @@ fn responses_request_url_and_auth_headers() {
         .unwrap()
         .headers;
     assert_eq!(headers, vec![("authorization".to_owned(), "Token gw".to_owned())]);
+}
+
+#[test]
+fn responses_request_bodies_of_a_growing_conversation_reuse_cached_messages_and_match_fresh_ones() {
+    let origin = Origin {
+        provider: WireApi::OpenAiResponses,
+        model: "gpt-5.5".into(),
+    };
+    let answer = Message::Assistant(AssistantMessage {
+        text: "Let me look. \"quoted\" \u{1F50D}".into(),
+        reasoning: vec![ReasoningBlock::Encrypted {
+            id: Some("rs_1".into()),
+            summary: "Looking it up.".into(),
+            encrypted_content: "ENC".into(),
+        }],
+        tool_calls: vec![ToolCall {
+            id: "call_1".into(),
+            name: "lookup".into(),
+            arguments: r#"{"q":"a\nb"}"#.into(),
+            provider_data: None,
+        }],
+        origin: Some(origin),
+    });
+    let result = Message::Tool(ToolResult {
+        call_id: "call_1".into(),
+        name: "lookup".into(),
+        content: vec![ToolResultPart::Text { text: "found".into() }],
+        is_error: false,
+    });
+    let cache = BodyCache::new();
+    let mut messages = Vec::new();
+    for added in [
+        vec![Message::user_text("Find it")],
+        vec![answer, result],
+        vec![Message::user_text("Thanks")],
+    ] {
+        messages.extend(added);
+        let cached = ModelRequest {
+            instructions: Some("Be brief.".into()),
+            messages: messages.clone(),
+            tools: vec![tool_def("lookup")],
+            body_cache: cache.clone(),
+            ..ModelRequest::default()
+        };
+        let fresh = ModelRequest {
+            body_cache: BodyCache::default(),
+            ..cached.clone()
+        };
+        let from_cache = OpenAiResponses.build_request(&endpoint(), &cached).unwrap().body;
+        let afresh = OpenAiResponses.build_request(&endpoint(), &fresh).unwrap().body;
+        assert_eq!(String::from_utf8_lossy(&from_cache), String::from_utf8_lossy(&afresh));
+        assert_eq!(cache.messages(), messages.len());
+    }
+    // The reasoning, the text and the call of one answer are three items of the input.
+    assert_eq!(
+        build(&ModelRequest {
+            messages,
+            body_cache: cache,
+            ..ModelRequest::default()
+        })["input"]
+            .as_array()
+            .unwrap()
+            .len(),
+        6
+    );
 }
 
 #[test]
