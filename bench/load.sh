@@ -9,7 +9,8 @@ cargo build --release -q -p trueforge-server --example load
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
 SERVER_PORT="$(free_port)"; FAKE_PORT="$(free_port)"
 DIR="$(mktemp -d)"
-target/release/fake-llm --port "$FAKE_PORT" >/dev/null 2>&1 & FAKE=$!
+# No bodies in the fake model's request log: thousands of them would only grow its process.
+target/release/fake-llm --port "$FAKE_PORT" --without-request-bodies >/dev/null 2>&1 & FAKE=$!
 TRUEFORGE_DATA_DIR="$DIR" PORT="$SERVER_PORT" LOG_LEVEL=warn /usr/bin/time -v target/release/trueforge serve \
   >/dev/null 2>"$DIR/time.log" & SERVER=$!
 until curl -sf "http://127.0.0.1:$SERVER_PORT/healthz" >/dev/null; do sleep 0.01; done

@@ -12,7 +12,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 use crate::error::LlmError;
-use crate::request::{MediaSource, Message, ModelRequest, SerialisedMessages};
+use crate::request::{MediaSource, Message, SerialisedMessages};
 use crate::wire::WireApi;
 
 /// Serialises a body into the bytes of an [`HttpRequest`](crate::wire::HttpRequest).
@@ -90,6 +90,9 @@ pub(crate) trait MessageElements<'r> {
     fn end(&mut self, array: &mut ArrayWriter<'_>) -> Result<(), LlmError>;
 }
 
+/// Bytes reserved past the cached messages for what a body adds after them.
+const BODY_TAIL_ROOM: usize = 64 * 1024;
+
 /// Writes `messages` into `array`: their first ones copied from `cache` when it holds them for `wire`, the
 /// others through `elements`. The cache then takes every message written, up to the last point a later
 /// request (the same messages and more after them) cannot write differently.
@@ -104,6 +107,9 @@ pub(crate) fn write_messages<'r>(
     let start = array.out.len() + usize::from(!array.empty);
     let (from, reused) = match cache.as_deref().and_then(|cache| cache.prefix_of(wire, messages)) {
         Some((count, json)) => {
+            // Room for the new messages and the fields after the array too, so the body is not moved as it
+            // grows (a move copies the whole conversation again).
+            array.out.reserve(json.len() + BODY_TAIL_ROOM);
             array.raw(json);
             (count, json.len())
         }
@@ -136,11 +142,11 @@ pub(crate) fn write_messages<'r>(
 #[cfg(debug_assertions)]
 pub(crate) fn check_cached_body(
     body: &Bytes,
-    request: &ModelRequest,
-    build: impl FnOnce(&ModelRequest) -> Result<Bytes, LlmError>,
+    request: &crate::ModelRequest,
+    build: impl FnOnce(&crate::ModelRequest) -> Result<Bytes, LlmError>,
 ) -> Result<(), LlmError> {
     if request.body_cache.messages() > 0 {
-        let fresh = ModelRequest {
+        let fresh = crate::ModelRequest {
             body_cache: crate::BodyCache::default(),
             ..request.clone()
         };
