@@ -11,7 +11,8 @@ use proptest::sample::Index;
 use serde_json::Value;
 use trueforge_llm::sse::sse_events;
 use trueforge_llm::{
-    Assembler, HttpRequest, LlmError, Message, ModelRequest, ModelResponse, SseEvent, StreamEvent, WireFormat,
+    Assembler, BodyCache, Endpoint, HttpRequest, LlmError, Message, ModelRequest, ModelResponse, SseEvent, StreamEvent,
+    WireFormat,
 };
 
 /// The fixture `tests/fixtures/<dir>/<file>` as its `#` header line(s) and the SSE text after them. The text
@@ -124,6 +125,19 @@ pub fn assemble(events: &[StreamEvent]) -> Result<ModelResponse, LlmError> {
 /// SSE `text`, cut into chunks at `cuts`, parsed, decoded by `wire` and assembled.
 pub fn assemble_chunked(wire: &dyn WireFormat, text: &str, cuts: &[usize]) -> Result<ModelResponse, LlmError> {
     assemble(&decode_chunked(wire, text, cuts)?)
+}
+
+/// Builds `request` with `cache` through `wire` and checks the body is the one built without a cache;
+/// returns it parsed.
+pub fn body_with_cache(wire: &dyn WireFormat, endpoint: &Endpoint, request: &ModelRequest, cache: &BodyCache) -> Value {
+    let cached = ModelRequest {
+        body_cache: cache.clone(),
+        ..request.clone()
+    };
+    let from_cache = wire.build_request(endpoint, &cached).unwrap().body;
+    let afresh = wire.build_request(endpoint, request).unwrap().body;
+    assert_eq!(String::from_utf8_lossy(&from_cache), String::from_utf8_lossy(&afresh));
+    serde_json::from_slice(&from_cache).unwrap()
 }
 
 /// A request of one user message.

@@ -9,7 +9,7 @@ use trueforge_llm::{
 use trueforge_protocol::{ReasoningEffort, ResponseFormat};
 
 use super::{endpoint, thinking};
-use crate::wire_support::{json_body, user_request};
+use crate::wire_support::{body_with_cache, json_body, user_request};
 
 fn body(request: &ModelRequest) -> Value {
     json_body(&ChatCompletions.build_request(&endpoint(), request).unwrap())
@@ -328,33 +328,19 @@ fn chat_request_bodies_of_a_growing_conversation_reuse_cached_messages_and_match
     ];
     let cache = BodyCache::new();
     let mut messages = Vec::new();
+    let request = |messages: &[Message]| ModelRequest {
+        instructions: Some("Answer briefly.".into()),
+        messages: messages.to_vec(),
+        tools: vec![weather_tool()],
+        ..ModelRequest::default()
+    };
     for (added, held) in steps {
         messages.extend(added);
-        let cached = ModelRequest {
-            instructions: Some("Answer briefly.".into()),
-            messages: messages.clone(),
-            tools: vec![weather_tool()],
-            body_cache: cache.clone(),
-            ..ModelRequest::default()
-        };
-        let fresh = ModelRequest {
-            body_cache: BodyCache::default(),
-            ..cached.clone()
-        };
-        let from_cache = ChatCompletions.build_request(&endpoint(), &cached).unwrap().body;
-        let afresh = ChatCompletions.build_request(&endpoint(), &fresh).unwrap().body;
-        assert_eq!(String::from_utf8_lossy(&from_cache), String::from_utf8_lossy(&afresh));
+        body_with_cache(&ChatCompletions, &endpoint(), &request(&messages), &cache);
         assert_eq!(cache.messages(), held, "after {} messages", messages.len());
     }
     // Built again with nothing new, the body is the same, all of it from the cache.
-    let again = ModelRequest {
-        instructions: Some("Answer briefly.".into()),
-        messages: messages.clone(),
-        tools: vec![weather_tool()],
-        body_cache: cache.clone(),
-        ..ModelRequest::default()
-    };
-    let built = json_body(&ChatCompletions.build_request(&endpoint(), &again).unwrap());
+    let built = body_with_cache(&ChatCompletions, &endpoint(), &request(&messages), &cache);
     assert_eq!(built["messages"].as_array().unwrap().len(), 1 + 7);
     assert_eq!(built["messages"][3]["role"], "tool");
     assert_eq!(built["messages"][4]["role"], "tool");

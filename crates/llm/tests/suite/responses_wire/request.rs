@@ -7,7 +7,7 @@ use trueforge_llm::{
 };
 use trueforge_protocol::{JsonSchemaFormat, ReasoningEffort, ResponseFormat};
 
-use crate::wire_support::json_body;
+use crate::wire_support::{body_with_cache, json_body};
 
 fn endpoint() -> Endpoint {
     Endpoint {
@@ -91,40 +91,24 @@ fn responses_request_bodies_of_a_growing_conversation_reuse_cached_messages_and_
     });
     let cache = BodyCache::new();
     let mut messages = Vec::new();
+    let mut built = Value::Null;
     for added in [
         vec![Message::user_text("Find it")],
         vec![answer, result],
         vec![Message::user_text("Thanks")],
     ] {
         messages.extend(added);
-        let cached = ModelRequest {
+        let request = ModelRequest {
             instructions: Some("Be brief.".into()),
             messages: messages.clone(),
             tools: vec![tool_def("lookup")],
-            body_cache: cache.clone(),
             ..ModelRequest::default()
         };
-        let fresh = ModelRequest {
-            body_cache: BodyCache::default(),
-            ..cached.clone()
-        };
-        let from_cache = OpenAiResponses.build_request(&endpoint(), &cached).unwrap().body;
-        let afresh = OpenAiResponses.build_request(&endpoint(), &fresh).unwrap().body;
-        assert_eq!(String::from_utf8_lossy(&from_cache), String::from_utf8_lossy(&afresh));
+        built = body_with_cache(&OpenAiResponses, &endpoint(), &request, &cache);
         assert_eq!(cache.messages(), messages.len());
     }
     // The reasoning, the text and the call of one answer are three items of the input.
-    assert_eq!(
-        build(&ModelRequest {
-            messages,
-            body_cache: cache,
-            ..ModelRequest::default()
-        })["input"]
-            .as_array()
-            .unwrap()
-            .len(),
-        6
-    );
+    assert_eq!(built["input"].as_array().unwrap().len(), 6);
 }
 
 #[test]
