@@ -313,6 +313,15 @@ async fn artifacts_download_and_bad_downloads_get_the_reference_statuses() {
     assert_eq!(status, 412, "{}", String::from_utf8_lossy(&bytes));
     let (status, _, _) = download(&server, &plain, &turn, "/workspace/out/report.csv").await;
     assert_eq!(status, 404);
+
+    // The workspace removed on the host (an operator cleaning up): the sandbox is gone.
+    let workspaces = server.dir.path().join("sandboxes");
+    let removed = std::fs::read_dir(&workspaces).unwrap().count();
+    assert!(removed > 0, "no workspace under {}", workspaces.display());
+    std::fs::remove_dir_all(&workspaces).unwrap();
+    let (status, _, bytes) = download(&server, &session, &turn, "/workspace/out/report.csv").await;
+    assert_eq!(status, 410, "{}", String::from_utf8_lossy(&bytes));
+    assert!(!message_of(&bytes).is_empty());
 }
 
 /// A git repository with a skill in `skills/greeting` (and another directory that must not be copied).
