@@ -198,7 +198,7 @@ async fn main() {
     // The conversation mode measures the model's time, so it runs the fake model itself.
     let own_fake = match args.conversation {
         Some(_) => {
-            // Without bodies in its log: a long conversation's bodies would grow this process by gigabytes
+            // Without bodies in its log: a long conversation's bodies would grow this process to about a gigabyte
             // and slow its allocator, the HTTP client whose time is measured included.
             let fake = trueforge_testkit::fake_llm::FakeLlm::bind_with_log(
                 std::net::SocketAddr::from(([127, 0, 0, 1], 0)),

@@ -63,7 +63,7 @@ pub enum RequestLog {
     #[default]
     Full,
     /// Everything but the body, recorded as `Null`. For load runs: keeping a long conversation's
-    /// half-megabyte bodies grows the process by gigabytes and slows its allocator for every thread in it
+    /// half-megabyte bodies grows the process to about a gigabyte and slows its allocator for every thread in it
     /// (a load generator's own HTTP client included), which a benchmark would count as the harness's time.
     WithoutBodies,
 }
