@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The one test command: provisions a throwaway Postgres 15 (installing it when missing and running as root),
-# exports its URL, runs the whole workspace's tests with nextest, and stops Postgres whatever happens; then
+# The one test command: provisions a throwaway Postgres 15 and Redis 7 (installing them when missing and running
+# as root), exports their URLs, runs the whole workspace's tests with nextest, and stops both whatever happens; then
 # fuzzes a real server against its own OpenAPI document with schemathesis (see run_schemathesis below) and
 # runs the TypeScript SDK's checks and tests (run_sdk_typescript).
 #
@@ -256,6 +256,17 @@ if [ -z "$PG_BIN" ]; then
   [ -n "$PG_BIN" ] || { echo "test.sh: postgresql installed but initdb not found" >&2; exit 1; }
 fi
 
+# Hosted mode's event bus and cancel requests run on Redis 7 (Debian's redis-server), started below.
+if ! command -v redis-server >/dev/null 2>&1; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "test.sh: redis-server is missing; install the 'redis-server' package (needs root)" >&2
+    exit 1
+  fi
+  echo "test.sh: installing redis-server from Debian packages" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null \
+    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+fi
+
 # The local sandbox runs commands under bubblewrap, with Debian's python3 inside (a pyenv or other
 # python3 on the host's PATH is not visible in the sandbox); skills are fetched with git on the host.
 if ! command -v bwrap >/dev/null 2>&1 || [ ! -x /usr/bin/python3 ] || ! command -v git >/dev/null 2>&1; then
@@ -318,11 +329,13 @@ if [ "$(id -u)" -eq 0 ]; then
   RUN_AS=(runuser -u postgres --)
 fi
 
-stop_postgres() {
+REDIS_PORT="$(free_port)"
+stop_services() {
   "${RUN_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate stop >/dev/null 2>&1 || true
+  [ -f "$PG_DIR/redis.pid" ] && kill "$(cat "$PG_DIR/redis.pid")" 2>/dev/null || true
   rm -rf "$PG_DIR"
 }
-trap stop_postgres EXIT INT TERM
+trap stop_services EXIT INT TERM
 
 "${RUN_AS[@]}" "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres --auth=trust -E UTF8 >"$PG_DIR/initdb.log" 2>&1 \
   || { cat "$PG_DIR/initdb.log" >&2; exit 1; }
@@ -332,6 +345,15 @@ trap stop_postgres EXIT INT TERM
 
 export TRUEFORGE_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
 echo "test.sh: Postgres $("$PG_BIN/postgres" --version | awk '{print $3}') on port $PG_PORT" >&2
+
+# A throwaway Redis on loopback, in memory only.
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
+  --pidfile "$PG_DIR/redis.pid" --logfile "$PG_DIR/redis.log" --dir "$PG_DIR" \
+  || { cat "$PG_DIR/redis.log" >&2; exit 1; }
+for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+redis-cli -p "$REDIS_PORT" ping >/dev/null || { echo "test.sh: Redis did not start" >&2; cat "$PG_DIR/redis.log" >&2; exit 1; }
+export TRUEFORGE_TEST_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+echo "test.sh: Redis $(redis-server --version | awk '{print $3}' | cut -d= -f2) on port $REDIS_PORT" >&2
 
 # nextest's failure must not skip the fuzzing (nor the other way round): both run, the worse outcome wins.
 nextest_status=0

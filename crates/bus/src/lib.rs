@@ -3,19 +3,23 @@
 //! reaches the bus; the bus only carries the live stream and keeps it for a while after the turn ends, so a
 //! client that reconnects gets the deltas too. After a stream is gone, subscribers resume from the store.
 //!
-//! The in-memory backend serves one process (local mode). The trait is shaped for a Redis Streams backend:
-//! streams are named, entries carry their sequence number and pre-serialised JSON, and retention is a TTL.
+//! The in-memory backend serves one process (local mode); the Redis Streams backend serves many replicas
+//! sharing one Redis (hosted mode): streams are named, entries carry their sequence number and
+//! pre-serialised JSON, and retention is a TTL. With several replicas, a turn is cancelled by the replica
+//! running it: [`CancelRelay`] carries the request there.
 
 mod memory;
+mod redis;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
-use trueforge_protocol::{SessionId, TenantId, TurnId};
+use trueforge_protocol::{CancellationReason, SessionId, TenantId, TurnId, TurnKey};
 
 pub use memory::MemoryBus;
+pub use redis::{RedisBus, RedisCancelRelay};
 
 /// Names one turn's live stream (the reference's key shape, so mixed deployments can share Redis).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -84,4 +88,15 @@ pub trait EventBus: Send + Sync + 'static {
 
     /// Whether the stream exists (not expired).
     async fn exists(&self, key: &StreamKey) -> Result<bool, BusError>;
+}
+
+/// Cancels a turn if it runs in this process; answers whether it did.
+pub type LocalCancel = Arc<dyn Fn(&TurnKey, CancellationReason) -> bool + Send + Sync>;
+
+/// Carries a cancel request to the replica running the turn.
+#[async_trait]
+pub trait CancelRelay: Send + Sync + 'static {
+    /// Asks the other replicas to cancel the turn: `Ok(true)` when the one running it cancelled it,
+    /// `Ok(false)` when none runs it (its executor is gone) or not all answered in time.
+    async fn cancel_elsewhere(&self, key: &TurnKey, reason: CancellationReason) -> Result<bool, BusError>;
 }

@@ -464,3 +464,154 @@ macro_rules! contract_suite {
 mod memory {
     contract_suite!(std::sync::Arc::new(trueforge_bus::MemoryBus::new()));
 }
+
+/// The Redis URL of the test run (`scripts/test.sh` starts a throwaway Redis 7); the tests fail, never skip,
+/// without one.
+fn redis_url() -> String {
+    std::env::var("TRUEFORGE_TEST_REDIS_URL")
+        .expect("TRUEFORGE_TEST_REDIS_URL is not set: run the tests through scripts/test.sh, which starts Redis")
+}
+
+async fn redis_bus() -> trueforge_bus::RedisBus {
+    trueforge_bus::RedisBus::connect(&redis_url()).await.unwrap()
+}
+
+/// The Redis Streams backend (hosted mode), each case on its own connections.
+mod redis {
+    contract_suite!(std::sync::Arc::new(super::redis_bus().await));
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    use trueforge_bus::{CancelRelay, EventBus, RedisCancelRelay};
+    use trueforge_protocol::{CancellationReason, TurnKey};
+
+    use super::{LONG, WAIT, collect, event, fresh_key, next_event, redis_bus, redis_url, run_of, terminal};
+
+    /// Two processes' buses (separate connections and stream readers): what one publishes, a subscriber
+    /// of the other sees live, without polling delays.
+    #[tokio::test]
+    async fn a_subscriber_on_another_replica_sees_events_live() {
+        let (producer, consumer): (Arc<dyn EventBus>, Arc<dyn EventBus>) =
+            (Arc::new(redis_bus().await), Arc::new(redis_bus().await));
+        let key = fresh_key();
+        producer.open(&key, LONG).await.unwrap();
+        let mut subscription = consumer.subscribe(&key, 0, Duration::ZERO).await.unwrap();
+        let mut slowest = Duration::ZERO;
+        for seq in 1..=20 {
+            let sent = Instant::now();
+            producer.publish(&key, event(seq), LONG).await.unwrap();
+            assert_eq!(next_event(&mut subscription).await, event(seq));
+            slowest = slowest.max(sent.elapsed());
+        }
+        producer.publish(&key, terminal(21), LONG).await.unwrap();
+        assert_eq!(next_event(&mut subscription).await, terminal(21));
+        // A blocking read wakes at once; a 1 s poll (the reference's) would not.
+        assert!(slowest < Duration::from_millis(500), "slowest delivery {slowest:?}");
+    }
+
+    /// Many streams waited on at once through one reader, each subscriber woken for its own stream only.
+    #[tokio::test]
+    async fn one_reader_serves_many_streams_at_once() {
+        let (producer, consumer): (Arc<dyn EventBus>, Arc<dyn EventBus>) =
+            (Arc::new(redis_bus().await), Arc::new(redis_bus().await));
+        let keys: Vec<_> = (0..40).map(|_| fresh_key()).collect();
+        let mut readers = Vec::new();
+        for key in &keys {
+            producer.open(key, LONG).await.unwrap();
+            let subscription = consumer.subscribe(key, 0, Duration::ZERO).await.unwrap();
+            readers.push(tokio::spawn(collect(subscription)));
+        }
+        for (index, key) in keys.iter().enumerate().rev() {
+            let last = 2 + u64::try_from(index % 3).unwrap();
+            for event in run_of(1, last) {
+                producer.publish(key, event, LONG).await.unwrap();
+            }
+        }
+        for (index, reader) in readers.into_iter().enumerate() {
+            let last = 2 + u64::try_from(index % 3).unwrap();
+            assert_eq!(reader.await.unwrap(), run_of(1, last), "stream {index}");
+        }
+    }
+
+    fn counting_cancel(runs: &'static str, calls: Arc<AtomicUsize>) -> trueforge_bus::LocalCancel {
+        Arc::new(move |key: &TurnKey, reason| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            key.turn_id.as_str() == runs && reason == CancellationReason::ClientCancelled
+        })
+    }
+
+    async fn relay(replica: &str) -> RedisCancelRelay {
+        RedisCancelRelay::connect(&redis_url(), replica, WAIT).await.unwrap()
+    }
+
+    /// A cancel asked on one replica reaches the one running the turn, and the asker learns it did.
+    #[tokio::test]
+    async fn a_cancel_reaches_the_replica_running_the_turn() {
+        let running_turn = format!("{}.runner", ulid::Ulid::new());
+        let runs: &'static str = Box::leak(running_turn.clone().into_boxed_str());
+        let asker = relay(&format!("asker-{}", ulid::Ulid::new())).await;
+        let runner = relay(&format!("runner-{}", ulid::Ulid::new())).await;
+        let runner_calls = Arc::new(AtomicUsize::new(0));
+        runner.serve(counting_cancel(runs, runner_calls.clone()));
+        asker.serve(counting_cancel("nothing-runs-here", Arc::new(AtomicUsize::new(0))));
+        let key = TurnKey::new("contract", "session", running_turn.as_str());
+        let started = Instant::now();
+        assert!(
+            asker
+                .cancel_elsewhere(&key, CancellationReason::ClientCancelled)
+                .await
+                .unwrap()
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(runner_calls.load(Ordering::SeqCst), 1);
+    }
+
+    /// A turn no replica runs (its executor died): every listening replica answers no, so the asker knows
+    /// within a round trip, without waiting for its timeout.
+    #[tokio::test]
+    async fn a_cancel_of_a_turn_run_nowhere_is_answered_at_once() {
+        let asker = RedisCancelRelay::connect(
+            &redis_url(),
+            &format!("asker-{}", ulid::Ulid::new()),
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+        let other = relay(&format!("other-{}", ulid::Ulid::new())).await;
+        other.serve(counting_cancel("another-turn", Arc::new(AtomicUsize::new(0))));
+        let key = TurnKey::new("contract", "session", format!("{}.gone", ulid::Ulid::new()).as_str());
+        let started = Instant::now();
+        assert!(
+            !asker
+                .cancel_elsewhere(&key, CancellationReason::ClientCancelled)
+                .await
+                .unwrap()
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            started.elapsed()
+        );
+    }
+
+    /// Redis that is not there: connecting fails with the cause, in seconds.
+    #[tokio::test]
+    async fn an_unreachable_redis_fails_to_connect() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let url = format!("redis://127.0.0.1:{port}");
+        let error = trueforge_bus::RedisBus::connect(&url)
+            .await
+            .err()
+            .expect("no Redis there");
+        assert!(matches!(error, trueforge_bus::BusError::Backend(_)), "{error:?}");
+        assert!(RedisCancelRelay::connect(&url, "x", WAIT).await.is_err());
+    }
+}
