@@ -19,12 +19,12 @@ use trueforge_protocol::{
 };
 use trueforge_sandbox::{LocalConfig, LocalProvider, SkillSources};
 use trueforge_store::crypto::SecretCipher;
-use trueforge_store::db::{MigrateOnOpen, SqliteDb};
+use trueforge_store::db::{MigrateOnOpen, PostgresDb, PostgresOptions, SqliteDb};
 use trueforge_store::session::model::LeaseRequest;
-use trueforge_store::settings::{SettingsStore, SqliteSettingsStore};
-use trueforge_store::{SessionStore, SqliteSessionStore};
+use trueforge_store::settings::{PostgresSettingsStore, SettingsStore, SqliteSettingsStore};
+use trueforge_store::{PostgresSessionStore, SessionStore, SqliteSessionStore};
 
-use crate::bus::MemoryBus;
+use crate::bus::{EventBus, MemoryBus, RedisBus, RedisCancelRelay};
 use crate::catalogs::{CatalogLoadError, Catalogs};
 use crate::config::ServerConfig;
 use crate::error::ApiError;
@@ -62,6 +62,21 @@ pub enum StartError {
     Lock { path: String, source: std::io::Error },
     #[error("cannot hand the turns of the previous run to this one: {0}")]
     Leases(trueforge_store::StoreError),
+    #[error("cannot use Postgres (DATABASE_URL, or POSTGRES_HOST/PORT/USER/PASSWORD/DB): {0}")]
+    Postgres(trueforge_store::StoreError),
+    #[error("cannot use Redis (REDIS_URL): {0}")]
+    Redis(trueforge_bus::BusError),
+    #[error("hosted mode needs STANDALONE=false and its configuration")]
+    NotHosted,
+}
+
+struct PostgresProbe(PostgresDb);
+
+#[async_trait::async_trait]
+impl DatabaseProbe for PostgresProbe {
+    async fn ready(&self) -> Result<(), String> {
+        self.0.check_ready().await.map_err(|error| error.to_string())
+    }
 }
 
 struct SqliteProbe(SqliteDb);
@@ -112,7 +127,125 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
             source,
         },
     )?);
-    let sessions = Arc::new(SqliteSessionStore::new(db.clone()));
+    let sessions: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db.clone()));
+    let owner = format!("{LOCAL_EXECUTOR}:{}", ulid::Ulid::new().to_string().to_lowercase());
+    // This process is the only executor of its database (the lock says so): every turn still leased to
+    // another owner was left running by an earlier run that is gone. Ending those leases now lets the
+    // first lease sweep (at serve) resume the turns at once rather than after their lease ran out.
+    let orphaned = sessions
+        .expire_leases_of_others(&owner)
+        .await
+        .map_err(StartError::Leases)?;
+    if orphaned > 0 {
+        tracing::info!(turns = orphaned, "turns left running by the previous run will resume");
+    }
+    assemble(
+        config,
+        Shared {
+            sessions,
+            settings,
+            bus: Arc::new(MemoryBus::new()),
+            cancel_relay: None,
+            executor_id: LOCAL_EXECUTOR.to_owned(),
+            owner,
+            database: Arc::new(SqliteProbe(db)),
+            database_lock: Some(database_lock),
+        },
+    )
+    .await
+}
+
+/// Everything the API needs in hosted mode: the shared Postgres (migrated at boot; replicas booting
+/// together take turns under the migrator's advisory lock) and Redis, and an executor id of this boot.
+pub async fn hosted_state(config: ServerConfig) -> Result<AppState, StartError> {
+    let hosted = config.hosted.clone().ok_or(StartError::NotHosted)?;
+    let options = PostgresOptions {
+        max_connections: hosted.pool_max,
+        statement_timeout: Some(hosted.statement_timeout),
+        idle_in_transaction_timeout: Some(hosted.idle_in_transaction_timeout),
+        acquire_timeout: Duration::from_secs(10),
+    };
+    let db = PostgresDb::connect_with(&hosted.database_url, options, MigrateOnOpen::Yes)
+        .await
+        .map_err(StartError::Postgres)?;
+    let cipher = SecretCipher::from_env_or_key_file(&config.data_dir.join("secret.key"))?;
+    let settings: Arc<dyn SettingsStore> = Arc::new(
+        PostgresSettingsStore::open(db.clone(), cipher)
+            .await
+            .map_err(StartError::Postgres)?,
+    );
+    let sessions: Arc<dyn SessionStore> = Arc::new(PostgresSessionStore::new(db.clone()));
+    let executor_id = executor_id();
+    let bus = RedisBus::connect(&hosted.redis_url).await.map_err(StartError::Redis)?;
+    let relay = RedisCancelRelay::connect(&hosted.redis_url, &executor_id, hosted.cancel_timeout)
+        .await
+        .map_err(StartError::Redis)?;
+    tracing::info!(executor = %executor_id, "hosted mode: Postgres and Redis connected");
+    assemble(
+        config,
+        Shared {
+            sessions,
+            settings,
+            bus: Arc::new(bus),
+            cancel_relay: Some(relay),
+            owner: executor_id.clone(),
+            executor_id,
+            database: Arc::new(PostgresProbe(db)),
+            database_lock: None,
+        },
+    )
+    .await
+}
+
+/// The state of the server's mode: hosted when `STANDALONE=false`, else local.
+pub async fn state_for(config: ServerConfig) -> Result<AppState, StartError> {
+    if config.hosted.is_some() {
+        hosted_state(config).await
+    } else {
+        local_state(config).await
+    }
+}
+
+/// A replica's executor id, new at every boot: six characters of `[0-9a-z]`, the reference's shape (the
+/// suffix of the turn ids it mints, and the owner of its turns' leases).
+fn executor_id() -> String {
+    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    // A ULID's 80 random bits (from the OS's generator) are plenty for six base-36 digits.
+    let mut random = ulid::Ulid::new().random();
+    (0..6)
+        .map(|_| {
+            let digit = usize::try_from(random % 36).unwrap_or(0);
+            random /= 36;
+            char::from(ALPHABET[digit])
+        })
+        .collect()
+}
+
+/// What differs between the modes: the stores, the bus, who this process is among the executors.
+struct Shared {
+    sessions: Arc<dyn SessionStore>,
+    settings: Arc<dyn SettingsStore>,
+    bus: Arc<dyn EventBus>,
+    cancel_relay: Option<RedisCancelRelay>,
+    executor_id: String,
+    /// The owner of the leases of the turns this process runs.
+    owner: String,
+    database: Arc<dyn DatabaseProbe>,
+    database_lock: Option<Arc<std::fs::File>>,
+}
+
+/// The rest of the state, the same in both modes.
+async fn assemble(config: ServerConfig, shared: Shared) -> Result<AppState, StartError> {
+    let Shared {
+        sessions,
+        settings,
+        bus,
+        cancel_relay,
+        executor_id,
+        owner,
+        database,
+        database_lock,
+    } = shared;
     let catalogs = Arc::new(Catalogs::load(&config.catalogs)?);
     configure_providers_from_env(&config, settings.as_ref(), &catalogs)
         .await
@@ -129,7 +262,6 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
         .map_err(StartError::Http)?,
     );
     let lease = LeaseTiming::for_ttl(config.lease_ttl);
-    let owner = format!("{LOCAL_EXECUTOR}:{}", ulid::Ulid::new().to_string().to_lowercase());
     let oauth = McpOAuth::new(
         settings.clone(),
         config.oauth_client_name.clone(),
@@ -144,41 +276,39 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
         config.allow_stdio_mcp,
     );
     let sandboxes = Arc::new(host_sandboxes(&config, settings.clone()));
-    let bus = Arc::new(MemoryBus::new());
-    let runtime = Arc::new(
-        Runtime::new(
-            sessions.clone(),
-            models.clone(),
-            Arc::new(StoredAgents(settings.clone())),
-            mcp.clone(),
-            RuntimeOptions {
-                execution_timeout: Some(config.execution_timeout),
-                approval_timeout: Some(config.approval_timeout),
-                approval_max_scope: config.approval_max_scope,
-                lease: Some(LeaseRequest {
-                    owner: owner.clone(),
-                    ttl_ms: i64::try_from(lease.ttl.as_millis()).unwrap_or(i64::MAX),
-                }),
-                ..RuntimeOptions::default()
-            },
-        )
-        .with_agent_approvals(Arc::new(StoredAgentApprovals(settings.clone())))
-        .with_sandboxes(sandboxes.clone())
-        .with_live_streams(LiveStreams {
-            bus: bus.clone(),
-            ttl: config.stream_ttl,
-            ttl_after_end: config.stream_ttl_after_end,
-        }),
-    );
-    // This process is the only executor of its database (the lock says so): every turn still leased to
-    // another owner was left running by an earlier run that is gone. Ending those leases now lets the
-    // first lease sweep (at serve) resume the turns at once rather than after their lease ran out.
-    let orphaned = sessions
-        .expire_leases_of_others(&owner)
-        .await
-        .map_err(StartError::Leases)?;
-    if orphaned > 0 {
-        tracing::info!(turns = orphaned, "turns left running by the previous run will resume");
+    let mut runtime = Runtime::new(
+        sessions.clone(),
+        models.clone(),
+        Arc::new(StoredAgents(settings.clone())),
+        mcp.clone(),
+        RuntimeOptions {
+            execution_timeout: Some(config.execution_timeout),
+            approval_timeout: Some(config.approval_timeout),
+            approval_max_scope: config.approval_max_scope,
+            lease: Some(LeaseRequest {
+                owner,
+                ttl_ms: i64::try_from(lease.ttl.as_millis()).unwrap_or(i64::MAX),
+            }),
+            ..RuntimeOptions::default()
+        },
+    )
+    .with_agent_approvals(Arc::new(StoredAgentApprovals(settings.clone())))
+    .with_sandboxes(sandboxes.clone())
+    .with_live_streams(LiveStreams {
+        bus: bus.clone(),
+        ttl: config.stream_ttl,
+        ttl_after_end: config.stream_ttl_after_end,
+    });
+    if let Some(relay) = &cancel_relay {
+        runtime = runtime.with_cancel_relay(Arc::new(relay.clone()));
+    }
+    let runtime = Arc::new(runtime);
+    if let Some(relay) = &cancel_relay {
+        // Weak: the relay outlives nothing it serves, and the runtime holds the relay.
+        let served = Arc::downgrade(&runtime);
+        relay.serve(Arc::new(move |key, reason| {
+            served.upgrade().is_some_and(|runtime| runtime.cancel_here(key, reason))
+        }));
     }
     Ok(AppState {
         config: Arc::new(config),
@@ -190,9 +320,9 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
         models,
         mcp,
         sandboxes,
-        executor_id: LOCAL_EXECUTOR.to_owned(),
-        database: Arc::new(SqliteProbe(db)),
-        database_lock: Some(database_lock),
+        executor_id,
+        database,
+        database_lock,
     })
 }
 

@@ -24,6 +24,6 @@ pub mod state;
 mod ui_assets;
 pub mod wire;
 
-pub use app::{StartError, local_state, router, serve};
+pub use app::{StartError, hosted_state, local_state, router, serve, state_for};
 pub use config::ServerConfig;
 pub use state::AppState;

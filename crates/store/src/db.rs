@@ -6,7 +6,7 @@ mod migrations;
 mod postgres;
 mod sqlite;
 
-pub use postgres::{POSTGRES_MIGRATOR, PostgresDb};
+pub use postgres::{POSTGRES_MIGRATOR, PostgresDb, PostgresOptions};
 pub use sqlite::SqliteDb;
 
 /// Whether opening a database applies pending migrations.

@@ -166,20 +166,34 @@ async fn serve(port: Option<u16>) -> Result<(), String> {
     let address = std::net::SocketAddr::new(config.host, config.port);
     let data_dir = config.data_dir.clone();
     let serve_ui = config.serve_ui;
-    let state = trueforge_server::local_state(config)
+    let hosted = config.hosted.is_some();
+    let state = trueforge_server::state_for(config)
         .await
         .map_err(|error| error.to_string())?;
+    let executor = state.executor_id.clone();
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|error| format!("cannot listen on {address}: {error}"))?;
-    println!("TrueForge {} (local mode)", env!("CARGO_PKG_VERSION"));
+    if hosted {
+        println!(
+            "TrueForge {} (hosted mode, executor {executor})",
+            env!("CARGO_PKG_VERSION")
+        );
+    } else {
+        println!("TrueForge {} (local mode)", env!("CARGO_PKG_VERSION"));
+    }
     if serve_ui {
         println!("  UI       http://{address}/");
     }
     println!("  API      http://{address}/api/v1  (docs at /api/v1/docs)");
     println!("  health   http://{address}/healthz");
-    println!("  data     {}", data_dir.display());
-    println!("  Local mode has no login: anyone who can reach this port is the admin.");
+    if hosted {
+        println!("  Postgres and Redis shared with the other replicas");
+        println!("  Login is not built yet: anyone who can reach this port is the admin.");
+    } else {
+        println!("  data     {}", data_dir.display());
+        println!("  Local mode has no login: anyone who can reach this port is the admin.");
+    }
     trueforge_server::serve(listener, state, shutdown_signal())
         .await
         .map_err(|error| format!("server error: {error}"))

@@ -75,13 +75,29 @@ impl Runtime {
     }
 
     /// Cancels a running turn, wherever it runs. Here: its task is cancelled and its own `turn.done`
-    /// follows. Not here (its executor is gone): the turn is frozen in the store and the stored
-    /// `turn.done` is published, so subscribers end too. A turn that already ended is left alone.
+    /// follows. On another replica (hosted mode): the cancel relay asks it to, and its `turn.done` follows
+    /// there. Nowhere (its executor is gone): the turn is frozen in the store and the stored `turn.done` is
+    /// published, so subscribers end too. A turn that already ended is left alone.
     pub async fn cancel(&self, key: &TurnKey, reason: CancellationReason) -> Result<(), StoreError> {
         if self.lifecycle.cancel(key, reason) {
             return Ok(());
         }
+        if let Some(relay) = &self.cancel_relay {
+            match relay.cancel_elsewhere(key, reason).await {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::warn!(turn = %key.turn_id, %error, "could not ask the other replicas to cancel; freezing the turn");
+                }
+            }
+        }
         self.freeze(key, reason).await
+    }
+
+    /// Cancels the turn if it runs here (its own `turn.done` follows); `false` when it does not. What a
+    /// cancel relay calls on the replica running the turn.
+    pub fn cancel_here(&self, key: &TurnKey, reason: CancellationReason) -> bool {
+        self.lifecycle.cancel(key, reason)
     }
 
     async fn freeze(&self, key: &TurnKey, reason: CancellationReason) -> Result<(), StoreError> {

@@ -206,6 +206,8 @@ pub struct Runtime {
     kept: Arc<ContextCache>,
     /// Where agents with a sandbox get one; `None`: this host has none, and such agents cannot run.
     pub sandboxes: Option<Arc<dyn SandboxResolver>>,
+    /// Carries cancels to the replica running a turn (hosted mode); `None`: this process is the only one.
+    cancel_relay: Option<Arc<dyn trueforge_bus::CancelRelay>>,
 }
 
 /// The executor id of a runtime whose options name no lease owner.
@@ -243,7 +245,15 @@ impl Runtime {
             lifecycle,
             kept: Arc::new(ContextCache::new(kept_capacity)),
             sandboxes: None,
+            cancel_relay: None,
         }
+    }
+
+    /// Sends cancels of turns that do not run here to the other replicas through `relay`, before freezing
+    /// a turn that none of them runs.
+    pub fn with_cancel_relay(mut self, relay: Arc<dyn trueforge_bus::CancelRelay>) -> Self {
+        self.cancel_relay = Some(relay);
+        self
     }
 
     /// Gives agents with `config.sandbox` (or skills) their sandboxes from `sandboxes`.

@@ -3,6 +3,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use sqlx::Connection;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
@@ -18,13 +19,58 @@ pub struct PostgresDb {
     pool: PgPool,
 }
 
+/// How a server's pool talks to Postgres.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PostgresOptions {
+    pub max_connections: u32,
+    /// `statement_timeout` of every connection (`None`: the server's default).
+    pub statement_timeout: Option<Duration>,
+    /// `idle_in_transaction_session_timeout` of every connection (`None`: the server's default).
+    pub idle_in_transaction_timeout: Option<Duration>,
+    /// How long a caller waits for a free connection, and the first connection may take.
+    pub acquire_timeout: Duration,
+}
+
+impl PostgresOptions {
+    pub fn with_max_connections(max_connections: u32) -> Self {
+        Self {
+            max_connections,
+            statement_timeout: None,
+            idle_in_transaction_timeout: None,
+            acquire_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
 impl PostgresDb {
     /// Connects to `url` (a `postgres://` URL).
     pub async fn connect(url: &str, max_connections: u32, migrate: MigrateOnOpen) -> StoreResult<Self> {
-        let options = PgConnectOptions::from_str(url)?;
+        Self::connect_with(url, PostgresOptions::with_max_connections(max_connections), migrate).await
+    }
+
+    /// Connects to `url` with the given pool options; the first connection is made here, so an unreachable
+    /// server or a refused login fails now.
+    pub async fn connect_with(url: &str, pool: PostgresOptions, migrate: MigrateOnOpen) -> StoreResult<Self> {
+        let mut options = PgConnectOptions::from_str(url)?;
+        let mut settings = Vec::new();
+        if let Some(timeout) = pool.statement_timeout {
+            settings.push(("statement_timeout", timeout.as_millis().to_string()));
+        }
+        if let Some(timeout) = pool.idle_in_transaction_timeout {
+            settings.push(("idle_in_transaction_session_timeout", timeout.as_millis().to_string()));
+        }
+        if !settings.is_empty() {
+            options = options.options(settings);
+        }
+        // One connection first, bounded: a refused connection or login says so, where the pool would
+        // retry until its acquire timeout and report only that it timed out.
+        let probe = tokio::time::timeout(pool.acquire_timeout, PgConnection::connect_with(&options))
+            .await
+            .map_err(|_| sqlx::Error::PoolTimedOut)??;
+        probe.close().await?;
         let pool = PgPoolOptions::new()
-            .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(30))
+            .max_connections(pool.max_connections)
+            .acquire_timeout(pool.acquire_timeout)
             .connect_with(options)
             .await?;
         let db = Self { pool };
@@ -37,6 +83,12 @@ impl PostgresDb {
     /// Applies pending migrations (serialised across replicas by sqlx's advisory lock).
     pub async fn migrate(&self) -> StoreResult<()> {
         POSTGRES_MIGRATOR.run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Whether the database answers (a `SELECT 1`).
+    pub async fn check_ready(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
 

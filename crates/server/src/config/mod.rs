@@ -11,6 +11,10 @@ use trueforge_protocol::ApprovalScope;
 use crate::catalogs::CatalogPaths;
 use crate::host_guard::AllowedHost;
 
+mod hosted;
+
+pub use hosted::HostedConfig;
+
 pub const DEFAULT_PORT: u16 = 8790;
 pub const DEFAULT_BODY_LIMIT: usize = 30 * 1024 * 1024;
 
@@ -77,6 +81,8 @@ pub struct ServerConfig {
     pub sandbox: SandboxConfig,
     /// Provider API keys found in the environment, configured as providers on first start.
     pub provider_keys: ProviderKeys,
+    /// Hosted mode (`STANDALONE=false`): many replicas on a shared Postgres and Redis. `None`: local mode.
+    pub hosted: Option<HostedConfig>,
 }
 
 /// How this server gives agents sandboxes.
@@ -124,6 +130,15 @@ impl Vars<'_> {
         ConfigError {
             variable: name.to_owned(),
             value: self.0.get(name).cloned().unwrap_or_default(),
+            reason: reason.into(),
+        }
+    }
+
+    /// An error about a value that may hold a password: the value is not repeated.
+    fn secret_error(&self, name: &str, reason: impl Into<String>) -> ConfigError {
+        ConfigError {
+            variable: name.to_owned(),
+            value: "<redacted>".to_owned(),
             reason: reason.into(),
         }
     }
@@ -231,9 +246,12 @@ fn allowed_origins(vars: &Vars<'_>) -> Result<Vec<String>, ConfigError> {
         .collect()
 }
 
-fn sandbox_config(vars: &Vars<'_>) -> Result<SandboxConfig, ConfigError> {
+/// The local sandbox is on by default in local mode only: a hosted turn may resume on another replica,
+/// which cannot reach a sandbox on the first one's disk.
+fn sandbox_config(vars: &Vars<'_>, hosted: bool) -> Result<SandboxConfig, ConfigError> {
     let local = match vars.get("TRUEFORGE_SANDBOX").map(str::to_ascii_lowercase).as_deref() {
-        None | Some("local") => true,
+        None => !hosted,
+        Some("local") => true,
         Some("off") => false,
         Some(_) => return Err(vars.error("TRUEFORGE_SANDBOX", "expected local or off")),
     };
@@ -264,12 +282,11 @@ impl ServerConfig {
 
     pub fn from_vars(map: &HashMap<String, String>) -> Result<Self, ConfigError> {
         let vars = Vars(map);
-        if !vars.boolean("STANDALONE", true)? {
-            return Err(vars.error(
-                "STANDALONE",
-                "hosted mode (Postgres, Redis, OIDC) is not available yet; unset it or set it to true",
-            ));
-        }
+        let hosted = if vars.boolean("STANDALONE", true)? {
+            None
+        } else {
+            Some(hosted::hosted_config(&vars)?)
+        };
         let port = match vars.get("PORT") {
             None => DEFAULT_PORT,
             Some(text) => text
@@ -310,7 +327,7 @@ impl ServerConfig {
                 .ok_or_else(|| vars.error("TRUEFORGE_APPROVAL_MAX_SCOPE", "expected one of once, session, agent"))?,
         };
         let key = |name: &str| vars.get(name).map(str::to_owned);
-        let sandbox = sandbox_config(&vars)?;
+        let sandbox = sandbox_config(&vars, hosted.is_some())?;
         Ok(Self {
             host,
             port,
@@ -326,7 +343,8 @@ impl ServerConfig {
             lease_ttl: Duration::from_secs(vars.positive("TRUEFORGE_LEASE_TTL_SECONDS", 30)?),
             approval_timeout: Duration::from_secs(vars.positive("TRUEFORGE_APPROVAL_TIMEOUT_SECONDS", 3600)?),
             approval_max_scope,
-            allow_stdio_mcp: vars.boolean("TRUEFORGE_MCP_ALLOW_STDIO", true)?,
+            // Hosted mode: child processes of a shared server would run as the service for every user.
+            allow_stdio_mcp: vars.boolean("TRUEFORGE_MCP_ALLOW_STDIO", hosted.is_none())?,
             public_base_url: public_base_url(&vars)?,
             allowed_hosts: allowed_hosts(&vars)?,
             allowed_origins: allowed_origins(&vars)?,
@@ -350,6 +368,7 @@ impl ServerConfig {
                 anthropic: key("ANTHROPIC_API_KEY"),
                 gemini: key("GEMINI_API_KEY"),
             },
+            hosted,
         })
     }
 
@@ -488,7 +507,6 @@ mod tests {
             ("MAX_REQUEST_BODY_BYTES", "-5"),
             ("SERVER_EXECUTION_TIMEOUT_SECONDS", "ten"),
             ("STANDALONE", "yes"),
-            ("STANDALONE", "false"),
             ("LOG_LEVEL", "loud"),
             ("TRUEFORGE_APPROVAL_MAX_SCOPE", "forever"),
             ("TRUEFORGE_ALLOWED_HOSTS", "agents.example.com, http://x"),
