@@ -19,6 +19,9 @@ pub enum Finished {
     EndedElsewhere(TurnState),
     /// The end could not be stored (nor read back).
     Unstored,
+    /// Another executor took the turn over (this run's lease epoch is stale): this run ends without a word,
+    /// neither storing nor streaming an end; the new owner's run ends the turn.
+    TakenOver,
 }
 
 impl Finished {
@@ -26,7 +29,7 @@ impl Finished {
     pub fn into_state(self) -> Option<TurnState> {
         match self {
             Self::Written(state) | Self::EndedElsewhere(state) => Some(state),
-            Self::Unstored => None,
+            Self::Unstored | Self::TakenOver => None,
         }
     }
 }
@@ -59,6 +62,7 @@ pub async fn finish_turn(env: &TurnEnv, end: Result<TurnEnd, AgentError>, metric
             metrics,
         },
         Err(AgentError::Store(StoreError::TurnNotRunning { .. })) => return ended_elsewhere(env).await,
+        Err(AgentError::Store(StoreError::StaleLease { .. })) => return taken_over(env),
         // The store failed mid-turn (its disk is full, say): the turn cannot go on, but it can still end,
         // with a message saying why. The terminal write is small and may well succeed where the failed
         // write did not (or once the store's trouble is over).
@@ -92,12 +96,18 @@ pub async fn finish_turn(env: &TurnEnv, end: Result<TurnEnd, AgentError>, metric
             Finished::Written(written)
         }
         Err(StoreError::TurnNotRunning { .. }) => ended_elsewhere(env).await,
+        Err(StoreError::StaleLease { .. }) => taken_over(env),
         Err(error) => {
             tracing::warn!(turn = %journal.key.turn_id, %error, "the end of a turn could not be stored");
             stream_unstored_done(env, seq, event_id, state).await;
             Finished::Unstored
         }
     }
+}
+
+fn taken_over(env: &TurnEnv) -> Finished {
+    tracing::warn!(turn = %env.journal.key.turn_id, "another executor took this turn over; this run stops");
+    Finished::TakenOver
 }
 
 async fn ended_elsewhere(env: &TurnEnv) -> Finished {

@@ -51,7 +51,48 @@ pub fn bus_event(seq: u64, event: &TurnStreamingEvent) -> Result<BusEvent, serde
     })
 }
 
+/// Stored events read per query when a resumed turn fills in its stream.
+const BACKFILL_PAGE: u32 = 256;
+
 impl LiveStreams {
+    /// Before a resumed run streams on: publishes the events the run before it stored but did not get to
+    /// publish (it died, or stalled and lost its lease, between storing and publishing), up to `last_seq`,
+    /// so a shared stream that outlived that run misses none. A stream with no event yet is left as it is:
+    /// its readers take what came before from the store.
+    pub(crate) async fn backfill(&self, store: &Arc<dyn SessionStore>, key: &TurnKey, last_seq: u64) {
+        let stream = stream_key(key);
+        let Ok(Some(mut published)) = self.bus.last_seq(&stream).await else {
+            return;
+        };
+        while published < last_seq {
+            let stored = match store.list_turn_events_after(key, published, BACKFILL_PAGE).await {
+                Ok(stored) if !stored.is_empty() => stored,
+                Ok(_) => return,
+                Err(error) => {
+                    tracing::warn!(turn = %key.turn_id, %error, "could not read the events to fill the stream in with");
+                    return;
+                }
+            };
+            let before = published;
+            for item in stored.into_iter().filter(|item| item.seq <= last_seq) {
+                let seq = item.seq;
+                match bus_event(seq, &TurnStreamingEvent::Event(item.event)) {
+                    Ok(entry) => {
+                        if let Err(error) = self.bus.publish(&stream, entry, self.ttl_after_end).await {
+                            tracing::warn!(turn = %key.turn_id, %error, "could not fill in the turn's stream");
+                            return;
+                        }
+                    }
+                    Err(error) => tracing::error!(%error, "could not serialise a stored event"),
+                }
+                published = seq;
+            }
+            if published == before {
+                return;
+            }
+        }
+    }
+
     /// Publishes an event stored by someone other than a running journal (a frozen turn's `turn.done`) to
     /// the turn's stream, if the stream exists here.
     pub(crate) async fn publish_stored(&self, key: &TurnKey, seq: u64, event: SessionEvent) {
@@ -127,6 +168,8 @@ pub(crate) async fn publish(
     let mut published = Published::default();
     let mut marked = Marked::default();
     let mut batch = Vec::with_capacity(BATCH);
+    // A bus that fails (Redis lost) is reported once per turn, not once per event.
+    let mut bus_failed = false;
     while outbox.recv_many(&mut batch, BATCH).await > 0 {
         mark(store.as_ref(), &key, &batch, &mut marked).await;
         for Outgoing::Item { seq, event, streamed } in batch.drain(..) {
@@ -139,11 +182,14 @@ pub(crate) async fn publish(
                 published.end = Some((seq, done.clone()));
             }
             match bus_event(seq, &event) {
-                Ok(entry) => {
-                    if let Err(error) = streams.bus.publish(&stream, entry, streams.ttl_after_end).await {
-                        tracing::warn!(turn = %key.turn_id, %error, "could not publish a turn event");
+                Ok(entry) => match streams.bus.publish(&stream, entry, streams.ttl_after_end).await {
+                    Ok(()) => bus_failed = false,
+                    Err(error) if !bus_failed => {
+                        bus_failed = true;
+                        tracing::warn!(turn = %key.turn_id, %error, "could not publish a turn event; readers fall back to the store");
                     }
-                }
+                    Err(error) => tracing::debug!(turn = %key.turn_id, %error, "could not publish a turn event"),
+                },
                 Err(error) => tracing::error!(turn = %key.turn_id, %error, "could not serialise a turn event"),
             }
             if let Some(first) = first.take() {

@@ -33,6 +33,10 @@ pub enum StoreError {
     TurnNotRunning { turn_id: TurnId, state: Box<TurnState> },
     #[error("turn '{turn_id}' is leased by another owner")]
     LeaseHeldByOther { turn_id: TurnId, owner: Option<String> },
+    /// A write with a lease's fencing token after another executor took the turn over: the writer lost
+    /// its lease (it stalled past it) and must stop.
+    #[error("turn '{turn_id}' was taken over (lease epoch {current}); this writer's epoch {epoch} is stale")]
+    StaleLease { turn_id: TurnId, epoch: u64, current: u64 },
     /// The session already has a turn created with this idempotency key; `fingerprint` is the one stored
     /// with it, so the caller can tell a retry of that request from another request reusing the key.
     #[error("the idempotency key already created turn '{turn_id}'")]
@@ -94,6 +98,7 @@ impl StoreError {
                 | Self::PreviousTurnRunning { .. }
                 | Self::TurnNotRunning { .. }
                 | Self::LeaseHeldByOther { .. }
+                | Self::StaleLease { .. }
                 | Self::IdempotencyKeyUsed { .. }
                 | Self::NameConflict { .. }
         )

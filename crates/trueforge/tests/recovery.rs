@@ -10,13 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use trueforge_testkit::fake_llm::{Api, FakeLlm};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod support;
+
+use support::{free_port, read_frames, send, wait_healthy};
 
 fn spawn_server(dir: &std::path::Path, port: u16) -> Child {
     spawn_server_with_lease(dir, port, 1)
@@ -40,22 +36,6 @@ fn spawn_server_with_lease(dir: &std::path::Path, port: u16, lease_seconds: u32)
         .stderr(Stdio::null())
         .spawn()
         .unwrap()
-}
-
-async fn wait_healthy(http: &reqwest::Client, base: &str) {
-    let started = Instant::now();
-    while http.get(format!("{base}/healthz")).send().await.is_err() {
-        assert!(started.elapsed() < Duration::from_secs(20), "the server did not start");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn send(http: &reqwest::Client, method: reqwest::Method, url: String, body: Value) -> Value {
-    let response = http.request(method, url).json(&body).send().await.unwrap();
-    let status = response.status();
-    let text = response.text().await.unwrap();
-    assert!(status.is_success(), "{status}: {text}");
-    serde_json::from_str(&text).unwrap()
 }
 
 /// Configures the fake model as provider `fake` and starts a non-streamed turn on a new session; returns
@@ -272,36 +252,6 @@ async fn a_second_server_on_the_same_database_refuses_to_start() {
     wait_healthy(&http, &format!("http://127.0.0.1:{third_port}")).await;
     third.kill().unwrap();
     third.wait().unwrap();
-}
-
-/// One SSE frame: its `id` (the event's sequence number) and its event.
-struct Frame {
-    seq: u64,
-    event: Value,
-}
-
-/// Reads SSE frames from `response` until `enough` says stop or the stream ends.
-async fn read_frames(mut response: reqwest::Response, mut enough: impl FnMut(&[Frame]) -> bool) -> Vec<Frame> {
-    let mut frames = Vec::new();
-    let mut buffer = String::new();
-    while let Ok(Some(chunk)) = response.chunk().await {
-        buffer.push_str(std::str::from_utf8(&chunk).unwrap());
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            let seq = block.lines().find_map(|line| line.strip_prefix("id: "));
-            let data = block.lines().find_map(|line| line.strip_prefix("data: "));
-            if let (Some(seq), Some(data)) = (seq, data) {
-                frames.push(Frame {
-                    seq: seq.trim().parse().unwrap(),
-                    event: serde_json::from_str(data).unwrap(),
-                });
-            }
-            if enough(&frames) {
-                return frames;
-            }
-        }
-    }
-    frames
 }
 
 async fn subscribe(

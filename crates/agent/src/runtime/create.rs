@@ -118,16 +118,17 @@ impl Runtime {
             agent_approvals.extend(admission.agent_approvals.iter().cloned());
         }
         let first_events = self.first_events(&request, predecessor.id.clone(), closing_events);
-        self.commit_turn(
-            &request,
-            &predecessor,
-            first_turn,
-            &shells,
-            &admission,
-            first_events.clone(),
-            idempotency,
-        )
-        .await?;
+        let lease_epoch = self
+            .commit_turn(
+                &request,
+                &predecessor,
+                first_turn,
+                &shells,
+                &admission,
+                first_events.clone(),
+                idempotency,
+            )
+            .await?;
         if !admission.stopped_threads.is_empty() {
             self.store.remove_threads(&key, &admission.stopped_threads).await?;
         }
@@ -141,6 +142,7 @@ impl Runtime {
                 built,
                 approvals,
                 Start::Fresh(first_events),
+                lease_epoch,
             )
             .await)
     }
@@ -433,7 +435,7 @@ impl Runtime {
         admission: &Admission,
         events: Vec<StoredEvent>,
         idempotency: Option<TurnIdempotency>,
-    ) -> Result<(), AgentError> {
+    ) -> Result<Option<u64>, AgentError> {
         let new_turn = NewTurn {
             tenant_id: request.tenant_id.clone(),
             session_id: request.session_id.clone(),
@@ -469,7 +471,7 @@ impl Runtime {
             events,
             idempotency: idempotency.clone(),
         };
-        self.store.create_turn(new_turn).await.map_err(|error| match error {
+        let created = self.store.create_turn(new_turn).await.map_err(|error| match error {
             StoreError::SessionNotFound { .. } => AgentError::SessionNotFound,
             StoreError::PreviousTurnNotFound { turn_id } => AgentError::TurnNotFound(turn_id),
             // A concurrent request with the key committed first: this one answers as a later retry would.
@@ -479,7 +481,8 @@ impl Runtime {
             },
             other => AgentError::Store(other),
         })?;
-        Ok(())
+        // The fencing token this run writes the turn with.
+        Ok(created.lease.map(|lease| lease.epoch))
     }
 }
 

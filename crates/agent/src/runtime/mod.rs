@@ -320,6 +320,7 @@ impl Runtime {
                 built,
                 approvals,
                 Start::Resume(open_messages),
+                record.turn.lease.map(|lease| lease.epoch),
             )
             .await)
     }
@@ -503,28 +504,34 @@ impl Runtime {
         threads: Vec<AgentThread>,
         session_approvals: HashSet<(String, String)>,
         start: Start,
+        lease_epoch: Option<u64>,
     ) -> StartedTurn {
+        // Every write of this run carries its lease's fencing token: once another executor takes the turn
+        // over, this run can change nothing more.
+        let store = match lease_epoch {
+            Some(epoch) => self.store.fenced(&key, epoch),
+            None => self.store.clone(),
+        };
+        let mut resources = resources;
+        resources.store = store.clone();
         let streams = self.lifecycle.streams.clone();
         // Opened before anything runs, so a subscriber right after the start finds the stream.
         if let Err(error) = streams.bus.open(&stream_key(&key), streams.ttl).await {
             tracing::warn!(turn = %key.turn_id, %error, "could not open the turn's live stream");
         }
+        if matches!(start, Start::Resume(_)) {
+            streams.backfill(&store, &key, last_seq).await;
+        }
         let (outbox, queued) = mpsc::channel(STREAM_BUFFER);
         let (first_sender, first) = oneshot::channel();
         let publisher = tokio::spawn(crate::live::publish(
             streams.clone(),
-            self.store.clone(),
+            store.clone(),
             key.clone(),
             queued,
             first_sender,
         ));
-        let journal = Arc::new(Journal::new(
-            key.clone(),
-            self.store.clone(),
-            self.ids.clone(),
-            last_seq,
-            outbox,
-        ));
+        let journal = Arc::new(Journal::new(key.clone(), store, self.ids.clone(), last_seq, outbox));
         let env = Arc::new(TurnEnv {
             journal,
             cancel: cancel.clone(),

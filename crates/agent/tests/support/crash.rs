@@ -23,10 +23,11 @@ pub struct CrashingStore {
     pub inner: Arc<dyn SessionStore>,
     /// Context commits (steps, appends and overwrites) allowed before the crash; `usize::MAX`: never crash.
     pub commits_before_crash: usize,
-    pub commits: AtomicUsize,
-    pub crashed: AtomicBool,
+    /// Shared with the store's fenced handles, which count and crash with it.
+    pub commits: Arc<AtomicUsize>,
+    pub crashed: Arc<AtomicBool>,
     /// Reads of a turn that left its contexts out (the caller held them).
-    pub contexts_reused: AtomicUsize,
+    pub contexts_reused: Arc<AtomicUsize>,
 }
 
 impl CrashingStore {
@@ -34,9 +35,9 @@ impl CrashingStore {
         Self {
             inner,
             commits_before_crash,
-            commits: AtomicUsize::new(0),
-            crashed: AtomicBool::new(false),
-            contexts_reused: AtomicUsize::new(0),
+            commits: Arc::new(AtomicUsize::new(0)),
+            crashed: Arc::new(AtomicBool::new(false)),
+            contexts_reused: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -57,6 +58,15 @@ impl CrashingStore {
 
 #[async_trait]
 impl SessionStore for CrashingStore {
+    fn fenced(&self, key: &TurnKey, epoch: u64) -> Arc<dyn SessionStore> {
+        Arc::new(Self {
+            inner: self.inner.fenced(key, epoch),
+            commits_before_crash: self.commits_before_crash,
+            commits: self.commits.clone(),
+            crashed: self.crashed.clone(),
+            contexts_reused: self.contexts_reused.clone(),
+        })
+    }
     async fn create_session(&self, session: NewSession) -> StoreResult<SessionRecord> {
         self.check()?;
         self.inner.create_session(session).await

@@ -107,6 +107,12 @@ impl Wakeups {
             .collect()
     }
 
+    fn wake_all(&self) {
+        for watched in lock(&self.streams).values() {
+            watched.wake.send_modify(|version| *version = version.wrapping_add(1));
+        }
+    }
+
     fn woken(&self, key: &str, last_id: String) {
         if let Some(watched) = lock(&self.streams).get_mut(key) {
             watched.last_id = last_id;
@@ -156,6 +162,11 @@ async fn read_loop(wakeups: std::sync::Weak<Wakeups>, client: Client) {
                 if !failing {
                     tracing::warn!(%error, "the event bus's stream reader lost Redis; retrying");
                     failing = true;
+                }
+                // Waiting subscribers read now: they find Redis gone and fall back to the store, rather than
+                // waiting for a wake-up that cannot come.
+                if let Some(this) = wakeups.upgrade() {
+                    this.wake_all();
                 }
                 connection = None;
                 tokio::time::sleep(retry).await;

@@ -105,6 +105,9 @@ pub struct Page<T> {
 pub struct Lease {
     pub owner: String,
     pub expires_at: Timestamp,
+    /// The fencing token: 0 for the lease a turn is created with, raised by every takeover. Writes through
+    /// a store [`fenced`](crate::SessionStore::fenced) with an older epoch are refused.
+    pub epoch: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -231,6 +231,12 @@ pub trait SessionStore: Send + Sync {
 
     // ---- leases ----
 
+    /// This store, with every write to the turn `key` fenced by the lease epoch `epoch`: once the turn's
+    /// lease has been taken over (its epoch raised), such a write fails with `StaleLease` and changes
+    /// nothing. Writes to other turns, and reads, are as on this store. The runtime writes a turn it runs
+    /// through a store fenced with the epoch of its lease.
+    fn fenced(&self, key: &TurnKey, epoch: u64) -> std::sync::Arc<dyn SessionStore>;
+
     /// Extends the lease of a running turn held by `owner`.
     async fn renew_lease(&self, key: &TurnKey, owner: &str, ttl_ms: i64) -> StoreResult<Lease>;
 

@@ -14,6 +14,7 @@ impl State {
                 let renewed = Lease {
                     owner: owner.to_string(),
                     expires_at: now.plus_millis(ttl_ms),
+                    epoch: lease.epoch,
                 };
                 row.summary.lease = Some(renewed.clone());
                 Ok(renewed)
@@ -33,10 +34,11 @@ impl State {
                 turn_id: key.turn_id.clone(),
                 owner: Some(lease.owner.clone()),
             }),
-            _ => {
+            previous => {
                 let lease = Lease {
                     owner: new_owner.to_string(),
                     expires_at: now.plus_millis(ttl_ms),
+                    epoch: previous.as_ref().map_or(0, |lease| lease.epoch) + 1,
                 };
                 row.summary.lease = Some(lease.clone());
                 Ok(lease)

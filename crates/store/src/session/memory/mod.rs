@@ -12,7 +12,7 @@ mod sessions;
 mod state;
 mod turns;
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -35,7 +35,10 @@ use trueforge_protocol::sync::lock;
 /// Session store held in process memory (tests, embedding, ephemeral runs).
 #[derive(Debug, Default)]
 pub struct MemorySessionStore {
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
+    /// Set on a [`fenced`](SessionStore::fenced) store: the turn whose writes carry a lease epoch, and
+    /// that epoch.
+    fence: Option<(TurnKey, u64)>,
 }
 
 impl MemorySessionStore {
@@ -49,10 +52,33 @@ impl MemorySessionStore {
         lock(&self.state)
     }
 
+    /// The lease fence of a write through a fenced store: the turn's lease epoch must still be this
+    /// store's.
+    fn check_lease_epoch(&self, state: &State, key: &TurnKey) -> StoreResult<()> {
+        let Some((_, epoch)) = self.fence.as_ref().filter(|(turn, _)| turn == key) else {
+            return Ok(());
+        };
+        let row = state.turn(key).ok_or_else(|| crate::StoreError::TurnNotFound {
+            turn_id: key.turn_id.clone(),
+        })?;
+        // A finished turn keeps no lease; the write is refused for that reason further on.
+        let current = row.summary.lease.as_ref().map_or(*epoch, |lease| lease.epoch);
+        if current == *epoch {
+            Ok(())
+        } else {
+            Err(crate::StoreError::StaleLease {
+                turn_id: key.turn_id.clone(),
+                epoch: *epoch,
+                current,
+            })
+        }
+    }
+
     /// Runs a turn-scoped write and, only when it succeeds, bumps the turn's `updated_at`: a failed write
     /// leaves no trace, as a rolled-back SQL transaction leaves none.
     fn write_turn<T>(&self, key: &TurnKey, write: impl FnOnce(&mut State) -> StoreResult<T>) -> StoreResult<T> {
         let mut state = self.lock();
+        self.check_lease_epoch(&state, key)?;
         let result = write(&mut state)?;
         state.touch(key, Timestamp::now());
         Ok(result)
@@ -134,7 +160,9 @@ impl SessionStore for MemorySessionStore {
     async fn update_turn_state(&self, key: &TurnKey, new_state: TurnState, done: TurnDone) -> StoreResult<TurnState> {
         let now = Timestamp::now();
         let stamped = rules::stamp_terminal(new_state, now)?;
-        self.lock().update_turn_state(key, stamped, done, now)
+        let mut state = self.lock();
+        self.check_lease_epoch(&state, key)?;
+        state.update_turn_state(key, stamped, done, now)
     }
 
     async fn append_events(&self, key: &TurnKey, events: Vec<StoredEvent>) -> StoreResult<()> {
@@ -263,6 +291,13 @@ impl SessionStore for MemorySessionStore {
         let terms = search::query_terms(query)?;
         page::open_page(&PageRequest::first(limit))?;
         self.lock().search_thread_history(key, thread_id, terms, limit)
+    }
+
+    fn fenced(&self, key: &TurnKey, epoch: u64) -> Arc<dyn SessionStore> {
+        Arc::new(Self {
+            state: self.state.clone(),
+            fence: Some((key.clone(), epoch)),
+        })
     }
 
     async fn renew_lease(&self, key: &TurnKey, owner: &str, ttl_ms: i64) -> StoreResult<Lease> {

@@ -317,6 +317,7 @@ pub(super) fn lease_of(request: &Option<LeaseRequest>, now: Timestamp) -> StoreR
             Ok(Some(Lease {
                 owner: request.owner.clone(),
                 expires_at: now.plus_millis(request.ttl_ms),
+                epoch: 0,
             }))
         }
     }

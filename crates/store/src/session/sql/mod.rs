@@ -35,6 +35,9 @@ const TRANSIENT_RETRIES: u32 = 3;
 #[derive(Clone, Debug)]
 pub struct SqlSessionStore<D> {
     db: D,
+    /// Set on a [`fenced`](SessionStore::fenced) store: the turn whose writes carry a lease epoch, and
+    /// that epoch.
+    fence: Option<(TurnKey, u64)>,
 }
 
 /// The session store on a SQLite file (local mode).
@@ -45,12 +48,43 @@ pub type PostgresSessionStore = SqlSessionStore<PostgresDb>;
 
 impl<D> SqlSessionStore<D> {
     pub fn new(db: D) -> Self {
-        Self { db }
+        Self { db, fence: None }
+    }
+
+    /// The fence of a write to `key`: the epoch it must still hold, when this store is fenced for it.
+    fn fence_of(&self, key: &TurnKey) -> Option<(TurnKey, u64)> {
+        self.fence.as_ref().filter(|(turn, _)| turn == key).cloned()
+    }
+}
+
+/// A turn-scoped write in one transaction, after the lease fence when it has one.
+async fn write_turn<D, T, F>(db: &D, fence: Option<(TurnKey, u64)>, op: F) -> StoreResult<T>
+where
+    D: Database,
+    D::Conn: SessionSql,
+    T: Send + 'static,
+    F: for<'c> FnOnce(&'c mut D::Conn) -> crate::sql::Op<'c, T> + Send + 'static,
+{
+    match fence {
+        None => db.run(Access::Write, op).await,
+        Some((key, epoch)) => {
+            db.run(Access::Write, move |conn| {
+                Box::pin(async move {
+                    turns::check_lease_epoch(conn, &key, epoch).await?;
+                    op(conn).await
+                })
+            })
+            .await
+        }
     }
 }
 
 /// What the session store's statements say differently per engine.
 pub(crate) trait SessionSql: Sql {
+    /// What ends a `SELECT` of one row to hold it until the transaction ends (`FOR UPDATE`, or nothing
+    /// where a write transaction already excludes every other writer).
+    const LOCK_ROW: &'static str;
+
     /// Sets key `$5` (a path from [`capability_key_path`](Self::capability_key_path)) of a thread's
     /// capability state to the JSON value `$4`, in place.
     const SET_CAPABILITY_KEY: &'static str;
@@ -211,23 +245,20 @@ where
 
     async fn update_turn_state(&self, key: &TurnKey, state: TurnState, done: TurnDone) -> StoreResult<TurnState> {
         let key = key.clone();
-        self.db
-            .run(Access::Write, move |conn| {
-                Box::pin(turns::update_turn_state(conn, key, state, done))
-            })
-            .await
+        write_turn(&self.db, self.fence_of(&key), move |conn| {
+            Box::pin(turns::update_turn_state(conn, key, state, done))
+        })
+        .await
     }
 
     async fn append_events(&self, key: &TurnKey, events: Vec<StoredEvent>) -> StoreResult<()> {
         let events = rules::order_event_batch(&key.turn_id, events, 0)?;
         let ids = events::event_ids(&events);
         let owned = key.clone();
-        let written = self
-            .db
-            .run(Access::Write, move |conn| {
-                Box::pin(events::append_events(conn, owned, events))
-            })
-            .await;
+        let written = write_turn(&self.db, self.fence_of(key), move |conn| {
+            Box::pin(events::append_events(conn, owned, events))
+        })
+        .await;
         events::name_duplicate(&self.db, key, ids, written).await
     }
 
@@ -278,21 +309,19 @@ where
 
     async fn add_threads(&self, key: &TurnKey, threads: Vec<AgentThreadSnapshot>) -> StoreResult<()> {
         let key = key.clone();
-        self.db
-            .run(Access::Write, move |conn| {
-                Box::pin(context::add_threads(conn, key, threads))
-            })
-            .await
+        write_turn(&self.db, self.fence_of(&key), move |conn| {
+            Box::pin(context::add_threads(conn, key, threads))
+        })
+        .await
     }
 
     async fn remove_threads(&self, key: &TurnKey, thread_ids: &[ThreadId]) -> StoreResult<()> {
         let key = key.clone();
         let thread_ids = thread_ids.to_vec();
-        self.db
-            .run(Access::Write, move |conn| {
-                Box::pin(context::remove_threads(conn, key, thread_ids))
-            })
-            .await
+        write_turn(&self.db, self.fence_of(&key), move |conn| {
+            Box::pin(context::remove_threads(conn, key, thread_ids))
+        })
+        .await
     }
 
     async fn append_to_thread_context(
@@ -324,12 +353,10 @@ where
         step.events = rules::order_event_batch(&key.turn_id, std::mem::take(&mut step.events), 0)?;
         let ids = events::event_ids(&step.events);
         let owned = key.clone();
-        let written = self
-            .db
-            .run(Access::Write, move |conn| {
-                Box::pin(context::commit_thread_step(conn, owned, step))
-            })
-            .await;
+        let written = write_turn(&self.db, self.fence_of(key), move |conn| {
+            Box::pin(context::commit_thread_step(conn, owned, step))
+        })
+        .await;
         events::name_duplicate(&self.db, key, ids, written).await
     }
 
@@ -344,14 +371,12 @@ where
         let events = rules::order_event_batch(&key.turn_id, events, 0)?;
         let ids = events::event_ids(&events);
         let (owned, thread_id) = (key.clone(), thread_id.to_owned());
-        let written = self
-            .db
-            .run(Access::Write, move |conn| {
-                Box::pin(context::overwrite_thread_context(
-                    conn, owned, thread_id, events, messages, usage,
-                ))
-            })
-            .await;
+        let written = write_turn(&self.db, self.fence_of(key), move |conn| {
+            Box::pin(context::overwrite_thread_context(
+                conn, owned, thread_id, events, messages, usage,
+            ))
+        })
+        .await;
         events::name_duplicate(&self.db, key, ids, written).await
     }
 
@@ -370,29 +395,26 @@ where
 
     async fn mark_live_stream(&self, key: &TurnKey, mark: LiveStreamMark) -> StoreResult<()> {
         let key = key.clone();
-        self.db
-            .run(Access::Write, move |conn| {
-                Box::pin(context::mark_live_stream(conn, key, mark))
-            })
-            .await
+        write_turn(&self.db, self.fence_of(&key), move |conn| {
+            Box::pin(context::mark_live_stream(conn, key, mark))
+        })
+        .await
     }
 
     async fn patch_mcp_servers(&self, key: &TurnKey, servers: Vec<McpServerInitInfo>) -> StoreResult<()> {
         let key = key.clone();
-        self.db
-            .run(Access::Write, move |conn| {
-                Box::pin(context::patch_mcp_servers(conn, key, servers))
-            })
-            .await
+        write_turn(&self.db, self.fence_of(&key), move |conn| {
+            Box::pin(context::patch_mcp_servers(conn, key, servers))
+        })
+        .await
     }
 
     async fn set_sandbox_info(&self, key: &TurnKey, info: SandboxInfo) -> StoreResult<()> {
         let key = key.clone();
-        self.db
-            .run(Access::Write, move |conn| {
-                Box::pin(context::set_sandbox_info(conn, key, info))
-            })
-            .await
+        write_turn(&self.db, self.fence_of(&key), move |conn| {
+            Box::pin(context::set_sandbox_info(conn, key, info))
+        })
+        .await
     }
 
     async fn patch_thread_capability_state(
@@ -403,13 +425,12 @@ where
         state: Value,
     ) -> StoreResult<()> {
         let (key, thread_id, state_key) = (key.clone(), thread_id.to_owned(), state_key.to_owned());
-        self.db
-            .run(Access::Write, move |conn| {
-                Box::pin(context::patch_thread_capability_state(
-                    conn, key, thread_id, state_key, state,
-                ))
-            })
-            .await
+        write_turn(&self.db, self.fence_of(&key), move |conn| {
+            Box::pin(context::patch_thread_capability_state(
+                conn, key, thread_id, state_key, state,
+            ))
+        })
+        .await
     }
 
     async fn thread_history(&self, key: &TurnKey, thread_id: &ThreadId) -> StoreResult<Vec<HistoryEntry>> {
@@ -434,6 +455,13 @@ where
                 Box::pin(history::search_thread_history(conn, key, thread_id, query, limit))
             })
             .await
+    }
+
+    fn fenced(&self, key: &TurnKey, epoch: u64) -> std::sync::Arc<dyn SessionStore> {
+        std::sync::Arc::new(Self {
+            db: self.db.clone(),
+            fence: Some((key.clone(), epoch)),
+        })
     }
 
     async fn renew_lease(&self, key: &TurnKey, owner: &str, ttl_ms: i64) -> StoreResult<Lease> {

@@ -6,6 +6,8 @@ use sqlx::postgres::PgConnection;
 use super::SessionSql;
 
 impl SessionSql for PgConnection {
+    const LOCK_ROW: &'static str = " FOR UPDATE";
+
     const SET_CAPABILITY_KEY: &'static str =
         "jsonb_set(COALESCE(capability_state, '{}'::jsonb), CAST($5 AS text[]), $4, true)";
 

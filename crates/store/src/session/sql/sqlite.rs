@@ -6,6 +6,9 @@ use serde_json::Value;
 use super::SessionSql;
 
 impl SessionSql for Connection {
+    /// A write transaction holds the whole database (`BEGIN IMMEDIATE`): no row lock to take.
+    const LOCK_ROW: &'static str = "";
+
     const SET_CAPABILITY_KEY: &'static str = "json_set(COALESCE(capability_state, '{}'), $5, json($4))";
 
     /// A JSON path of one key, when the key can be written as one (no quote or backslash).

@@ -428,7 +428,127 @@ pub async fn leases_of_other_owners_expire_at_once(store: Store) {
     assert_eq!(store.expire_leases_of_others("executor-new").await.unwrap(), 0);
 }
 
+/// The fencing token: a takeover raises the lease's epoch; renewals keep it.
+pub async fn leases_a_takeover_raises_the_epoch(store: Store) {
+    seed_session(&store, TENANT, SESSION).await;
+    let created = store
+        .create_turn(leased(turn("turn-1", None), "executor-a", TINY_TTL))
+        .await
+        .unwrap();
+    let first = created.lease.unwrap().epoch;
+    lapse().await;
+    let claimed = store
+        .claim_expired_lease(&key("turn-1"), "executor-b", TINY_TTL)
+        .await
+        .unwrap();
+    assert_eq!(claimed.epoch, first + 1);
+    let renewed = store.renew_lease(&key("turn-1"), "executor-b", LONG_TTL).await.unwrap();
+    assert_eq!(renewed.epoch, claimed.epoch, "a renewal keeps the epoch");
+    assert_eq!(lease_of(&store, &key("turn-1")).await.unwrap().epoch, claimed.epoch);
+    // A turn that never had a lease gets epoch 1 when first claimed.
+    finish(&store, &key("turn-1")).await;
+    store.create_turn(turn("turn-2", Some("turn-1"))).await.unwrap();
+    let claimed = store
+        .claim_expired_lease(&key("turn-2"), "executor-c", LONG_TTL)
+        .await
+        .unwrap();
+    assert_eq!(claimed.epoch, 1);
+}
+
+/// A writer that lost its lease (another executor took the turn over after it stalled) can write that turn
+/// no more: every turn write through its fenced store is refused and changes nothing, while the new
+/// owner's fenced store, and writes to other turns, go through.
+pub async fn leases_a_stale_fencing_token_is_refused(store: Store) {
+    use trueforge_store::session::{LiveStreamMark, ThreadStep};
+    seed_session(&store, TENANT, SESSION).await;
+    let created = store
+        .create_turn(leased(turn("turn-1", None), "executor-a", TINY_TTL))
+        .await
+        .unwrap();
+    let turn_key = key("turn-1");
+    let stale = store.fenced(&turn_key, created.lease.unwrap().epoch);
+    stale
+        .append_events(&turn_key, vec![stored(1, model_message(&event_id(), "before"))])
+        .await
+        .expect("the holder writes while its lease stands");
+    lapse().await;
+    let claimed = store
+        .claim_expired_lease(&turn_key, "executor-b", LONG_TTL)
+        .await
+        .unwrap();
+    let current = store.fenced(&turn_key, claimed.epoch);
+
+    let refused = |result: Result<(), StoreError>, what: &str| match result {
+        Err(StoreError::StaleLease { epoch, current, .. }) => {
+            assert_eq!((epoch, current), (claimed.epoch - 1, claimed.epoch), "{what}");
+        }
+        other => panic!("{what}: expected StaleLease, got {other:?}"),
+    };
+    refused(
+        stale
+            .append_events(&turn_key, vec![stored(2, model_message(&event_id(), "stale"))])
+            .await,
+        "append_events",
+    );
+    let step = ThreadStep {
+        thread_id: "main".into(),
+        events: vec![stored(2, model_message(&event_id(), "stale step"))],
+        messages: vec![user("stale")],
+        usage: None,
+        completion: None,
+        state_patch: None,
+    };
+    refused(stale.commit_thread_step(&turn_key, step).await, "commit_thread_step");
+    refused(
+        stale
+            .mark_live_stream(
+                &turn_key,
+                LiveStreamMark {
+                    seq: 9,
+                    open_messages: Vec::new(),
+                },
+            )
+            .await,
+        "mark_live_stream",
+    );
+    refused(
+        stale
+            .update_turn_state(&turn_key, done_state(), done_marker())
+            .await
+            .map(|_| ()),
+        "update_turn_state",
+    );
+    // Nothing of the stale writer's landed: the turn still runs, with only the event written in time.
+    let record = store.get_turn(&turn_key).await.unwrap().unwrap();
+    assert!(!record.turn.state.is_terminal(), "{:?}", record.turn.state);
+    assert_eq!(record.turn.last_seq, 1);
+    assert_eq!(record.snapshot.live_stream.seq, 0);
+    assert_eq!(main_context(&store, &turn_key).await, Vec::<String>::new());
+
+    // The new owner writes, ends the turn, and the events are its own.
+    current
+        .append_events(&turn_key, vec![stored(2, model_message(&event_id(), "resumed"))])
+        .await
+        .unwrap();
+    current
+        .update_turn_state(&turn_key, done_state(), done_marker())
+        .await
+        .unwrap();
+    assert_eq!(event_types(&store, &turn_key).await.len(), 3);
+    // A fenced store fences its own turn only.
+    store.create_turn(turn("turn-2", Some("turn-1"))).await.unwrap();
+    stale
+        .append_events(
+            &key("turn-2"),
+            vec![stored(1, model_message(&event_id(), "other turn"))],
+        )
+        .await
+        .expect("another turn is not fenced by this token");
+}
+
 contract_group!(
+    leases_a_takeover_raises_the_epoch,
+    leases_a_stale_fencing_token_is_refused,
     leases_of_other_owners_expire_at_once,
     leases_create_turn_records_the_lease,
     leases_renew_by_owner_extends,

@@ -57,6 +57,10 @@ async fn set_lease<C: SessionSql>(
         .bind(&owner)
         .push(", lease_expires_at = ")
         .bind(expires_at.millis());
+    if let Replace::Expired = replace {
+        // A takeover: the fencing token moves on, so the writer that held the lease can write no more.
+        update.push(", lease_epoch = lease_epoch + 1");
+    }
     update.push(" WHERE session_id = ").bind(&key.session_id);
     update.push(" AND turn_id = ").bind(&key.turn_id);
     update.push(" AND tenant_id = ").bind(&key.tenant_id);
@@ -67,7 +71,9 @@ async fn set_lease<C: SessionSql>(
             .bind(now.millis())
             .push(")"),
     };
-    if conn.execute(&update.sql, &update.params).await? == 0 {
+    update.push(" RETURNING lease_epoch");
+    let epoch: Option<(i64,)> = conn.fetch_optional(&update.sql, &update.params).await?;
+    let Some((epoch,)) = epoch else {
         let (holder,): (Option<String>,) = conn
             .fetch_one(
                 "SELECT lease_owner FROM turn WHERE session_id = $1 AND turn_id = $2",
@@ -78,8 +84,12 @@ async fn set_lease<C: SessionSql>(
             turn_id: key.turn_id.clone(),
             owner: holder,
         });
-    }
-    Ok(Lease { owner, expires_at })
+    };
+    Ok(Lease {
+        owner,
+        expires_at,
+        epoch: u64::try_from(epoch).unwrap_or(0),
+    })
 }
 
 pub(crate) async fn expire_leases_of_others<C: SessionSql>(conn: &mut C, owner: String) -> StoreResult<u64> {

@@ -14,7 +14,7 @@ use crate::time::Timestamp;
 pub(crate) const SESSION_COLUMNS: &str = "tenant_id, session_id, created_by, CAST(agent AS TEXT) AS agent, title, \
     last_turn_id, created_at, updated_at, custom";
 pub(crate) const TURN_COLUMNS: &str = "ord, tenant_id, session_id, turn_id, first_turn_id, ancestor_ids, previous_turn_id, \
-    state, input, custom, lease_owner, lease_expires_at, last_seq, created_at, updated_at";
+    state, input, custom, lease_owner, lease_expires_at, last_seq, created_at, updated_at, lease_epoch";
 
 pub(crate) struct SessionRow {
     pub(crate) tenant_id: TenantId,
@@ -78,6 +78,7 @@ pub(crate) struct TurnRow {
     pub(crate) last_seq: i64,
     pub(crate) created_at: i64,
     pub(crate) updated_at: i64,
+    pub(crate) lease_epoch: i64,
 }
 
 impl FromRow for TurnRow {
@@ -98,6 +99,7 @@ impl FromRow for TurnRow {
             last_seq: Column::column(row, 12)?,
             created_at: Column::column(row, 13)?,
             updated_at: Column::column(row, 14)?,
+            lease_epoch: Column::column(row, 15)?,
         })
     }
 }
@@ -108,6 +110,7 @@ impl From<TurnRow> for TurnSummary {
             (Some(owner), Some(expires_at)) => Some(Lease {
                 owner,
                 expires_at: Timestamp(expires_at),
+                epoch: u64::try_from(row.lease_epoch).unwrap_or(0),
             }),
             _ => None,
         };

@@ -46,6 +46,36 @@ pub(crate) async fn fence<C: SessionSql>(conn: &mut C, key: &TurnKey, now: Times
     }
 }
 
+/// The lease fence of a write through a [`fenced`](crate::SessionStore::fenced) store, the first statement of
+/// its transaction: the turn's lease epoch must still be `epoch`. On Postgres the row stays locked to the
+/// end of the transaction, so a takeover cannot slip in between this check and the write.
+pub(crate) async fn check_lease_epoch<C: SessionSql>(conn: &mut C, key: &TurnKey, epoch: u64) -> StoreResult<()> {
+    let current: Option<(i64,)> = conn
+        .fetch_optional(
+            &format!(
+                "SELECT lease_epoch FROM turn WHERE tenant_id = $1 AND session_id = $2 AND turn_id = $3{}",
+                C::LOCK_ROW
+            ),
+            &params![&key.tenant_id, &key.session_id, &key.turn_id],
+        )
+        .await?;
+    match current {
+        None => Err(turn_not_found(key)),
+        Some((current,)) => {
+            let current = u64::try_from(current).unwrap_or(0);
+            if current == epoch {
+                Ok(())
+            } else {
+                Err(StoreError::StaleLease {
+                    turn_id: key.turn_id.clone(),
+                    epoch,
+                    current,
+                })
+            }
+        }
+    }
+}
+
 /// Why a fence matched nothing: the turn is over, or there is no such turn.
 pub(crate) async fn not_running<C: SessionSql>(conn: &mut C, key: &TurnKey) -> StoreResult<StoreError> {
     Ok(match read_state(conn, key).await? {
