@@ -527,11 +527,11 @@ async fn another_replica_finishes_a_turn_whose_owner_was_killed() {
         let streamed = frames.iter().filter(|frame| frame.event["type"] == kind).count();
         assert_eq!(streamed, 1, "{kind}");
     }
-    let resumed_by: Vec<&Replica> = deployment.replicas[1..]
+    let resumed_by = deployment.replicas[1..]
         .iter()
         .filter(|replica| replica.log().contains("resuming a turn whose executor is gone"))
-        .collect();
-    assert_eq!(resumed_by.len(), 1, "exactly one replica took the turn over");
+        .count();
+    assert_eq!(resumed_by, 1, "exactly one replica took the turn over");
 }
 
 /// A replica that stalls (`SIGSTOP`) past its lease loses the turn to another replica; when it wakes up, its
