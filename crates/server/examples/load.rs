@@ -12,6 +12,11 @@
 //! Prints turns per second, steps per second and the median / p90 / max turn latency. With
 //! `--concurrency 1` the median turn latency / steps is the per-step cost over HTTP.
 //!
+//! `--server` may list several replicas of one hosted deployment (comma-separated): turns are spread over
+//! them in turn, and each turn is also followed by a subscriber on the next replica in the list. Then it
+//! also prints how much later each live event reached that subscriber than the stream of the replica running
+//! the turn (p50 / p99 / max over every event both saw live): the cost of following a turn across replicas.
+//!
 //! `--conversation R` instead grows one conversation over R rounds: each round is one turn of `--steps`
 //! model calls, then `--trivial K` trivial turns (one model call, a short answer) each timed alone. It runs
 //! its own fake model server in this process (`--fake` is not used) so it can take the model's own time
@@ -51,6 +56,7 @@ fn args() -> Args {
         tail: 0,
     };
     let mut iter = std::env::args().skip(1);
+    // (`--server` may name several replicas, comma-separated.)
     while let Some(flag) = iter.next() {
         let value = iter.next().unwrap_or_else(|| panic!("{flag} needs a value"));
         match flag.as_str() {
@@ -74,6 +80,87 @@ async fn send(http: &reqwest::Client, method: reqwest::Method, url: String, body
     let text = response.text().await.unwrap();
     assert!(status.is_success(), "{status}: {text}");
     serde_json::from_str(&text).unwrap()
+}
+
+/// One turn streamed from the replica running it and followed by a subscriber on another; returns whether
+/// it ended `done` and, per event both saw live, how much later the subscriber got it.
+async fn followed_turn(http: &reqwest::Client, server: &str, elsewhere: &str, steps: usize) -> (bool, Vec<Duration>) {
+    let session = send(
+        http,
+        reqwest::Method::POST,
+        format!("{server}/api/v1/sessions"),
+        json!({"agent": {"spec": {"model": {"name": "loadfake/fake-model"}}}}),
+    )
+    .await;
+    let session_id = session["data"]["id"].as_str().unwrap().to_owned();
+    let content = format!("go #steps={} #tool=get_current_datetime", steps - 1);
+    let response = http
+        .post(format!("{server}/api/v1/sessions/{session_id}/turns"))
+        .json(&json!({"input": [{"type": "user.message", "content": content}]}))
+        .send()
+        .await
+        .unwrap();
+    let (turn_id_sender, turn_id) = tokio::sync::oneshot::channel::<String>();
+    let owner = tokio::spawn(timed_frames(response, Some(turn_id_sender)));
+    let turn_id = turn_id.await.unwrap();
+    let subscribed = http
+        .get(format!(
+            "{elsewhere}/api/v1/sessions/{session_id}/turns/{turn_id}/subscribe"
+        ))
+        .send()
+        .await
+        .unwrap();
+    let (follower, owner) = tokio::join!(timed_frames(subscribed, None), owner);
+    let owner = owner.unwrap();
+    let done = owner.last.as_deref().is_some_and(ended_done);
+    // Events the subscriber got in its first read were a replay, not live: only later ones count.
+    let first_live = follower.frames.first().map_or(Instant::now(), |(_, at)| *at);
+    let arrived: std::collections::HashMap<u64, Instant> = owner.frames.into_iter().collect();
+    let delays = follower
+        .frames
+        .into_iter()
+        .filter(|(_, at)| *at > first_live + Duration::from_millis(1))
+        .filter_map(|(seq, at)| {
+            arrived
+                .get(&seq)
+                .map(|owner_at| at.saturating_duration_since(*owner_at))
+        })
+        .collect();
+    (done, delays)
+}
+
+struct TimedFrames {
+    /// Each frame's sequence number and when it arrived.
+    frames: Vec<(u64, Instant)>,
+    last: Option<String>,
+}
+
+/// Reads an SSE response to its end, timing each frame's arrival; sends the turn id of the first frame.
+async fn timed_frames(
+    mut response: reqwest::Response,
+    mut turn_id: Option<tokio::sync::oneshot::Sender<String>>,
+) -> TimedFrames {
+    let mut frames = Vec::new();
+    let mut last = None;
+    let mut buffer = String::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        let at = Instant::now();
+        buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let seq = block.lines().find_map(|line| line.strip_prefix("id: "));
+            let data = block.lines().find_map(|line| line.strip_prefix("data: "));
+            if let (Some(seq), Some(data)) = (seq, data) {
+                frames.push((seq.trim().parse().unwrap(), at));
+                if let Some(sender) = turn_id.take() {
+                    let event: Value = serde_json::from_str(data).unwrap();
+                    let _ = sender.send(event["turn_id"].as_str().unwrap_or_default().to_owned());
+                }
+                last = Some(data.to_owned());
+            }
+        }
+    }
+    TimedFrames { frames, last }
 }
 
 /// Runs one streamed turn to its end; returns whether it ended `done`.
@@ -216,6 +303,8 @@ async fn main() {
         "auth": {"api_key": "load-test-key"},
         "models": [{"model_id": "fake-model", "name": "fake-model", "properties": {"context_length": 200000}}],
     }});
+    let replicas: Vec<String> = args.server.split(',').map(str::to_owned).collect();
+    args.server = replicas[0].clone();
     send(
         &http,
         reqwest::Method::PUT,
@@ -236,24 +325,41 @@ async fn main() {
     let gate = Arc::new(Semaphore::new(args.concurrency));
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..args.turns {
+    for index in 0..args.turns {
         let permit = gate.clone().acquire_owned().await.unwrap();
         let http = http.clone();
-        let server = args.server.clone();
+        let server = replicas[index % replicas.len()].clone();
+        let elsewhere = (replicas.len() > 1).then(|| replicas[(index + 1) % replicas.len()].clone());
         let steps = args.steps;
         tasks.spawn(async move {
             let begin = Instant::now();
-            let done = turn(&http, &server, steps).await;
+            let (done, delays) = match elsewhere {
+                Some(elsewhere) => followed_turn(&http, &server, &elsewhere, steps).await,
+                None => (turn(&http, &server, steps).await, Vec::new()),
+            };
             drop(permit);
-            (begin.elapsed(), done)
+            (begin.elapsed(), done, delays)
         });
     }
     let mut latencies = Vec::with_capacity(args.turns);
     let mut failed = 0;
+    let mut delays = Vec::new();
     while let Some(result) = tasks.join_next().await {
-        let (latency, done) = result.unwrap();
+        let (latency, done, turn_delays) = result.unwrap();
         latencies.push(latency);
         failed += usize::from(!done);
+        delays.extend(turn_delays);
+    }
+    if !delays.is_empty() {
+        delays.sort();
+        println!(
+            "a subscriber on another replica got {} live events later than the owner's stream by: p50 {:.2} ms, \
+             p99 {:.2} ms, max {:.2} ms",
+            delays.len(),
+            percentile(&delays, 0.5).as_secs_f64() * 1e3,
+            percentile(&delays, 0.99).as_secs_f64() * 1e3,
+            delays.last().unwrap().as_secs_f64() * 1e3,
+        );
     }
     let elapsed = started.elapsed();
     latencies.sort();

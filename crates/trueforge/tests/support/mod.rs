@@ -34,6 +34,8 @@ pub async fn send(http: &reqwest::Client, method: reqwest::Method, url: String, 
 pub struct Frame {
     pub seq: u64,
     pub event: Value,
+    /// When it arrived.
+    pub at: Instant,
 }
 
 /// Reads SSE frames from `response` until `enough` says stop or the stream ends.
@@ -41,6 +43,7 @@ pub async fn read_frames(mut response: reqwest::Response, mut enough: impl FnMut
     let mut frames = Vec::new();
     let mut buffer = String::new();
     while let Ok(Some(chunk)) = response.chunk().await {
+        let at = Instant::now();
         buffer.push_str(std::str::from_utf8(&chunk).unwrap());
         while let Some(end) = buffer.find("\n\n") {
             let block: String = buffer.drain(..end + 2).collect();
@@ -50,6 +53,7 @@ pub async fn read_frames(mut response: reqwest::Response, mut enough: impl FnMut
                 frames.push(Frame {
                     seq: seq.trim().parse().unwrap(),
                     event: serde_json::from_str(data).unwrap(),
+                    at,
                 });
             }
             if enough(&frames) {
