@@ -358,6 +358,16 @@ echo "test.sh: Redis $(redis-server --version | awk '{print $3}' | cut -d= -f2) 
 # nextest's failure must not skip the fuzzing (nor the other way round): both run, the worse outcome wins.
 nextest_status=0
 cargo nextest run --workspace --no-fail-fast "$@" || nextest_status=$?
+if [ "$#" -eq 0 ]; then
+  # The runtime's suites again on Postgres, and the server's in hosted mode (Postgres and Redis): a fresh
+  # database per test. Left out: the tests of local mode's own files (the data directory's modes, a full
+  # SQLite file, a second process on the same data directory).
+  echo "test.sh: the runtime's suites on Postgres, the server's in hosted mode" >&2
+  TRUEFORGE_TEST_STORE=postgres cargo nextest run -p trueforge-agent --no-fail-fast || nextest_status=$?
+  TRUEFORGE_TEST_SERVER_MODE=hosted cargo nextest run -p trueforge-server --no-fail-fast -E \
+    'not (test(the_data_directory_and_database_are_private) | test(a_full_store_ends_turns_with_an_error) | test(resumed_by_the_next_server_process))' \
+    || nextest_status=$?
+fi
 if [ "$#" -gt 0 ] || [ "${TRUEFORGE_TEST_SCHEMATHESIS:-1}" = "0" ]; then
   exit "$nextest_status"
 fi

@@ -172,6 +172,7 @@ pub(crate) async fn publish(
     let mut bus_failed = false;
     while outbox.recv_many(&mut batch, BATCH).await > 0 {
         mark(store.as_ref(), &key, &batch, &mut marked).await;
+        let mut entries = Vec::with_capacity(batch.len());
         for Outgoing::Item { seq, event, streamed } in batch.drain(..) {
             if streamed.is_some() && seq > marked.seq {
                 // Its number could not be marked: streaming it could give a subscriber a cursor a resumed
@@ -182,19 +183,22 @@ pub(crate) async fn publish(
                 published.end = Some((seq, done.clone()));
             }
             match bus_event(seq, &event) {
-                Ok(entry) => match streams.bus.publish(&stream, entry, streams.ttl_after_end).await {
-                    Ok(()) => bus_failed = false,
-                    Err(error) if !bus_failed => {
-                        bus_failed = true;
-                        tracing::warn!(turn = %key.turn_id, %error, "could not publish a turn event; readers fall back to the store");
-                    }
-                    Err(error) => tracing::debug!(turn = %key.turn_id, %error, "could not publish a turn event"),
-                },
+                Ok(entry) => entries.push(entry),
                 Err(error) => tracing::error!(turn = %key.turn_id, %error, "could not serialise a turn event"),
             }
-            if let Some(first) = first.take() {
-                let _ = first.send(());
+        }
+        // The batch in one call: one round trip to a bus on the network, however many deltas queued up.
+        let any = !entries.is_empty();
+        match streams.bus.publish_all(&stream, entries, streams.ttl_after_end).await {
+            Ok(()) => bus_failed = false,
+            Err(error) if !bus_failed => {
+                bus_failed = true;
+                tracing::warn!(turn = %key.turn_id, %error, "could not publish turn events; readers fall back to the store");
             }
+            Err(error) => tracing::debug!(turn = %key.turn_id, %error, "could not publish turn events"),
+        }
+        if any && let Some(first) = first.take() {
+            let _ = first.send(());
         }
     }
     published

@@ -78,6 +78,20 @@ pub trait EventBus: Send + Sync + 'static {
     /// Appends an event. A terminal event ends the stream for subscribers and keeps it for `ttl_after_end`.
     async fn publish(&self, key: &StreamKey, event: BusEvent, ttl_after_end: Duration) -> Result<(), BusError>;
 
+    /// Appends events in order, as `publish` would one by one, stopping at the first refused (the ones
+    /// before it stay). A backend on a network does it in one round trip.
+    async fn publish_all(
+        &self,
+        key: &StreamKey,
+        events: Vec<BusEvent>,
+        ttl_after_end: Duration,
+    ) -> Result<(), BusError> {
+        for event in events {
+            self.publish(key, event, ttl_after_end).await?;
+        }
+        Ok(())
+    }
+
     /// Events with `seq > after`, then the live ones. `Err(Gone)` when the stream does not exist, or ends
     /// within `min_remaining` (so a subscriber is never admitted to a stream about to vanish).
     async fn subscribe(&self, key: &StreamKey, after: u64, min_remaining: Duration) -> Result<Subscription, BusError>;

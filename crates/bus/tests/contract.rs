@@ -405,6 +405,37 @@ pub async fn last_seq_is_the_last_event_of_the_stream(bus: Arc<dyn EventBus>) {
     );
 }
 
+/// A batch is published as its events one by one would be: in order, ending the stream at its terminal
+/// event, and stopping at the first refused one, the ones before it kept.
+pub async fn a_batch_is_published_as_its_events_one_by_one(bus: Arc<dyn EventBus>) {
+    let key = fresh_key();
+    bus.open(&key, LONG).await.unwrap();
+    let mut subscription = subscribe(&bus, &key, 0).await;
+    bus.publish_all(&key, run_of(1, 3)[..2].to_vec(), LONG).await.unwrap();
+    assert_eq!(next_event(&mut subscription).await, event(1));
+    assert_eq!(next_event(&mut subscription).await, event(2));
+    match bus
+        .publish_all(&key, vec![event(3), event(4), event(4), event(5)], LONG)
+        .await
+    {
+        Err(BusError::OutOfOrder { seq: 4, last: 4, .. }) => {}
+        other => panic!("expected the second 4 refused, got {other:?}"),
+    }
+    assert_eq!(bus.last_seq(&key).await.unwrap(), Some(4));
+    bus.publish_all(&key, vec![event(5), terminal(6)], LONG).await.unwrap();
+    assert_eq!(
+        collect(subscription).await,
+        vec![event(3), event(4), event(5), terminal(6)]
+    );
+    assert!(matches!(
+        bus.publish_all(&key, vec![event(7)], LONG).await,
+        Err(BusError::Ended(_))
+    ));
+    bus.publish_all(&key, Vec::new(), LONG).await.unwrap();
+    let missing = fresh_key();
+    assert_gone(bus.publish_all(&missing, vec![event(1)], LONG).await, &missing);
+}
+
 pub async fn exists_follows_the_life_of_the_stream(bus: Arc<dyn EventBus>) {
     let key = fresh_key();
     assert!(!bus.exists(&key).await.unwrap());
@@ -456,6 +487,7 @@ macro_rules! contract_suite {
             reopening_an_expired_stream_starts_it_afresh,
             last_seq_is_the_last_event_of_the_stream,
             exists_follows_the_life_of_the_stream,
+            a_batch_is_published_as_its_events_one_by_one,
         );
     };
 }

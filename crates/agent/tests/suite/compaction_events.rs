@@ -19,9 +19,7 @@ use trueforge_agent::{PreviousTurn, RuntimeOptions, StreamItem};
 use trueforge_protocol::{
     AgentSpec, CompactionMethod, ContextCompactedEvent, ContextMessage, SessionEvent, TurnStreamingEvent,
 };
-use trueforge_store::db::{MigrateOnOpen, SqliteDb};
 use trueforge_store::session::{PageRequest, SortOrder, TurnKey};
-use trueforge_store::{SessionStore, SqliteSessionStore};
 
 const THRESHOLD: u64 = 1_000;
 const SUMMARY: &str = "Summary: the user asked to read a big output; it was read.";
@@ -275,10 +273,7 @@ async fn no_event_without_a_compaction() {
 #[tokio::test]
 async fn a_turn_resumed_after_its_compaction_counts_it_and_does_not_compact_again() {
     let dir = tempfile::tempdir().unwrap();
-    let db = SqliteDb::open(&dir.path().join("agent.sqlite"), MigrateOnOpen::Yes)
-        .await
-        .unwrap();
-    let inner: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
+    let inner = crate::support::fresh_store(dir.path()).await;
     let model = summarising_model();
     // Three commits: the answer with the call, its result, the compaction; then the process "dies".
     let crashing = Arc::new(CrashingStore::new(inner.clone(), 3));

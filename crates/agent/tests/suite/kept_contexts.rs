@@ -11,9 +11,8 @@ use crate::support::model::text;
 use crate::support::{Harness, TENANT, spec, user};
 use trueforge_agent::{PreviousTurn, RuntimeOptions};
 use trueforge_protocol::{ContextMessage, SessionAgent, ThreadId, TurnState};
-use trueforge_store::db::{MigrateOnOpen, SqliteDb};
+use trueforge_store::SessionStore;
 use trueforge_store::session::model::{ContextAppend, NewSession, NewThread, NewTurn, TurnDone, TurnKey};
-use trueforge_store::{SessionStore, SqliteSessionStore};
 
 /// Answers `reply to <last user message>`.
 fn echoing_model() -> Arc<AsyncModel> {
@@ -25,10 +24,7 @@ fn echoing_model() -> Arc<AsyncModel> {
 
 async fn counting_harness(model: Arc<AsyncModel>, options: RuntimeOptions) -> (Harness, Arc<CrashingStore>) {
     let dir = tempfile::tempdir().unwrap();
-    let db = SqliteDb::open(&dir.path().join("agent.sqlite"), MigrateOnOpen::Yes)
-        .await
-        .unwrap();
-    let inner: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
+    let inner = crate::support::fresh_store(dir.path()).await;
     let counting = Arc::new(CrashingStore::new(inner, usize::MAX));
     let harness = Harness::on_store(counting.clone(), model, spec(), options, None, dir).await;
     (harness, counting)

@@ -17,9 +17,8 @@ use trueforge_agent::bookkeeping::ThreadRecords;
 use trueforge_agent::capabilities::SUB_AGENT_IDENTITY;
 use trueforge_agent::{PreviousTurn, RuntimeOptions};
 use trueforge_protocol::{ContextMessage, TurnState};
-use trueforge_store::db::{MigrateOnOpen, SqliteDb};
+use trueforge_store::SessionStore;
 use trueforge_store::session::model::{TurnKey, TurnRecord};
-use trueforge_store::{SessionStore, SqliteSessionStore};
 
 fn model() -> Arc<ScriptedModel> {
     ScriptedModel::new(|request| {
@@ -146,10 +145,7 @@ fn executions_sorted(executions: &Executions) -> Vec<String> {
 
 async fn sqlite() -> (Arc<dyn SessionStore>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let db = SqliteDb::open(&dir.path().join("agent.sqlite"), MigrateOnOpen::Yes)
-        .await
-        .unwrap();
-    (Arc::new(SqliteSessionStore::new(db)), dir)
+    (crate::support::fresh_store(dir.path()).await, dir)
 }
 
 #[tokio::test]

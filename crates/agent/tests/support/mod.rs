@@ -53,6 +53,37 @@ pub fn spec() -> AgentSpec {
     spec
 }
 
+/// A fresh session store: SQLite in `dir`, or with `TRUEFORGE_TEST_STORE=postgres` a fresh database on the
+/// test run's Postgres (`TRUEFORGE_TEST_POSTGRES_URL`), so the same runtime suites check both.
+pub async fn fresh_store(dir: &std::path::Path) -> Arc<dyn SessionStore> {
+    if std::env::var("TRUEFORGE_TEST_STORE").as_deref() == Ok("postgres") {
+        let base = std::env::var("TRUEFORGE_TEST_POSTGRES_URL").expect("TRUEFORGE_TEST_POSTGRES_URL is not set");
+        let name = format!("agent_{}", ulid::Ulid::new().to_string().to_lowercase());
+        let output = std::process::Command::new("psql")
+            .args([
+                base.as_str(),
+                "-X",
+                "-q",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                &format!("CREATE DATABASE {name}"),
+            ])
+            .output()
+            .expect("psql is installed with Postgres");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let (server, _) = base.rsplit_once('/').unwrap();
+        let db = trueforge_store::db::PostgresDb::connect(&format!("{server}/{name}"), 5, MigrateOnOpen::Yes)
+            .await
+            .unwrap();
+        return Arc::new(trueforge_store::PostgresSessionStore::new(db));
+    }
+    let db = SqliteDb::open(&dir.join("agent.sqlite"), MigrateOnOpen::Yes)
+        .await
+        .unwrap();
+    Arc::new(SqliteSessionStore::new(db))
+}
+
 impl Harness {
     pub async fn new(model: Arc<dyn Model>, spec: AgentSpec) -> Self {
         Self::with_options(model, spec, RuntimeOptions::default(), None).await
@@ -65,10 +96,7 @@ impl Harness {
         context_window: Option<u64>,
     ) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let db = SqliteDb::open(&dir.path().join("agent.sqlite"), MigrateOnOpen::Yes)
-            .await
-            .unwrap();
-        let store: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
+        let store = fresh_store(dir.path()).await;
         Self::on_store(store, model, spec, options, context_window, dir).await
     }
 
@@ -89,10 +117,7 @@ impl Harness {
     /// workbench.
     pub async fn with_tool_set(model: Arc<dyn Model>, spec: AgentSpec, tool_set: Arc<dyn ToolSet>) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let db = SqliteDb::open(&dir.path().join("agent.sqlite"), MigrateOnOpen::Yes)
-            .await
-            .unwrap();
-        let store: Arc<dyn SessionStore> = Arc::new(SqliteSessionStore::new(db));
+        let store = fresh_store(dir.path()).await;
         let tools = StaticToolSets::new().with(tool_set);
         let options = RuntimeOptions::default();
         Self::on_store_with(store, model, spec, options, None, dir, tools, Executions::default()).await

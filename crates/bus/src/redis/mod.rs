@@ -35,6 +35,14 @@ const EXPIRY_CHECK_MAX: Duration = Duration::from_secs(30);
 pub struct RedisBus {
     commands: ConnectionManager,
     wakeups: Arc<Wakeups>,
+    /// The SHA1 of each script, loaded at connect: calls send the hash, not the script.
+    scripts: Arc<Scripts>,
+}
+
+struct Scripts {
+    open: String,
+    publish: String,
+    last_seq: String,
 }
 
 impl RedisBus {
@@ -43,18 +51,45 @@ impl RedisBus {
     /// it does not start.
     pub async fn connect(url: &str) -> Result<Self, BusError> {
         let client = Client::open(url).map_err(backend)?;
-        let commands = connect_commands(&client).await?;
+        let mut commands = connect_commands(&client).await?;
+        let mut load = async |script: &str| -> Result<String, BusError> {
+            redis::cmd("SCRIPT")
+                .arg("LOAD")
+                .arg(script)
+                .query_async(&mut commands)
+                .await
+                .map_err(backend)
+        };
+        let scripts = Arc::new(Scripts {
+            open: load(scripts::OPEN).await?,
+            publish: load(scripts::PUBLISH).await?,
+            last_seq: load(scripts::LAST_SEQ).await?,
+        });
         let wakeups = Wakeups::start(client, commands.clone());
-        Ok(Self { commands, wakeups })
+        Ok(Self {
+            commands,
+            wakeups,
+            scripts,
+        })
     }
 
-    async fn eval(&self, script: &str, key: &StreamKey, args: &[&[u8]]) -> Result<Value, BusError> {
-        let mut command = redis::cmd("EVAL");
-        command.arg(script).arg(1).arg(key.as_str());
-        for arg in args {
-            command.arg(*arg);
+    /// Runs a script by its hash; by its text when Redis no longer has it (it restarted).
+    async fn eval(&self, script: &str, sha: &str, key: &StreamKey, args: &[&[u8]]) -> Result<Value, BusError> {
+        let call = |command: &str, body: &str| {
+            let mut call = redis::cmd(command);
+            call.arg(body).arg(1).arg(key.as_str());
+            for arg in args {
+                call.arg(*arg);
+            }
+            call
+        };
+        match call("EVALSHA", sha).query_async(&mut self.commands.clone()).await {
+            Err(error) if error.code() == Some("NOSCRIPT") => call("EVAL", script)
+                .query_async(&mut self.commands.clone())
+                .await
+                .map_err(backend),
+            result => result.map_err(backend),
         }
-        command.query_async(&mut self.commands.clone()).await.map_err(backend)
     }
 }
 
@@ -99,28 +134,46 @@ fn unexpected(what: &str, value: &Value) -> BusError {
 #[async_trait]
 impl EventBus for RedisBus {
     async fn open(&self, key: &StreamKey, ttl: Duration) -> Result<(), BusError> {
-        self.eval(scripts::OPEN, key, &[&millis(ttl)]).await.map(|_| ())
+        self.eval(scripts::OPEN, &self.scripts.open, key, &[&millis(ttl)])
+            .await
+            .map(|_| ())
     }
 
     async fn publish(&self, key: &StreamKey, event: BusEvent, ttl_after_end: Duration) -> Result<(), BusError> {
-        let seq = event.seq.to_string();
-        let terminal: &[u8] = if event.terminal { b"1" } else { b"0" };
-        let answer = self
-            .eval(
-                scripts::PUBLISH,
-                key,
-                &[seq.as_bytes(), event.json.as_bytes(), terminal, &millis(ttl_after_end)],
-            )
-            .await?;
-        let (code, last) = match &answer {
-            Value::Array(items) if items.len() == 2 => (integer(&items[0]), integer(&items[1])),
-            _ => (None, None),
+        self.publish_all(key, vec![event], ttl_after_end).await
+    }
+
+    async fn publish_all(
+        &self,
+        key: &StreamKey,
+        events: Vec<BusEvent>,
+        ttl_after_end: Duration,
+    ) -> Result<(), BusError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let life = millis(ttl_after_end);
+        let seqs: Vec<String> = events.iter().map(|event| event.seq.to_string()).collect();
+        let mut args: Vec<&[u8]> = Vec::with_capacity(1 + 3 * events.len());
+        args.push(&life);
+        for (event, seq) in events.iter().zip(&seqs) {
+            args.push(seq.as_bytes());
+            args.push(event.json.as_bytes());
+            args.push(if event.terminal { b"1" } else { b"0" });
+        }
+        let answer = self.eval(scripts::PUBLISH, &self.scripts.publish, key, &args).await?;
+        let (code, last, appended) = match &answer {
+            Value::Array(items) if items.len() == 3 => (integer(&items[0]), integer(&items[1]), integer(&items[2])),
+            _ => (None, None, None),
         };
-        match (code, last) {
-            (Some(0), _) => Ok(()),
-            (Some(-1), _) => Err(BusError::Gone(key.clone())),
-            (Some(-2), _) => Err(BusError::Ended(key.clone())),
-            (Some(-3), Some(last)) => Err(BusError::OutOfOrder {
+        let refused = appended
+            .and_then(|appended| usize::try_from(appended).ok())
+            .and_then(|appended| events.get(appended));
+        match (code, last, refused) {
+            (Some(0), _, _) => Ok(()),
+            (Some(-1), _, _) => Err(BusError::Gone(key.clone())),
+            (Some(-2), _, _) => Err(BusError::Ended(key.clone())),
+            (Some(-3), Some(last), Some(event)) => Err(BusError::OutOfOrder {
                 key: key.clone(),
                 seq: event.seq,
                 last: u64::try_from(last).unwrap_or(0),
@@ -147,7 +200,7 @@ impl EventBus for RedisBus {
     }
 
     async fn last_seq(&self, key: &StreamKey) -> Result<Option<u64>, BusError> {
-        let answer = self.eval(scripts::LAST_SEQ, key, &[]).await?;
+        let answer = self.eval(scripts::LAST_SEQ, &self.scripts.last_seq, key, &[]).await?;
         match integer(&answer) {
             Some(-1) => Err(BusError::Gone(key.clone())),
             Some(0) => Ok(None),

@@ -21,34 +21,46 @@ end
 return 0
 ";
 
-/// `KEYS[1]` the stream, `ARGV[1]` the event's seq, `ARGV[2]` its JSON, `ARGV[3]` `1` when terminal,
-/// `ARGV[4]` the life after the end in ms. Answers `{code, last}`: 0 appended, -1 no such stream, -2 the
-/// stream already ended, -3 not after the last event (whose seq is `last`).
+/// `KEYS[1]` the stream, `ARGV[1]` the life after the end in ms, then per event its seq, its JSON and `1`
+/// when terminal. Appends them in order, stopping at the first refused. Answers `{code, last, appended}`:
+/// code 0 all appended, -1 no such stream, -2 the stream already ended, -3 an event not after the last one
+/// (whose seq is `last`); `appended` counts the events appended before it.
 pub(super) const PUBLISH: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {-1, 0}
+  return {-1, 0, 0}
 end
-local seq = tonumber(ARGV[1])
+local last = nil
+local ended = false
 local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 if #top > 0 then
   local fields = top[1][2]
   for i = 1, #fields, 2 do
     if fields[i] == 'end' then
-      return {-2, 0}
+      ended = true
     end
   end
-  local last = tonumber(string.match(top[1][1], '^(%d+)-'))
-  if seq <= last then
-    return {-3, last}
+  last = tonumber(string.match(top[1][1], '^(%d+)-'))
+end
+local appended = 0
+for i = 2, #ARGV, 3 do
+  if ended then
+    return {-2, 0, appended}
   end
+  local seq = tonumber(ARGV[i])
+  if last ~= nil and seq <= last then
+    return {-3, last, appended}
+  end
+  if ARGV[i + 2] == '1' then
+    redis.call('XADD', KEYS[1], ARGV[i] .. '-1', 'data', ARGV[i + 1], 'end', '1')
+    redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
+    ended = true
+  else
+    redis.call('XADD', KEYS[1], ARGV[i] .. '-1', 'data', ARGV[i + 1])
+  end
+  last = seq
+  appended = appended + 1
 end
-if ARGV[3] == '1' then
-  redis.call('XADD', KEYS[1], ARGV[1] .. '-1', 'data', ARGV[2], 'end', '1')
-  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[4]))
-else
-  redis.call('XADD', KEYS[1], ARGV[1] .. '-1', 'data', ARGV[2])
-end
-return {0, 0}
+return {0, 0, appended}
 ";
 
 /// `KEYS[1]` the stream. Answers -1 when it does not exist, 0 when it has no event, else the last seq.

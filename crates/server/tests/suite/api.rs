@@ -38,7 +38,11 @@ async fn benchmark_driver_flow_streams_a_turn_and_reads_it_back() {
         "{done}"
     );
     let turn_id = frames[0].1["turn_id"].as_str().unwrap().to_owned();
-    assert!(turn_id.ends_with(".local"), "{turn_id}");
+    // The suffix names the executor: `local`, or a hosted replica's id.
+    assert!(
+        turn_id.ends_with(&format!(".{}", server.state.executor_id)),
+        "{turn_id}"
+    );
 
     let (status, turns) = server.get(&format!("/api/v1/sessions/{session_id}/turns")).await;
     assert_eq!(status, 200);

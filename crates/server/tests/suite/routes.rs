@@ -2393,7 +2393,11 @@ async fn turns_create_stream_false_returns_the_running_turn() {
     assert_eq!(status, 200, "{body}");
     let turn = &body["data"];
     let turn_id = turn["id"].as_str().unwrap();
-    assert!(turn_id.ends_with(".local"), "{turn_id}");
+    // The suffix names the executor: `local`, or a hosted replica's id.
+    assert!(
+        turn_id.ends_with(&format!(".{}", server.state.executor_id)),
+        "{turn_id}"
+    );
     assert_eq!(turn["session_id"], session_id.as_str());
     assert_eq!(turn["previous_turn_id"], Value::Null);
     assert_eq!(turn["input"], user("hi #delay=300"));

@@ -1,5 +1,10 @@
 //! A server on 127.0.0.1:0 over a temp data dir, a fake model server configured as a custom provider, and
 //! small HTTP helpers (reqwest over the real socket; SSE frames read from the raw body).
+//!
+//! With `TRUEFORGE_TEST_SERVER_MODE=hosted` the server runs in hosted mode instead: a fresh database on the
+//! test run's Postgres (`TRUEFORGE_TEST_POSTGRES_URL`) and its Redis (`TRUEFORGE_TEST_REDIS_URL`), so the
+//! same suites check the server on Postgres (`scripts/test.sh` runs the route, turn and recovery suites
+//! that way too).
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
@@ -22,6 +27,36 @@ pub struct TestServer {
     pub dir: tempfile::TempDir,
 }
 
+/// Hosted mode on a fresh database of the test run's Postgres and on its Redis.
+fn hosted_config() -> trueforge_server::config::HostedConfig {
+    let base =
+        std::env::var("TRUEFORGE_TEST_POSTGRES_URL").expect("hosted mode tests need TRUEFORGE_TEST_POSTGRES_URL");
+    let redis_url = std::env::var("TRUEFORGE_TEST_REDIS_URL").expect("hosted mode tests need TRUEFORGE_TEST_REDIS_URL");
+    let name = format!("server_{}", ulid::Ulid::new().to_string().to_lowercase());
+    let output = std::process::Command::new("psql")
+        .args([
+            base.as_str(),
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            &format!("CREATE DATABASE {name}"),
+        ])
+        .output()
+        .expect("psql is installed with Postgres");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let (server, _) = base.rsplit_once('/').unwrap();
+    trueforge_server::config::HostedConfig {
+        database_url: format!("{server}/{name}"),
+        pool_max: 5,
+        statement_timeout: Duration::from_secs(60),
+        idle_in_transaction_timeout: Duration::from_secs(60),
+        redis_url,
+        cancel_timeout: Duration::from_secs(5),
+    }
+}
+
 impl TestServer {
     pub async fn start() -> Self {
         Self::start_with(|_| {}).await
@@ -31,8 +66,11 @@ impl TestServer {
         let dir = tempfile::tempdir().unwrap();
         let mut config = ServerConfig::for_data_dir(dir.path()).unwrap();
         config.graceful_timeout = Duration::from_secs(5);
+        if std::env::var("TRUEFORGE_TEST_SERVER_MODE").as_deref() == Ok("hosted") {
+            config.hosted = Some(hosted_config());
+        }
         adjust(&mut config);
-        let state = trueforge_server::local_state(config).await.unwrap();
+        let state = trueforge_server::state_for(config).await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (shutdown, signal) = tokio::sync::oneshot::channel::<()>();
