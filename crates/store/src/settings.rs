@@ -41,12 +41,14 @@ pub use clock::{Clock, SystemClock};
 pub use manifest::{NamedManifest, SettingsManifest};
 pub use memory::MemorySettingsStore;
 pub use records::{
-    AgentRecord, AgentToolApprovalRecord, McpServerRecord, ModelProviderRecord, NamedRecord, OAuthClientCredentials,
-    OAuthClientRegistration, OAuthServerMetadata, OAuthToken, OAuthTokenRecord, PENDING_AUTHORIZATION_TTL,
-    PendingAuthorization, PendingAuthorizationRecord, SandboxProviderRecord, SandboxProviderStatus, SkillRecord,
+    AgentRecord, AgentToolApprovalRecord, ApiKeyRecord, McpServerRecord, ModelProviderRecord, NamedRecord,
+    OAuthClientCredentials, OAuthClientRegistration, OAuthServerMetadata, OAuthToken, OAuthTokenRecord,
+    PENDING_AUTHORIZATION_TTL, PendingAuthorization, PendingAuthorizationRecord, SandboxProviderRecord,
+    SandboxProviderStatus, SkillRecord,
 };
 pub use sql::{PostgresSettingsStore, SqlSettingsStore, SqliteSettingsStore};
 pub use traits::{
-    AgentStore, AgentToolApprovalStore, ManifestUpdate, McpServerStore, McpSessionStore, ModelProviderStore,
-    OAuthTokenStore, SandboxProviderStore, SandboxProviderUpdate, SettingsStore, SkillStore,
+    AgentStore, AgentToolApprovalStore, ApiKeyStore, ManifestUpdate, McpServerStore, McpSessionStore,
+    ModelProviderStore, NewApiKey, OAuthTokenStore, SandboxProviderStore, SandboxProviderUpdate, SettingsStore,
+    SkillStore,
 };

@@ -5,6 +5,7 @@
 //!
 //! One mutex guards all state; no `.await` happens while it is held, so a plain `std` mutex suffices.
 
+mod api_keys;
 mod approvals;
 mod mcp_sessions;
 mod named;
@@ -15,6 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::settings::clock::{Clock, SystemClock};
+use crate::settings::records::ApiKeyRecord;
 use crate::settings::records::{
     OAuthClientRegistration, OAuthTokenRecord, PendingAuthorizationRecord, SandboxProviderRecord,
 };
@@ -57,6 +59,8 @@ struct State {
     agent_tool_approvals: BTreeMap<approvals::ApprovalKey, i64>,
     /// (tenant, server id, user id) → MCP session id.
     mcp_sessions: BTreeMap<mcp_sessions::SessionKey, String>,
+    /// API key id → (record, the key's SHA-256).
+    api_keys: BTreeMap<String, (ApiKeyRecord, String)>,
 }
 
 impl Default for MemorySettingsStore {

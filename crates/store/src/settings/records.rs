@@ -35,6 +35,22 @@ pub type ModelProviderRecord = NamedRecord<ModelProviderManifest>;
 pub type McpServerRecord = NamedRecord<McpServerManifest>;
 pub type SkillRecord = NamedRecord<SkillManifest>;
 
+/// A user's API key as stored: its id, owner and label, never the key itself; only the key's SHA-256
+/// (`secret_hash`, lowercase hex) is kept, and a key is found by it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKeyRecord {
+    pub id: String,
+    pub tenant_id: String,
+    pub user_id: String,
+    /// The owner's label for it.
+    pub name: String,
+    /// The key's first characters, shown so its owner can tell keys apart (not enough to use it).
+    pub prefix: String,
+    /// Whether its owner had the admin role when creating it: a key never carries more than its owner had.
+    pub is_admin: bool,
+    pub created_at: Timestamp,
+}
+
 /// A tool the user allowed for every session of a saved agent (approval scope `agent`), until revoked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentToolApprovalRecord {

@@ -18,9 +18,9 @@ use trueforge_protocol::{
 
 use crate::error::StoreResult;
 use crate::settings::records::{
-    AgentRecord, AgentToolApprovalRecord, McpServerRecord, ModelProviderRecord, OAuthClientRegistration, OAuthToken,
-    OAuthTokenRecord, PendingAuthorization, PendingAuthorizationRecord, SandboxProviderRecord, SandboxProviderStatus,
-    SkillRecord,
+    AgentRecord, AgentToolApprovalRecord, ApiKeyRecord, McpServerRecord, ModelProviderRecord, OAuthClientRegistration,
+    OAuthToken, OAuthTokenRecord, PendingAuthorization, PendingAuthorizationRecord, SandboxProviderRecord,
+    SandboxProviderStatus, SkillRecord,
 };
 
 /// The read-modify-write step of an `upsert_*_with` call: stored manifest (if any) in, manifest to store out.
@@ -228,9 +228,38 @@ pub trait SkillStore: Send + Sync {
     async fn delete_skill(&self, tenant: &TenantId, name: &str) -> StoreResult<bool>;
 }
 
+/// Users' API keys for automation, kept as hashes. A key belongs to one user of one tenant; listing and
+/// revoking are scoped to that user, finding a presented key is not (its hash is the lookup).
+#[async_trait]
+pub trait ApiKeyStore: Send + Sync {
+    /// Stores a new key. `id` and `secret_hash` (the key's SHA-256, hex) must be unique; `AlreadyExists`
+    /// otherwise.
+    async fn create_api_key(&self, key: NewApiKey) -> StoreResult<ApiKeyRecord>;
+    /// The user's keys, oldest first.
+    async fn list_api_keys(&self, tenant: &TenantId, user_id: &str) -> StoreResult<Vec<ApiKeyRecord>>;
+    /// Deletes one of the user's keys; `false` when the user has no key with that id (another user's key
+    /// included).
+    async fn revoke_api_key(&self, tenant: &TenantId, user_id: &str, id: &str) -> StoreResult<bool>;
+    /// The key whose SHA-256 is `secret_hash`, whoever owns it.
+    async fn find_api_key(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>>;
+}
+
+/// What [`ApiKeyStore::create_api_key`] stores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewApiKey {
+    pub id: String,
+    pub tenant_id: String,
+    pub user_id: String,
+    pub name: String,
+    pub prefix: String,
+    pub is_admin: bool,
+    pub secret_hash: String,
+}
+
 /// All settings stores of one backend, as one object.
 pub trait SettingsStore:
     AgentStore
+    + ApiKeyStore
     + AgentToolApprovalStore
     + ModelProviderStore
     + McpServerStore
@@ -243,6 +272,7 @@ pub trait SettingsStore:
 
 impl<T> SettingsStore for T where
     T: AgentStore
+        + ApiKeyStore
         + AgentToolApprovalStore
         + ModelProviderStore
         + McpServerStore

@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod api_keys;
 mod approvals;
 // Also the test data of `suite/secrets.rs`.
 pub(crate) mod data;
@@ -67,6 +68,9 @@ macro_rules! contract {
             mcp_sessions::mcp_session_needs_a_server,
             mcp_sessions::mcp_session_delete_is_idempotent,
             mcp_sessions::mcp_session_goes_with_its_server,
+            api_keys::api_keys_create_find_list_in_order,
+            api_keys::api_keys_are_their_owners_only,
+            api_keys::api_keys_ids_and_hashes_are_unique,
             oauth::oauth_tokens_upsert_per_user,
             oauth::oauth_tokens_tenant_isolation,
             oauth::pending_authorization_single_use,

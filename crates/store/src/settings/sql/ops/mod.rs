@@ -3,6 +3,7 @@
 //! [`SettingsSql`]. Secrets are sealed before an operation and opened after it, in the caller's task. The
 //! submodules split the statements by resource.
 
+mod api_keys;
 mod approvals;
 mod mcp_sessions;
 mod named;
