@@ -539,6 +539,7 @@ pub fn router(state: AppState) -> Router {
     };
     app.method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
+        .layer(middleware::from_fn(crate::auth::identify))
         .layer(middleware::from_fn(body_limit))
         .layer(axum::Extension(limit))
         // A request from a host or origin that is not ours reaches nothing, not even the body limit.

@@ -3,6 +3,7 @@
 //! also publishes their live events to the bus (`trueforge-bus`).
 
 pub mod app;
+pub mod auth;
 /// The live event bus, re-exported for the SSE code and for embedders that build their own state.
 pub use trueforge_bus as bus;
 pub mod catalogs;

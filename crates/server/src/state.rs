@@ -22,7 +22,8 @@ pub const LOCAL_USER: &str = "trueforge-default";
 pub const LOCAL_EXECUTOR: &str = "local";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// Who is calling. Local mode has one admin; hosted mode (OIDC) will fill this from the token.
+/// Who is calling: settled per request by `auth::identify`, taken by handlers as an extractor. Local mode
+/// has one admin; hosted mode's login will fill it from the identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     pub tenant: TenantId,
@@ -70,11 +71,6 @@ impl AppState {
             heartbeat: self.config.heartbeat,
             max_life: self.config.subscribe_timeout,
         }
-    }
-
-    /// The caller of a request. Local mode: always the local admin.
-    pub fn caller(&self) -> Caller {
-        Caller::local()
     }
 }
 

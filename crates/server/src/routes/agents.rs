@@ -16,7 +16,7 @@ use super::{check_resource_name, check_spec};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::schemas::{DeleteAgentResponse, RequestErrorResponse, TAG_AGENTS, data_of, doc_schema, list_of};
-use crate::state::AppState;
+use crate::state::{AppState, Caller};
 use crate::wire::{Data, empty_object};
 
 /// A saved agent: its spec under a name unique in the tenant.
@@ -58,8 +58,8 @@ fn check_agent_id(agent_id: &str) -> ApiResult<()> {
         (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
     )
 )]
-pub async fn list(State(state): State<AppState>) -> ApiResult<Response> {
-    let agents = state.settings.list_agents(&state.caller().tenant).await?;
+pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Response> {
+    let agents = state.settings.list_agents(&caller.tenant).await?;
     Ok(Data::ok(agents.into_iter().map(Agent::from).collect::<Vec<_>>()).into_response())
 }
 
@@ -89,9 +89,10 @@ pub struct CreateAgentRequest {
 )]
 pub async fn create(
     State(state): State<AppState>,
+    caller: Caller,
     JsonBody(body): JsonBody<CreateAgentRequest>,
 ) -> ApiResult<Response> {
-    let tenant = state.caller().tenant;
+    let tenant = caller.tenant.clone();
     check_resource_name(&body.name)?;
     check_spec(&state, &tenant, &body.manifest).await?;
     let record = state
@@ -118,11 +119,11 @@ pub async fn create(
         (status = 404, description = "No such agent.", body = RequestErrorResponse),
     )
 )]
-pub async fn get(State(state): State<AppState>, Path(agent_id): Path<String>) -> ApiResult<Response> {
+pub async fn get(State(state): State<AppState>, caller: Caller, Path(agent_id): Path<String>) -> ApiResult<Response> {
     check_agent_id(&agent_id)?;
     let record = state
         .settings
-        .get_agent(&state.caller().tenant, &agent_id)
+        .get_agent(&caller.tenant, &agent_id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("Agent not found: {agent_id}")))?;
     Ok(Data::ok(Agent::from(record)).into_response())
@@ -153,11 +154,12 @@ pub struct UpdateAgentRequest {
 )]
 pub async fn update(
     State(state): State<AppState>,
+    caller: Caller,
     Path(agent_id): Path<String>,
     JsonBody(body): JsonBody<UpdateAgentRequest>,
 ) -> ApiResult<Response> {
     check_agent_id(&agent_id)?;
-    let tenant = state.caller().tenant;
+    let tenant = caller.tenant.clone();
     if state.settings.get_agent(&tenant, &agent_id).await?.is_none() {
         return Err(ApiError::not_found(format!("Agent not found: {agent_id}")));
     }
@@ -186,9 +188,13 @@ pub async fn update(
         (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
     )
 )]
-pub async fn delete(State(state): State<AppState>, Path(agent_id): Path<String>) -> ApiResult<Response> {
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(agent_id): Path<String>,
+) -> ApiResult<Response> {
     check_agent_id(&agent_id)?;
-    state.settings.delete_agent(&state.caller().tenant, &agent_id).await?;
+    state.settings.delete_agent(&caller.tenant, &agent_id).await?;
     Ok(empty_object())
 }
 
@@ -227,8 +233,12 @@ async fn require_agent(state: &AppState, tenant: &TenantId, agent_id: &str) -> A
         (status = 404, description = "No such agent.", body = RequestErrorResponse),
     )
 )]
-pub async fn list_tool_approvals(State(state): State<AppState>, Path(agent_id): Path<String>) -> ApiResult<Response> {
-    let tenant = state.caller().tenant;
+pub async fn list_tool_approvals(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(agent_id): Path<String>,
+) -> ApiResult<Response> {
+    let tenant = caller.tenant.clone();
     require_agent(&state, &tenant, &agent_id).await?;
     let approvals = state.settings.list_agent_tool_approvals(&tenant, &agent_id).await?;
     let names: HashMap<String, String> = state
@@ -263,8 +273,12 @@ pub async fn list_tool_approvals(State(state): State<AppState>, Path(agent_id): 
         (status = 404, description = "No such agent.", body = RequestErrorResponse),
     )
 )]
-pub async fn revoke_tool_approvals(State(state): State<AppState>, Path(agent_id): Path<String>) -> ApiResult<Response> {
-    let tenant = state.caller().tenant;
+pub async fn revoke_tool_approvals(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(agent_id): Path<String>,
+) -> ApiResult<Response> {
+    let tenant = caller.tenant.clone();
     require_agent(&state, &tenant, &agent_id).await?;
     state.settings.delete_agent_tool_approvals(&tenant, &agent_id).await?;
     Ok(empty_object())
@@ -289,9 +303,10 @@ pub async fn revoke_tool_approvals(State(state): State<AppState>, Path(agent_id)
 )]
 pub async fn revoke_tool_approval(
     State(state): State<AppState>,
+    caller: Caller,
     Path((agent_id, mcp_server, tool)): Path<(String, String, String)>,
 ) -> ApiResult<Response> {
-    let tenant = state.caller().tenant;
+    let tenant = caller.tenant.clone();
     require_agent(&state, &tenant, &agent_id).await?;
     let revoked = state
         .settings

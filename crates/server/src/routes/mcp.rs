@@ -17,7 +17,7 @@ use crate::schemas::{
     ListMCPServerToolsResponse, MCPServerAuthPublic, OAuthCallbackSuccess, RequestErrorResponse, TAG_MCP, TAG_SKILLS,
     doc_schema, list_of,
 };
-use crate::state::AppState;
+use crate::state::{AppState, Caller};
 use crate::wire::Data;
 
 /// A configured MCP server as a chat user sees it: no secrets, and whether the caller still has to
@@ -54,8 +54,7 @@ struct AuthKind {
         (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
     )
 )]
-pub async fn list(State(state): State<AppState>) -> ApiResult<Response> {
-    let caller = state.caller();
+pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Response> {
     let mut servers = Vec::new();
     for record in state.settings.list_mcp_servers(&caller.tenant, None).await? {
         let auth = record.manifest.auth.as_ref().map(|auth| AuthKind {
@@ -76,11 +75,12 @@ pub async fn list(State(state): State<AppState>) -> ApiResult<Response> {
 
 pub(crate) async fn known_server(
     state: &AppState,
+    caller: &Caller,
     name: &str,
 ) -> ApiResult<trueforge_store::settings::McpServerRecord> {
     state
         .settings
-        .get_mcp_server(&state.caller().tenant, name)
+        .get_mcp_server(&caller.tenant, name)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("MCP server not found: {name}")))
 }
@@ -100,9 +100,8 @@ pub(crate) async fn known_server(
         (status = 502, description = "The server could not be reached or answered with an error.", body = RequestErrorResponse),
     )
 )]
-pub async fn tools(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
-    let caller = state.caller();
-    known_server(&state, &name).await?;
+pub async fn tools(State(state): State<AppState>, caller: Caller, Path(name): Path<String>) -> ApiResult<Response> {
+    known_server(&state, &caller, &name).await?;
     let unreachable = |error: String| ApiError::new(axum::http::StatusCode::BAD_GATEWAY, error);
     let (_, connection) = state
         .mcp
@@ -149,11 +148,11 @@ pub struct AuthorizeQuery {
 )]
 pub async fn authorize(
     State(state): State<AppState>,
+    caller: Caller,
     Path(name): Path<String>,
     QueryParams(query): QueryParams<AuthorizeQuery>,
 ) -> ApiResult<Response> {
-    let caller = state.caller();
-    let record = known_server(&state, &name).await?;
+    let record = known_server(&state, &caller, &name).await?;
     let answer = match record.manifest.auth {
         None => AuthStatus::NOT_REQUIRED,
         Some(McpServerAuth::Header { .. }) => AuthStatus::AUTHENTICATED,
@@ -204,9 +203,12 @@ pub(crate) fn flow_error(error: FlowError) -> ApiError {
         (status = 404, description = "No such MCP server.", body = RequestErrorResponse),
     )
 )]
-pub async fn disconnect(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
-    let caller = state.caller();
-    let record = known_server(&state, &name).await?;
+pub async fn disconnect(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> ApiResult<Response> {
+    let record = known_server(&state, &caller, &name).await?;
     if matches!(record.manifest.auth, Some(McpServerAuth::Dcr {})) {
         state
             .settings
@@ -252,6 +254,7 @@ pub struct OAuthCallbackQuery {
 )]
 pub async fn oauth_callback(
     State(state): State<AppState>,
+    caller: Caller,
     QueryParams(query): QueryParams<OAuthCallbackQuery>,
 ) -> ApiResult<Response> {
     if query.state.is_empty() {
@@ -263,7 +266,6 @@ pub async fn oauth_callback(
     };
     // The state alone must not let one user's browser complete another user's authorization (a link
     // crafted by an attacker): the caller must be the user who started it.
-    let caller = state.caller();
     if caller.tenant != pending.tenant_id || caller.user != pending.authorization.user_id {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -320,8 +322,8 @@ pub(crate) struct SkillSummary {
         (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
     )
 )]
-pub async fn skills(State(state): State<AppState>) -> ApiResult<Response> {
-    let skills = state.settings.list_skills(&state.caller().tenant, None).await?;
+pub async fn skills(State(state): State<AppState>, caller: Caller) -> ApiResult<Response> {
+    let skills = state.settings.list_skills(&caller.tenant, None).await?;
     let skills: Vec<SkillSummary> = skills
         .into_iter()
         .map(|record| SkillSummary {

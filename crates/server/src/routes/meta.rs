@@ -13,7 +13,7 @@ use crate::schemas::{
     GetSandboxProviderCatalogResponse, GetSkillCatalogResponse, ListAvailableModelsResponse, RequestErrorResponse,
     TAG_AUTH, TAG_CAPABILITIES, TAG_MCP, TAG_MODELS, TAG_SANDBOXES, TAG_SKILLS,
 };
-use crate::state::{AppState, VERSION};
+use crate::state::{AppState, Caller, VERSION};
 use crate::wire::Data;
 
 /// Liveness plus readiness: the reference's `{status, version}`, with the database's state added; 503 with
@@ -50,8 +50,7 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
         (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
     )
 )]
-pub async fn capabilities(State(state): State<AppState>) -> ApiResult<Response> {
-    let caller = state.caller();
+pub async fn capabilities(State(state): State<AppState>, caller: Caller) -> ApiResult<Response> {
     let sandbox = state.sandboxes.availability(&caller.tenant).await.map_err(|error| {
         tracing::warn!(%error, "the sandbox provider's status could not be read");
         ApiError::new(
@@ -98,8 +97,8 @@ pub async fn capabilities(State(state): State<AppState>) -> ApiResult<Response> 
         (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
     )
 )]
-pub async fn models(State(state): State<AppState>) -> ApiResult<Response> {
-    let models = state.models.available_models(&state.caller().tenant).await?;
+pub async fn models(State(state): State<AppState>, caller: Caller) -> ApiResult<Response> {
+    let models = state.models.available_models(&caller.tenant).await?;
     Ok(Data::ok(models).into_response())
 }
 
@@ -174,8 +173,7 @@ pub async fn catalog_sandbox_providers(State(state): State<AppState>) -> Respons
         (status = 401, description = "No valid credentials (not in local mode).", body = RequestErrorResponse),
     )
 )]
-pub async fn me(State(state): State<AppState>) -> Response {
-    let caller = state.caller();
+pub async fn me(caller: Caller) -> Response {
     Json(json!({"type": "default", "email": caller.user, "role": if caller.is_admin {"admin"} else {"user"}}))
         .into_response()
 }

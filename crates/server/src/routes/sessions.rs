@@ -76,9 +76,9 @@ pub async fn owned_session(state: &AppState, caller: &Caller, session_id: &Sessi
 )]
 pub async fn create(
     State(state): State<AppState>,
+    caller: Caller,
     JsonBody(body): JsonBody<CreateSessionRequest>,
 ) -> ApiResult<Response> {
-    let caller = state.caller();
     let agent = match body.agent {
         CreateSessionAgent::Named(SessionAgentNameRef { name, .. }) => {
             let agent = state
@@ -154,9 +154,9 @@ fn parse_time(name: &str, value: &str) -> ApiResult<Timestamp> {
 )]
 pub async fn list(
     State(state): State<AppState>,
+    caller: Caller,
     QueryParams(query): QueryParams<ListSessionsQuery>,
 ) -> ApiResult<Response> {
-    let caller = state.caller();
     let limit = page_limit(query.limit, SESSION_PAGE_MAX)?;
     let order = match query.order.as_deref() {
         None | Some("desc") => SortOrder::Desc,
@@ -214,8 +214,12 @@ pub async fn list(
         (status = 404, description = "No such session.", body = RequestErrorResponse),
     )
 )]
-pub async fn get(State(state): State<AppState>, Path(session_id): Path<SessionId>) -> ApiResult<Response> {
-    let session = owned_session(&state, &state.caller(), &session_id).await?;
+pub async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(session_id): Path<SessionId>,
+) -> ApiResult<Response> {
+    let session = owned_session(&state, &caller, &session_id).await?;
     Ok(Data::ok(Session::from(session)).into_response())
 }
 
@@ -272,10 +276,10 @@ fn checked_title(title: &str) -> ApiResult<String> {
 )]
 pub async fn patch(
     State(state): State<AppState>,
+    caller: Caller,
     Path(session_id): Path<SessionId>,
     JsonBody(body): JsonBody<PatchSessionRequest>,
 ) -> ApiResult<Response> {
-    let caller = state.caller();
     let title = body.title.as_deref().map(checked_title).transpose()?;
     let session = owned_session(&state, &caller, &session_id).await?;
     let agent_spec = match body.agent {
@@ -317,8 +321,11 @@ pub async fn patch(
         (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
     )
 )]
-pub async fn delete(State(state): State<AppState>, Path(session_id): Path<SessionId>) -> ApiResult<Response> {
-    let caller = state.caller();
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(session_id): Path<SessionId>,
+) -> ApiResult<Response> {
     let exists = match owned_session(&state, &caller, &session_id).await {
         Ok(_) => true,
         Err(error) if error.status == StatusCode::NOT_FOUND => false,
@@ -352,8 +359,11 @@ pub async fn delete(State(state): State<AppState>, Path(session_id): Path<Sessio
         (status = 412, description = "The running turn cannot be cancelled from here.", body = RequestErrorResponse),
     )
 )]
-pub async fn cancel(State(state): State<AppState>, Path(session_id): Path<SessionId>) -> ApiResult<Response> {
-    let caller = state.caller();
+pub async fn cancel(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(session_id): Path<SessionId>,
+) -> ApiResult<Response> {
     let session = owned_session(&state, &caller, &session_id).await?;
     let Some(turn_id) = session.last_turn_id else {
         return Ok(empty_object());
@@ -400,10 +410,10 @@ pub struct SessionEventsQuery {
 )]
 pub async fn events(
     State(state): State<AppState>,
+    caller: Caller,
     Path(session_id): Path<SessionId>,
     QueryParams(query): QueryParams<SessionEventsQuery>,
 ) -> ApiResult<Response> {
-    let caller = state.caller();
     owned_session(&state, &caller, &session_id).await?;
     let limit = page_limit(query.limit, EVENT_PAGE_MAX)?;
     let last_turn_id = query.last_turn_id.map(TurnId::from);

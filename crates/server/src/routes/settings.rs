@@ -101,8 +101,7 @@ fn check_provider(manifest: &ModelProviderManifest) -> ApiResult<()> {
         (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
     )
 )]
-pub async fn list_model_providers(State(state): State<AppState>) -> ApiResult<Response> {
-    let caller = state.caller();
+pub async fn list_model_providers(State(state): State<AppState>, caller: Caller) -> ApiResult<Response> {
     require_admin(&caller)?;
     let records = state.settings.list_model_providers(&caller.tenant).await?;
     Ok(Data::ok(
@@ -131,9 +130,9 @@ pub async fn list_model_providers(State(state): State<AppState>) -> ApiResult<Re
 )]
 pub async fn create_model_provider(
     State(state): State<AppState>,
+    caller: Caller,
     JsonBody(body): JsonBody<ManifestBody<ModelProviderManifest>>,
 ) -> ApiResult<Response> {
-    let caller = state.caller();
     require_admin(&caller)?;
     let mut manifest = body.manifest;
     check_provider(&manifest)?;
@@ -162,9 +161,9 @@ pub async fn create_model_provider(
 )]
 pub async fn put_model_provider(
     State(state): State<AppState>,
+    caller: Caller,
     JsonBody(body): JsonBody<ManifestBody<ModelProviderManifest>>,
 ) -> ApiResult<Response> {
-    let caller = state.caller();
     require_admin(&caller)?;
     let manifest = body.manifest;
     check_provider(&manifest)?;
@@ -198,8 +197,11 @@ pub async fn put_model_provider(
         (status = 404, description = "No such model provider.", body = RequestErrorResponse),
     )
 )]
-pub async fn delete_model_provider(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
-    let caller = state.caller();
+pub async fn delete_model_provider(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> ApiResult<Response> {
     require_admin(&caller)?;
     check_resource_name(&name)?;
     if !state.settings.delete_model_provider(&caller.tenant, &name).await? {
@@ -332,8 +334,7 @@ async fn forget_stale_oauth(
         (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
     )
 )]
-pub async fn list_mcp_servers(State(state): State<AppState>) -> ApiResult<Response> {
-    let caller = state.caller();
+pub async fn list_mcp_servers(State(state): State<AppState>, caller: Caller) -> ApiResult<Response> {
     require_admin(&caller)?;
     let mut servers = Vec::new();
     for record in state.settings.list_mcp_servers(&caller.tenant, None).await? {
@@ -355,10 +356,13 @@ pub async fn list_mcp_servers(State(state): State<AppState>) -> ApiResult<Respon
         (status = 404, description = "No such MCP server.", body = RequestErrorResponse),
     )
 )]
-pub async fn get_mcp_server(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
-    let caller = state.caller();
+pub async fn get_mcp_server(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> ApiResult<Response> {
     require_admin(&caller)?;
-    let record = super::mcp::known_server(&state, &name).await?;
+    let record = super::mcp::known_server(&state, &caller, &name).await?;
     Ok(Data::ok(configured_mcp_server(&state, &caller, record).await?).into_response())
 }
 
@@ -380,9 +384,9 @@ pub async fn get_mcp_server(State(state): State<AppState>, Path(name): Path<Stri
 )]
 pub async fn create_mcp_server(
     State(state): State<AppState>,
+    caller: Caller,
     JsonBody(body): JsonBody<ManifestBody<McpServerManifest>>,
 ) -> ApiResult<Response> {
-    let caller = state.caller();
     require_admin(&caller)?;
     let mut manifest = body.manifest;
     check_mcp_server(&state, &manifest)?;
@@ -412,9 +416,9 @@ pub async fn create_mcp_server(
 )]
 pub async fn put_mcp_server(
     State(state): State<AppState>,
+    caller: Caller,
     JsonBody(body): JsonBody<ManifestBody<McpServerManifest>>,
 ) -> ApiResult<Response> {
-    let caller = state.caller();
     require_admin(&caller)?;
     let manifest = body.manifest;
     check_mcp_server(&state, &manifest)?;
@@ -454,8 +458,11 @@ pub async fn put_mcp_server(
         (status = 404, description = "No such MCP server.", body = RequestErrorResponse),
     )
 )]
-pub async fn delete_mcp_server(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
-    let caller = state.caller();
+pub async fn delete_mcp_server(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> ApiResult<Response> {
     require_admin(&caller)?;
     check_resource_name(&name)?;
     if !state.settings.delete_mcp_server(&caller.tenant, &name).await? {
@@ -494,8 +501,7 @@ fn check_skill(state: &AppState, manifest: &SkillManifest) -> ApiResult<()> {
         (status = 403, description = "The caller is not an admin.", body = RequestErrorResponse),
     )
 )]
-pub async fn list_skills(State(state): State<AppState>) -> ApiResult<Response> {
-    let caller = state.caller();
+pub async fn list_skills(State(state): State<AppState>, caller: Caller) -> ApiResult<Response> {
     require_admin(&caller)?;
     let skills = state.settings.list_skills(&caller.tenant, None).await?;
     let skills: Vec<ConfiguredSkill> = skills
@@ -525,9 +531,9 @@ pub async fn list_skills(State(state): State<AppState>) -> ApiResult<Response> {
 )]
 pub async fn create_skill(
     State(state): State<AppState>,
+    caller: Caller,
     JsonBody(body): JsonBody<ManifestBody<SkillManifest>>,
 ) -> ApiResult<Response> {
-    let caller = state.caller();
     require_admin(&caller)?;
     check_skill(&state, &body.manifest)?;
     let record = state
@@ -558,9 +564,9 @@ pub async fn create_skill(
 )]
 pub async fn put_skill(
     State(state): State<AppState>,
+    caller: Caller,
     JsonBody(body): JsonBody<ManifestBody<SkillManifest>>,
 ) -> ApiResult<Response> {
-    let caller = state.caller();
     require_admin(&caller)?;
     check_skill(&state, &body.manifest)?;
     let record = state.settings.upsert_skill(&caller.tenant, body.manifest).await?;
@@ -588,8 +594,11 @@ pub async fn put_skill(
         (status = 404, description = "No such skill.", body = RequestErrorResponse),
     )
 )]
-pub async fn delete_skill(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult<Response> {
-    let caller = state.caller();
+pub async fn delete_skill(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> ApiResult<Response> {
     require_admin(&caller)?;
     check_resource_name(&name)?;
     if !state.settings.delete_skill(&caller.tenant, &name).await? {
@@ -612,8 +621,7 @@ pub async fn delete_skill(State(state): State<AppState>, Path(name): Path<String
         (status = 404, description = "No sandbox provider is configured.", body = RequestErrorResponse),
     )
 )]
-pub async fn get_sandbox_provider(State(state): State<AppState>) -> ApiResult<Response> {
-    let caller = state.caller();
+pub async fn get_sandbox_provider(State(state): State<AppState>, caller: Caller) -> ApiResult<Response> {
     require_admin(&caller)?;
     let record = state
         .settings
@@ -672,9 +680,9 @@ fn sandbox_provider_answer(record: &trueforge_store::settings::SandboxProviderRe
 )]
 pub async fn put_sandbox_provider(
     State(state): State<AppState>,
+    caller: Caller,
     JsonBody(body): JsonBody<ManifestBody<SandboxProviderManifest>>,
 ) -> ApiResult<Response> {
-    let caller = state.caller();
     require_admin(&caller)?;
     let mut manifest = body.manifest;
     manifest
@@ -732,8 +740,7 @@ pub async fn put_sandbox_provider(
         (status = 404, description = "No sandbox provider is configured.", body = RequestErrorResponse),
     )
 )]
-pub async fn delete_sandbox_provider(State(state): State<AppState>) -> ApiResult<Response> {
-    let caller = state.caller();
+pub async fn delete_sandbox_provider(State(state): State<AppState>, caller: Caller) -> ApiResult<Response> {
     require_admin(&caller)?;
     if !state.settings.delete_sandbox_provider(&caller.tenant).await? {
         return Err(ApiError::not_found("No sandbox provider configured"));

@@ -73,11 +73,11 @@ fn previous_turn(value: Option<WirePreviousTurn>) -> ApiResult<PreviousTurn> {
 )]
 pub async fn create(
     State(state): State<AppState>,
+    caller: Caller,
     Path(session_id): Path<SessionId>,
     headers: HeaderMap,
     JsonBody(body): JsonBody<CreateTurnRequest>,
 ) -> ApiResult<Response> {
-    let caller = state.caller();
     super::sessions::check_session_id(&session_id)?;
     let idempotency_key = idempotency_key(&headers)?;
     // Only a retry resumes a stream; checked with the other headers, before anything is read or written.
@@ -209,10 +209,10 @@ pub struct ListTurnsQuery {
 )]
 pub async fn list(
     State(state): State<AppState>,
+    caller: Caller,
     Path(session_id): Path<SessionId>,
     QueryParams(query): QueryParams<ListTurnsQuery>,
 ) -> ApiResult<Response> {
-    let caller = state.caller();
     owned_session(&state, &caller, &session_id).await?;
     let limit = page_limit(query.limit, SESSION_PAGE_MAX)?;
     let page = state
@@ -250,9 +250,10 @@ pub async fn list(
 )]
 pub async fn get(
     State(state): State<AppState>,
+    caller: Caller,
     Path((session_id, turn_id)): Path<(SessionId, TurnId)>,
 ) -> ApiResult<Response> {
-    let turn = owned_turn(&state, &state.caller(), &session_id, &turn_id).await?;
+    let turn = owned_turn(&state, &caller, &session_id, &turn_id).await?;
     Ok(Data::ok(Turn::from(turn)).into_response())
 }
 
@@ -286,10 +287,10 @@ pub struct TurnEventsQuery {
 )]
 pub async fn events(
     State(state): State<AppState>,
+    caller: Caller,
     Path((session_id, turn_id)): Path<(SessionId, TurnId)>,
     QueryParams(query): QueryParams<TurnEventsQuery>,
 ) -> ApiResult<Response> {
-    let caller = state.caller();
     owned_turn(&state, &caller, &session_id, &turn_id).await?;
     let limit = page_limit(query.limit, EVENT_PAGE_MAX)?;
     let order = match query.order.as_deref() {
@@ -342,6 +343,7 @@ pub struct SubscribeQuery {
 )]
 pub async fn subscribe(
     State(state): State<AppState>,
+    caller: Caller,
     Path((session_id, turn_id)): Path<(SessionId, TurnId)>,
     headers: HeaderMap,
     QueryParams(query): QueryParams<SubscribeQuery>,
@@ -357,7 +359,6 @@ pub async fn subscribe(
         ),
     };
     let after = header.or(from_query).unwrap_or(0);
-    let caller = state.caller();
     owned_turn(&state, &caller, &session_id, &turn_id).await?;
     Ok(sse::response(
         state.event_source(),
@@ -399,11 +400,11 @@ pub struct DownloadQuery {
 )]
 pub async fn download_sandbox_file(
     State(state): State<AppState>,
+    caller: Caller,
     Path((session_id, turn_id)): Path<(SessionId, TurnId)>,
     QueryParams(query): QueryParams<DownloadQuery>,
 ) -> ApiResult<Response> {
     check_sandbox_path(&query.path).map_err(sandbox_error)?;
-    let caller = state.caller();
     owned_session(&state, &caller, &session_id).await?;
     let record = state
         .sessions
