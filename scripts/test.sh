@@ -319,6 +319,21 @@ if [ ! -f "$CONFORMANCE_STAMP" ]; then
 fi
 export TRUEFORGE_TEST_CONFORMANCE_DIR="$CONFORMANCE_DIR"
 
+# The OpenID provider hosted mode's login is tested against (crates/server/tests/suite/oidc.rs, started with
+# crates/testkit/oidc/provider.mjs): the certified `oidc-provider` from npm, pinned, installed once.
+OIDC_DIR="${TRUEFORGE_TEST_OIDC_DIR:-$HOME/.cache/trueforge-test-oidc}"
+OIDC_VERSION=9.13.3
+OIDC_STAMP="$OIDC_DIR/.installed-$OIDC_VERSION"
+if [ ! -f "$OIDC_STAMP" ]; then
+  command -v npm >/dev/null 2>&1 || { echo "test.sh: npm is needed to install oidc-provider" >&2; exit 1; }
+  echo "test.sh: installing oidc-provider $OIDC_VERSION into $OIDC_DIR" >&2
+  mkdir -p "$OIDC_DIR"
+  rm -f "$OIDC_DIR"/.installed-*
+  npm install --prefix "$OIDC_DIR" --no-audit --no-fund --silent "oidc-provider@$OIDC_VERSION" >&2
+  touch "$OIDC_STAMP"
+fi
+export TRUEFORGE_TEST_OIDC_DIR="$OIDC_DIR"
+
 PG_DIR="$(mktemp -d /tmp/trueforge-pg.XXXXXX)"
 PG_PORT="$(free_port)"
 # initdb refuses to run as root: run the server as the 'postgres' user when we are root.

@@ -68,6 +68,8 @@ pub enum StartError {
     Redis(trueforge_bus::BusError),
     #[error("hosted mode needs STANDALONE=false and its configuration")]
     NotHosted,
+    #[error("cannot use the OpenID provider (OIDC_ISSUER_URL, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET): {0}")]
+    Oidc(crate::auth::oidc::OidcError),
 }
 
 struct PostgresProbe(PostgresDb);
@@ -150,6 +152,7 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
             owner,
             database: Arc::new(SqliteProbe(db)),
             database_lock: Some(database_lock),
+            oidc: None,
         },
     )
     .await
@@ -180,6 +183,20 @@ pub async fn hosted_state(config: ServerConfig) -> Result<AppState, StartError> 
     let relay = RedisCancelRelay::connect(&hosted.redis_url, &executor_id, hosted.cancel_timeout)
         .await
         .map_err(StartError::Redis)?;
+    let oidc = match hosted.oidc.clone() {
+        Some(config) => {
+            let issuer = config.issuer_url.clone();
+            let oidc = crate::auth::oidc::Oidc::discover(config)
+                .await
+                .map_err(StartError::Oidc)?;
+            tracing::info!(%issuer, "login with the OpenID provider is on");
+            Some(Arc::new(oidc))
+        }
+        None => {
+            tracing::warn!("no OIDC_* configuration: no login, every caller is the admin");
+            None
+        }
+    };
     tracing::info!(executor = %executor_id, "hosted mode: Postgres and Redis connected");
     assemble(
         config,
@@ -192,6 +209,7 @@ pub async fn hosted_state(config: ServerConfig) -> Result<AppState, StartError> 
             executor_id,
             database: Arc::new(PostgresProbe(db)),
             database_lock: None,
+            oidc,
         },
     )
     .await
@@ -232,6 +250,7 @@ struct Shared {
     owner: String,
     database: Arc<dyn DatabaseProbe>,
     database_lock: Option<Arc<std::fs::File>>,
+    oidc: Option<Arc<crate::auth::oidc::Oidc>>,
 }
 
 /// The rest of the state, the same in both modes.
@@ -245,6 +264,7 @@ async fn assemble(config: ServerConfig, shared: Shared) -> Result<AppState, Star
         owner,
         database,
         database_lock,
+        oidc,
     } = shared;
     let catalogs = Arc::new(Catalogs::load(&config.catalogs)?);
     configure_providers_from_env(&config, settings.as_ref(), &catalogs)
@@ -323,6 +343,7 @@ async fn assemble(config: ServerConfig, shared: Shared) -> Result<AppState, Star
         executor_id,
         database,
         database_lock,
+        oidc,
     })
 }
 
@@ -538,8 +559,8 @@ pub fn router(state: AppState) -> Router {
         app.fallback(not_found)
     };
     app.method_not_allowed_fallback(method_not_allowed)
-        .with_state(state)
-        .layer(middleware::from_fn(crate::auth::identify))
+        .with_state(state.clone())
+        .layer(middleware::from_fn_with_state(state, crate::auth::identify))
         .layer(middleware::from_fn(body_limit))
         .layer(axum::Extension(limit))
         // A request from a host or origin that is not ours reaches nothing, not even the body limit.

@@ -61,6 +61,8 @@ pub struct AppState {
     pub database: Arc<dyn DatabaseProbe>,
     /// Local mode's exclusive lock on its database, held while any clone of the state lives.
     pub database_lock: Option<Arc<std::fs::File>>,
+    /// Hosted mode's login (`OIDC_*`); `None`: no login, every caller is the local admin.
+    pub oidc: Option<Arc<crate::auth::oidc::Oidc>>,
 }
 
 impl AppState {

@@ -22,6 +22,46 @@ pub struct HostedConfig {
     /// How long a cancel request waits for every replica's answer before the turn is frozen
     /// (`REDIS_REQUEST_REPLY_TIMEOUT_MS`). A live replica answers in a millisecond.
     pub cancel_timeout: Duration,
+    /// Login with an OpenID provider (`OIDC_*`); `None`: no login, every caller is the admin.
+    pub oidc: Option<OidcConfig>,
+}
+
+/// The OpenID provider users log in with, and how its ID tokens name them.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OidcConfig {
+    /// `OIDC_ISSUER_URL`: discovery at `<it>/.well-known/openid-configuration`.
+    pub issuer_url: String,
+    pub client_id: String,
+    pub client_secret: String,
+    /// `OIDC_USER_REFERENCE_CLAIM` (`sub`): the claim naming the user.
+    pub user_claim: String,
+    /// `OIDC_USER_ROLE_CLAIM` (`groups`): a string or list of strings holding the roles.
+    pub role_claim: String,
+    /// `OIDC_ADMIN_ROLE_VALUE` (`admin`, case-sensitive): the role that makes an admin.
+    pub admin_value: String,
+    /// `OIDC_SCOPES` (`openid,profile,email`).
+    pub scopes: Vec<String>,
+    /// `TRUEFORGE_OIDC_TENANT_CLAIM`: the claim naming the user's tenant; unset, everyone is in `default`.
+    pub tenant_claim: Option<String>,
+    /// `PUBLIC_BASE_URL`, required with login: the callback is `<it>/api/v1/auth/callback`.
+    pub public_base_url: String,
+}
+
+impl std::fmt::Debug for OidcConfig {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("OidcConfig")
+            .field("issuer_url", &self.issuer_url)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"<redacted>")
+            .field("user_claim", &self.user_claim)
+            .field("role_claim", &self.role_claim)
+            .field("admin_value", &self.admin_value)
+            .field("scopes", &self.scopes)
+            .field("tenant_claim", &self.tenant_claim)
+            .field("public_base_url", &self.public_base_url)
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for HostedConfig {
@@ -34,6 +74,7 @@ impl std::fmt::Debug for HostedConfig {
             .field("idle_in_transaction_timeout", &self.idle_in_transaction_timeout)
             .field("redis_url", &"<redacted>")
             .field("cancel_timeout", &self.cancel_timeout)
+            .field("oidc", &self.oidc)
             .finish()
     }
 }
@@ -89,7 +130,61 @@ pub(super) fn hosted_config(vars: &Vars<'_>) -> Result<HostedConfig, ConfigError
         ),
         redis_url,
         cancel_timeout: Duration::from_millis(vars.positive("REDIS_REQUEST_REPLY_TIMEOUT_MS", 5_000)?),
+        oidc: oidc_config(vars)?,
     })
+}
+
+/// Login is on when the three core `OIDC_*` variables are set, off when none is; some but not all is an
+/// error naming the first missing one.
+fn oidc_config(vars: &Vars<'_>) -> Result<Option<OidcConfig>, ConfigError> {
+    let core = ["OIDC_ISSUER_URL", "OIDC_CLIENT_ID", "OIDC_CLIENT_SECRET"];
+    let set: Vec<Option<&str>> = core.iter().map(|name| vars.get(name)).collect();
+    if set.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    if let Some(missing) = core.iter().zip(&set).find(|(_, value)| value.is_none()) {
+        return Err(vars.error(
+            missing.0,
+            "OIDC_ISSUER_URL, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set together",
+        ));
+    }
+    let issuer_url = vars
+        .get("OIDC_ISSUER_URL")
+        .unwrap_or_default()
+        .trim_end_matches('/')
+        .to_owned();
+    if !(issuer_url.starts_with("https://") || issuer_url.starts_with("http://")) {
+        return Err(vars.error("OIDC_ISSUER_URL", "expected an http(s) URL"));
+    }
+    let scopes: Vec<String> = vars
+        .get("OIDC_SCOPES")
+        .unwrap_or("openid,profile,email")
+        .split(',')
+        .map(str::trim)
+        .filter(|scope| !scope.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if !scopes.iter().any(|scope| scope == "openid") {
+        return Err(vars.error("OIDC_SCOPES", "must include openid (comma-separated)"));
+    }
+    let public_base_url = super::public_base_url(vars)?.ok_or_else(|| {
+        vars.error(
+            "PUBLIC_BASE_URL",
+            "login needs the origin browsers reach the server at (the callback is <it>/api/v1/auth/callback)",
+        )
+    })?;
+    let claim = |name: &str, default: &str| vars.get(name).unwrap_or(default).to_owned();
+    Ok(Some(OidcConfig {
+        issuer_url,
+        client_id: vars.get("OIDC_CLIENT_ID").unwrap_or_default().to_owned(),
+        client_secret: vars.get("OIDC_CLIENT_SECRET").unwrap_or_default().to_owned(),
+        user_claim: claim("OIDC_USER_REFERENCE_CLAIM", "sub"),
+        role_claim: claim("OIDC_USER_ROLE_CLAIM", "groups"),
+        admin_value: claim("OIDC_ADMIN_ROLE_VALUE", "admin"),
+        scopes,
+        tenant_claim: vars.get("TRUEFORGE_OIDC_TENANT_CLAIM").map(str::to_owned),
+        public_base_url,
+    }))
 }
 
 /// A URL part with everything but unreserved characters percent-encoded (a password may hold `@` or `/`).
@@ -176,6 +271,30 @@ mod tests {
             assert_eq!(error.variable, name, "{error}");
             assert!(!error.to_string().contains("hunter2"), "{error}");
         }
+    }
+
+    #[test]
+    fn login_needs_its_three_variables_and_the_public_origin() {
+        assert_eq!(hosted(&[]).unwrap().oidc, None);
+        let core = [
+            ("OIDC_ISSUER_URL", "https://idp.example.com/"),
+            ("OIDC_CLIENT_ID", "trueforge"),
+            ("OIDC_CLIENT_SECRET", "hunter2"),
+        ];
+        let mut with_origin = core.to_vec();
+        with_origin.push(("PUBLIC_BASE_URL", "https://agents.example.com"));
+        let oidc = hosted(&with_origin).unwrap().oidc.unwrap();
+        assert_eq!(oidc.issuer_url, "https://idp.example.com");
+        assert_eq!((oidc.user_claim.as_str(), oidc.role_claim.as_str()), ("sub", "groups"));
+        assert_eq!(oidc.scopes, ["openid", "profile", "email"]);
+        assert_eq!(oidc.tenant_claim, None);
+        assert!(!format!("{oidc:?}").contains("hunter2"));
+        assert_eq!(hosted(&core).unwrap_err().variable, "PUBLIC_BASE_URL");
+        assert_eq!(hosted(&core[..2]).unwrap_err().variable, "OIDC_CLIENT_SECRET");
+        assert_eq!(hosted(&core[1..]).unwrap_err().variable, "OIDC_ISSUER_URL");
+        let mut no_openid = with_origin.clone();
+        no_openid.push(("OIDC_SCOPES", "profile"));
+        assert_eq!(hosted(&no_openid).unwrap_err().variable, "OIDC_SCOPES");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::host_guard::AllowedHost;
 
 mod hosted;
 
-pub use hosted::HostedConfig;
+pub use hosted::{HostedConfig, OidcConfig};
 
 pub const DEFAULT_PORT: u16 = 8790;
 pub const DEFAULT_BODY_LIMIT: usize = 30 * 1024 * 1024;

@@ -47,7 +47,7 @@ pub(crate) fn check_resource_name(name: &str) -> ApiResult<()> {
 /// document (`crate::openapi`) takes its paths from here.
 pub(crate) fn documented() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(meta::to_home))
+        .routes(routes!(meta::login))
         .routes(routes!(meta::callback))
         .routes(routes!(meta::logout))
         .routes(routes!(meta::me))

@@ -50,11 +50,10 @@ pub async fn owned_session(state: &AppState, caller: &Caller, session_id: &Sessi
         .get_session(&caller.tenant, session_id)
         .await?
         .ok_or_else(|| ApiError::session_not_found(session_id))?;
+    // Another user's session is as absent as one that does not exist (the reference answers 403, which
+    // tells that it exists).
     if session.created_by != caller.user {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "Only the session creator can access this session",
-        ));
+        return Err(ApiError::session_not_found(session_id));
     }
     Ok(session)
 }

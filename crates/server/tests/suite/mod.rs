@@ -7,6 +7,7 @@ mod idempotency;
 mod mcp;
 mod mcp_oauth;
 mod models;
+mod oidc;
 mod openapi;
 mod routes;
 mod sandbox;

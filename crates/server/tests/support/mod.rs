@@ -28,7 +28,7 @@ pub struct TestServer {
 }
 
 /// Hosted mode on a fresh database of the test run's Postgres and on its Redis.
-fn hosted_config() -> trueforge_server::config::HostedConfig {
+pub fn hosted_config() -> trueforge_server::config::HostedConfig {
     let base =
         std::env::var("TRUEFORGE_TEST_POSTGRES_URL").expect("hosted mode tests need TRUEFORGE_TEST_POSTGRES_URL");
     let redis_url = std::env::var("TRUEFORGE_TEST_REDIS_URL").expect("hosted mode tests need TRUEFORGE_TEST_REDIS_URL");
@@ -54,6 +54,7 @@ fn hosted_config() -> trueforge_server::config::HostedConfig {
         idle_in_transaction_timeout: Duration::from_secs(60),
         redis_url,
         cancel_timeout: Duration::from_secs(5),
+        oidc: None,
     }
 }
 
@@ -63,6 +64,12 @@ impl TestServer {
     }
 
     pub async fn start_with(adjust: impl FnOnce(&mut ServerConfig)) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::start_on(listener, adjust).await
+    }
+
+    /// A server on `listener` (whose address a test had to know before the server started).
+    pub async fn start_on(listener: tokio::net::TcpListener, adjust: impl FnOnce(&mut ServerConfig)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut config = ServerConfig::for_data_dir(dir.path()).unwrap();
         config.graceful_timeout = Duration::from_secs(5);
@@ -70,8 +77,9 @@ impl TestServer {
             config.hosted = Some(hosted_config());
         }
         adjust(&mut config);
+        // With login on, setting up the fake provider needs an admin's token: the test does it.
+        let login = config.hosted.as_ref().is_some_and(|hosted| hosted.oidc.is_some());
         let state = trueforge_server::state_for(config).await.unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (shutdown, signal) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(trueforge_server::serve(listener, state.clone(), async move {
@@ -87,7 +95,9 @@ impl TestServer {
             state,
             dir,
         };
-        server.configure_fake_provider().await;
+        if !login {
+            server.configure_fake_provider().await;
+        }
         server
     }
 
