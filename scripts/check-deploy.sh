@@ -23,8 +23,8 @@
 #
 #   scripts/check-deploy.sh            the static checks (about 6 s once the tools are installed; the first
 #                                      run installs them: about 30 s, 350 MB)
-#   scripts/check-deploy.sh --smoke    and the smoke test (needs a trueforge binary: TRUEFORGE_BIN, else
-#                                      target/{release,debug}/trueforge, else it is built; Postgres and
+#   scripts/check-deploy.sh --smoke    and the smoke test (needs a trueforge binary: TRUEFORGE_BIN, else the
+#                                      newer of target/{release,debug}/trueforge, else it is built; Postgres and
 #                                      redis-server installed, as scripts/test.sh installs them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -449,6 +449,12 @@ for path in sys.argv[1:]:
     for name in ("TRUEFORGE_SECRET_KEY", "DATABASE_URL"):
         check("secretKeyRef" in env.get(name, {}).get("valueFrom", {}), f"{name} does not come from a Secret")
     check("REDIS_URL" in env or "REDIS_URL" in settings, "REDIS_URL is not set")
+    if settings.get("OIDC_ISSUER_URL"):
+        check("secretKeyRef" in env.get("OIDC_CLIENT_SECRET", {}).get("valueFrom", {}),
+              "OIDC_CLIENT_SECRET does not come from a Secret")
+        check(settings.get("OIDC_CLIENT_ID") and settings.get("PUBLIC_BASE_URL"),
+              "login without OIDC_CLIENT_ID or PUBLIC_BASE_URL")
+    check(not any("SECRET" in key or "PASSWORD" in key for key in settings), "a secret is in the ConfigMap")
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         http = container.get(probe, {}).get("httpGet", {})
         check(http.get("path") == "/healthz", f"{probe} does not probe /healthz")
@@ -479,7 +485,7 @@ for path in sys.argv[1:]:
 if problems:
     sys.exit("\n".join(f"chart: {problem}" for problem in problems))
 PY
-pass "chart settings: no generated Secret, probes send Host: localhost, grace period above GRACEFUL_TIMEOUT_SECONDS, read-only root, data dir on emptyDir, PDB, Ingress hosts allowed"
+pass "chart settings: no generated Secret and no secret in the ConfigMap, probes send Host: localhost, grace period above GRACEFUL_TIMEOUT_SECONDS, read-only root, data dir on emptyDir, PDB, Ingress hosts allowed"
 
 # ---------------------------------------------------------------------------------------------------------
 # nginx
@@ -522,8 +528,9 @@ smoke() {
   mkdir -p "$dir"
   trap stop_smoke EXIT
   if [ -z "$bin" ]; then
+    # The newer of the release and debug builds (an old release binary must not stand in for the code).
     for candidate in target/release/trueforge target/debug/trueforge; do
-      if [ -x "$candidate" ]; then bin="$candidate"; break; fi
+      if [ -x "$candidate" ] && { [ -z "$bin" ] || [ "$candidate" -nt "$bin" ]; }; then bin="$candidate"; fi
     done
   fi
   if [ -z "$bin" ]; then

@@ -11,7 +11,7 @@
 #   (--schemathesis-isolated is the script calling itself inside the fuzzing's network namespace)
 #
 # TRUEFORGE_TEST_SCHEMATHESIS=0 skips the fuzzing; TRUEFORGE_TEST_SDK=0 skips the TypeScript SDK;
-# TRUEFORGE_TEST_UI=0 skips the web UI.
+# TRUEFORGE_TEST_UI=0 skips the web UI; TRUEFORGE_TEST_DEPLOY=0 skips the checks of deploy/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -400,8 +400,16 @@ if [ "${TRUEFORGE_TEST_UI:-1}" != "0" ]; then
   run_ui
   ui_status=$?
 fi
+# deploy/: the Compose file, the Helm chart's rendered manifests, the Dockerfile and the proxy's
+# configuration, checked with the real tools (scripts/check-deploy.sh installs and caches them).
+deploy_status=0
+if [ "${TRUEFORGE_TEST_DEPLOY:-1}" != "0" ]; then
+  bash scripts/check-deploy.sh
+  deploy_status=$?
+fi
 set -e
 [ "$nextest_status" -eq 0 ] || exit "$nextest_status"
 [ "$schemathesis_status" -eq 0 ] || exit "$schemathesis_status"
 [ "$sdk_status" -eq 0 ] || exit "$sdk_status"
-exit "$ui_status"
+[ "$ui_status" -eq 0 ] || exit "$ui_status"
+exit "$deploy_status"
