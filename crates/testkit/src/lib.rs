@@ -13,6 +13,7 @@
 pub mod fake_daytona;
 pub mod fake_llm;
 pub mod oauth_mcp;
+pub mod postgres;
 mod serve;
 
 pub use fake_daytona::{FakeDaytona, FakeDaytonaOptions};

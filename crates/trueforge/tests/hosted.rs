@@ -77,15 +77,8 @@ impl Drop for Redis {
     }
 }
 
-/// A fresh database on the test run's Postgres; its URL.
 fn fresh_database() -> String {
-    let base = std::env::var("TRUEFORGE_TEST_POSTGRES_URL").expect(
-        "TRUEFORGE_TEST_POSTGRES_URL is not set: run the tests through scripts/test.sh, which provisions Postgres",
-    );
-    let name = format!("hosted_{}", ulid::Ulid::new().to_string().to_lowercase());
-    psql(&base, &format!("CREATE DATABASE {name}"));
-    let (server, _) = base.rsplit_once('/').unwrap();
-    format!("{server}/{name}")
+    trueforge_testkit::postgres::fresh_database("hosted")
 }
 
 /// Runs one statement with `psql`; its output, unaligned.

@@ -57,23 +57,8 @@ pub fn spec() -> AgentSpec {
 /// test run's Postgres (`TRUEFORGE_TEST_POSTGRES_URL`), so the same runtime suites check both.
 pub async fn fresh_store(dir: &std::path::Path) -> Arc<dyn SessionStore> {
     if std::env::var("TRUEFORGE_TEST_STORE").as_deref() == Ok("postgres") {
-        let base = std::env::var("TRUEFORGE_TEST_POSTGRES_URL").expect("TRUEFORGE_TEST_POSTGRES_URL is not set");
-        let name = format!("agent_{}", ulid::Ulid::new().to_string().to_lowercase());
-        let output = std::process::Command::new("psql")
-            .args([
-                base.as_str(),
-                "-X",
-                "-q",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-c",
-                &format!("CREATE DATABASE {name}"),
-            ])
-            .output()
-            .expect("psql is installed with Postgres");
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        let (server, _) = base.rsplit_once('/').unwrap();
-        let db = trueforge_store::db::PostgresDb::connect(&format!("{server}/{name}"), 5, MigrateOnOpen::Yes)
+        let url = trueforge_testkit::postgres::fresh_database("agent");
+        let db = trueforge_store::db::PostgresDb::connect(&url, 5, MigrateOnOpen::Yes)
             .await
             .unwrap();
         return Arc::new(trueforge_store::PostgresSessionStore::new(db));

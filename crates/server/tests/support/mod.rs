@@ -29,26 +29,9 @@ pub struct TestServer {
 
 /// Hosted mode on a fresh database of the test run's Postgres and on its Redis.
 pub fn hosted_config() -> trueforge_server::config::HostedConfig {
-    let base =
-        std::env::var("TRUEFORGE_TEST_POSTGRES_URL").expect("hosted mode tests need TRUEFORGE_TEST_POSTGRES_URL");
     let redis_url = std::env::var("TRUEFORGE_TEST_REDIS_URL").expect("hosted mode tests need TRUEFORGE_TEST_REDIS_URL");
-    let name = format!("server_{}", ulid::Ulid::new().to_string().to_lowercase());
-    let output = std::process::Command::new("psql")
-        .args([
-            base.as_str(),
-            "-X",
-            "-q",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-c",
-            &format!("CREATE DATABASE {name}"),
-        ])
-        .output()
-        .expect("psql is installed with Postgres");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let (server, _) = base.rsplit_once('/').unwrap();
     trueforge_server::config::HostedConfig {
-        database_url: format!("{server}/{name}"),
+        database_url: trueforge_testkit::postgres::fresh_database("server"),
         pool_max: 5,
         statement_timeout: Duration::from_secs(60),
         idle_in_transaction_timeout: Duration::from_secs(60),
