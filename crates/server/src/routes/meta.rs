@@ -303,7 +303,8 @@ pub async fn callback(
     match oidc.finish_login(code, &login).await {
         Ok((id_token, caller)) => {
             tracing::info!(user = %caller.user, tenant = %caller.tenant, "logged in");
-            let mut response = redirect(&login.return_to);
+            // Checked again: the cookie came back from the browser.
+            let mut response = redirect(&crate::auth::oidc::safe_return_to(Some(&login.return_to)));
             let headers = response.headers_mut();
             for cookie in [
                 clear_state.clone(),
