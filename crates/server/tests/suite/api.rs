@@ -240,8 +240,10 @@ async fn resume_after_the_live_stream_is_gone_reads_the_store() {
     })
     .await;
     let session_id = server.session().await;
+    // A little slow: the turn must still run when the response's stream subscribes, or (its stream ending
+    // within 200 ms) the response itself would read the store and get no deltas.
     let frames = server
-        .stream_turn(&session_id, json!({"input": user("gone #chunks=4")}))
+        .stream_turn(&session_id, json!({"input": user("gone #chunks=4 #delay=30")}))
         .await;
     let turn_id = frames[0].1["turn_id"].as_str().unwrap().to_owned();
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
