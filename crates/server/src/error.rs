@@ -107,10 +107,8 @@ impl From<AgentError> for ApiError {
         match error {
             AgentError::InvalidInput(error) => Self::unprocessable(error.to_string()),
             AgentError::InvalidSpec(error) => Self::unprocessable(error.to_string()),
-            AgentError::SessionNotFound => Self::not_found("Session not found"),
-            AgentError::NotSessionCreator => {
-                Self::new(StatusCode::FORBIDDEN, "Only the session creator can create turns")
-            }
+            // Another user's session is as absent as a missing one (the reference's 403 tells it exists).
+            AgentError::SessionNotFound | AgentError::NotSessionCreator => Self::not_found("Session not found"),
             AgentError::TurnNotFound(turn_id) => Self::turn_not_found(&turn_id),
             AgentError::AgentNotFound(agent_id) => Self::unprocessable(format!("Agent not found: {agent_id}")),
             AgentError::Model(error) => Self::unprocessable(error.message),

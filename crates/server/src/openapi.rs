@@ -18,8 +18,8 @@ use utoipa::OpenApi;
 use utoipa::openapi::Tag;
 
 use crate::schemas::{
-    ListSessionsOrder, ListTurnEventsOrder, TAG_AGENTS, TAG_AUTH, TAG_CAPABILITIES, TAG_MCP, TAG_MODELS, TAG_SANDBOXES,
-    TAG_SESSIONS, TAG_SKILLS,
+    ListSessionsOrder, ListTurnEventsOrder, TAG_AGENTS, TAG_API_KEYS, TAG_AUTH, TAG_CAPABILITIES, TAG_MCP, TAG_MODELS,
+    TAG_SANDBOXES, TAG_SESSIONS, TAG_SKILLS,
 };
 use crate::state::AppState;
 
@@ -42,7 +42,7 @@ pub const DOCS_PATH: &str = "/api/v1/docs";
 struct ApiDoc;
 
 /// Tags in the order the docs page lists them, each with what it groups.
-const TAGS: [(&str, &str); 8] = [
+const TAGS: [(&str, &str); 9] = [
     (
         TAG_SESSIONS,
         "Sessions, their turns and events: run an agent and follow it.",
@@ -57,6 +57,10 @@ const TAGS: [(&str, &str); 8] = [
     (TAG_SANDBOXES, "The remote sandbox provider."),
     (TAG_CAPABILITIES, "What this server can do for the caller."),
     (TAG_AUTH, "Login, logout and the caller's identity."),
+    (
+        TAG_API_KEYS,
+        "Keys users make for automation, sent as `Authorization: Bearer`.",
+    ),
 ];
 
 fn build() -> utoipa::openapi::OpenApi {

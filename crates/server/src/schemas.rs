@@ -19,6 +19,7 @@ use trueforge_protocol::{ReasoningEffort, SandboxBuildStatus, SandboxProviderMan
 use crate::catalogs::{CatalogCustomModelProvider, CatalogMcpServer, CatalogModelProvider, CatalogSandboxProvider};
 
 pub(crate) const TAG_AUTH: &str = "Auth";
+pub(crate) const TAG_API_KEYS: &str = "API Keys";
 pub(crate) const TAG_CAPABILITIES: &str = "Capabilities";
 pub(crate) const TAG_MODELS: &str = "Models";
 pub(crate) const TAG_MCP: &str = "MCP Servers";

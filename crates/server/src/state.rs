@@ -29,6 +29,8 @@ pub struct Caller {
     pub tenant: TenantId,
     pub user: String,
     pub is_admin: bool,
+    /// The id of the API key the request was made with; `None` for a login (ID token) or the local admin.
+    pub api_key: Option<String>,
 }
 
 impl Caller {
@@ -37,6 +39,7 @@ impl Caller {
             tenant: LOCAL_TENANT.into(),
             user: LOCAL_USER.to_owned(),
             is_admin: true,
+            api_key: None,
         }
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! Without login (local mode, and hosted mode without `OIDC_*`) every caller is the local admin of the
 //! `default` tenant. With login, a request identifies itself with an ID token of the OpenID provider, as
-//! `Authorization: Bearer <token>` or the `id_token` cookie the login flow sets; every `/api/` route but
+//! `Authorization: Bearer <token>` or the `id_token` cookie the login flow sets, or with one of its user's
+//! API keys (`tfk_…`, as `Authorization: Bearer`); every `/api/` route but
 //! the login flow's own and the API's document then refuses an unidentified caller (401), and the settings
 //! routes refuse a caller without the admin role (403).
 
@@ -13,7 +14,10 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use trueforge_protocol::TenantId;
+
 use crate::error::ApiError;
+use crate::routes::api_keys::{KEY_PREFIX, key_hash};
 use crate::state::{AppState, Caller};
 
 pub mod oidc;
@@ -41,6 +45,7 @@ pub async fn identify(State(state): State<AppState>, mut request: Request, next:
     };
     let identified = match presented_token(request.headers()) {
         None => Err("Authentication required: log in, or send an ID token as `Authorization: Bearer`".to_owned()),
+        Some(token) if token.starts_with(KEY_PREFIX) => api_key_caller(&state, &token).await,
         Some(token) => oidc
             .verify(&token)
             .await
@@ -61,6 +66,23 @@ pub async fn identify(State(state): State<AppState>, mut request: Request, next:
         Err(reason) => return ApiError::new(StatusCode::UNAUTHORIZED, reason).into_response(),
     }
     next.run(request).await
+}
+
+/// The caller an API key acts as: its owner, with the role the key was made with.
+async fn api_key_caller(state: &AppState, key: &str) -> Result<Caller, String> {
+    match state.settings.find_api_key(&key_hash(key)).await {
+        Ok(Some(record)) => Ok(Caller {
+            tenant: TenantId::from(record.tenant_id.as_str()),
+            user: record.user_id,
+            is_admin: record.is_admin,
+            api_key: Some(record.id),
+        }),
+        Ok(None) => Err("Authentication required: the API key is not valid (unknown or revoked)".to_owned()),
+        Err(error) => {
+            tracing::warn!(%error, "could not look up an API key");
+            Err("Authentication required: the API key could not be checked; try again".to_owned())
+        }
+    }
 }
 
 /// The ID token a request presents: `Authorization: Bearer` (the scheme in any case), else the `id_token`

@@ -326,6 +326,7 @@ impl Oidc {
             tenant: TenantId::from(tenant.as_str()),
             user: user.to_owned(),
             is_admin,
+            api_key: None,
         })
     }
 }

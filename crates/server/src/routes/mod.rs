@@ -1,6 +1,7 @@
 //! The API's routes, as the reference lays them out.
 
 pub(crate) mod agents;
+pub(crate) mod api_keys;
 pub(crate) mod mcp;
 pub(crate) mod meta;
 pub(crate) mod sessions;
@@ -51,6 +52,8 @@ pub(crate) fn documented() -> OpenApiRouter<AppState> {
         .routes(routes!(meta::callback))
         .routes(routes!(meta::logout))
         .routes(routes!(meta::me))
+        .routes(routes!(api_keys::list, api_keys::create))
+        .routes(routes!(api_keys::revoke))
         .routes(routes!(meta::capabilities))
         .routes(routes!(meta::models))
         .routes(routes!(meta::catalog_model_providers))

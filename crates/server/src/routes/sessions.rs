@@ -42,7 +42,7 @@ pub fn check_session_id(session_id: &SessionId) -> ApiResult<()> {
     Ok(())
 }
 
-/// The session, when it exists and belongs to the caller (404, 403 otherwise).
+/// The session, when it exists and belongs to the caller; 404 otherwise (another user's included).
 pub async fn owned_session(state: &AppState, caller: &Caller, session_id: &SessionId) -> ApiResult<SessionRecord> {
     check_session_id(session_id)?;
     let session = state
@@ -209,8 +209,7 @@ pub async fn list(
     responses(
         (status = 200, description = "The session.", body = GetSessionResponse),
         (status = 400, description = "The id is empty or too long.", body = RequestErrorResponse),
-        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
-        (status = 404, description = "No such session.", body = RequestErrorResponse),
+        (status = 404, description = "The caller has no such session (another user's is not found either).", body = RequestErrorResponse),
     )
 )]
 pub async fn get(
@@ -267,8 +266,7 @@ fn checked_title(title: &str) -> ApiResult<String> {
     responses(
         (status = 200, description = "The session.", body = GetSessionResponse),
         (status = 400, description = "The body does not fit the schema, or the id is empty or too long.", body = RequestErrorResponse),
-        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
-        (status = 404, description = "No such session.", body = RequestErrorResponse),
+        (status = 404, description = "The caller has no such session (another user's is not found either).", body = RequestErrorResponse),
         (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
         (status = 422, description = "The session runs a saved agent, or the spec names something that is not configured.", body = RequestErrorResponse),
     )
@@ -317,7 +315,6 @@ pub async fn patch(
     responses(
         (status = 204, description = "Deleted, or there was no such session."),
         (status = 400, description = "The id is empty or too long.", body = RequestErrorResponse),
-        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
     )
 )]
 pub async fn delete(
@@ -353,8 +350,7 @@ pub async fn delete(
     responses(
         (status = 200, description = "Cancelled, or nothing was running (an empty object).", body = CancelSessionResponse),
         (status = 400, description = "The id is empty or too long.", body = RequestErrorResponse),
-        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
-        (status = 404, description = "No such session.", body = RequestErrorResponse),
+        (status = 404, description = "The caller has no such session (another user's is not found either).", body = RequestErrorResponse),
         (status = 412, description = "The running turn cannot be cancelled from here.", body = RequestErrorResponse),
     )
 )]
@@ -403,8 +399,7 @@ pub struct SessionEventsQuery {
     responses(
         (status = 200, description = "A page of events.", body = ListSessionEventsResponse),
         (status = 400, description = "A parameter is invalid.", body = RequestErrorResponse),
-        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
-        (status = 404, description = "No such session.", body = RequestErrorResponse),
+        (status = 404, description = "The caller has no such session (another user's is not found either).", body = RequestErrorResponse),
     )
 )]
 pub async fn events(

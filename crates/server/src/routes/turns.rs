@@ -64,8 +64,7 @@ fn previous_turn(value: Option<WirePreviousTurn>) -> ApiResult<PreviousTurn> {
     responses(
         (status = 200, description = "With `stream` (the default), the turn's events as Server-Sent Events, each frame's `id` its sequence number; otherwise the turn. A retry under an `Idempotency-Key` gets the turn the key created.", content((GetTurnResponse = "application/json"), (TurnStreamingEvent = "text/event-stream"))),
         (status = 400, description = "The body does not fit the schema, or the `Idempotency-Key` or `Last-Event-ID` header is malformed.", body = RequestErrorResponse),
-        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
-        (status = 404, description = "No such session, or no such previous turn.", body = RequestErrorResponse),
+        (status = 404, description = "The caller has no such session (another user's is not found either), or no such previous turn.", body = RequestErrorResponse),
         (status = 412, description = "The previous turn cannot be continued yet.", body = RequestErrorResponse),
         (status = 413, description = "The body is over the size limit.", body = RequestErrorResponse),
         (status = 422, description = "The input does not fit the conversation (e.g. approvals nothing waits for), the agent cannot run, or the `Idempotency-Key` was used in this session with another request.", body = RequestErrorResponse),
@@ -203,8 +202,7 @@ pub struct ListTurnsQuery {
     responses(
         (status = 200, description = "A page of turns.", body = ListTurnsResponse),
         (status = 400, description = "A parameter is invalid.", body = RequestErrorResponse),
-        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
-        (status = 404, description = "No such session.", body = RequestErrorResponse),
+        (status = 404, description = "The caller has no such session (another user's is not found either).", body = RequestErrorResponse),
     )
 )]
 pub async fn list(
@@ -244,8 +242,7 @@ pub async fn list(
     responses(
         (status = 200, description = "The turn.", body = GetTurnResponse),
         (status = 400, description = "The session id is empty or too long.", body = RequestErrorResponse),
-        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
-        (status = 404, description = "No such session or turn.", body = RequestErrorResponse),
+        (status = 404, description = "The caller has no such session (another user's is not found either), or no such turn.", body = RequestErrorResponse),
     )
 )]
 pub async fn get(
@@ -281,8 +278,7 @@ pub struct TurnEventsQuery {
     responses(
         (status = 200, description = "A page of events.", body = ListTurnEventsResponse),
         (status = 400, description = "A parameter is invalid.", body = RequestErrorResponse),
-        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
-        (status = 404, description = "No such session or turn.", body = RequestErrorResponse),
+        (status = 404, description = "The caller has no such session (another user's is not found either), or no such turn.", body = RequestErrorResponse),
     )
 )]
 pub async fn events(
@@ -336,8 +332,7 @@ pub struct SubscribeQuery {
     responses(
         (status = 200, description = "The turn's events as Server-Sent Events, each frame's `id` its sequence number.", content((TurnStreamingEvent = "text/event-stream"))),
         (status = 400, description = "The cursor is not a non-negative integer.", body = RequestErrorResponse),
-        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
-        (status = 404, description = "No such session or turn.", body = RequestErrorResponse),
+        (status = 404, description = "The caller has no such session (another user's is not found either), or no such turn.", body = RequestErrorResponse),
         (status = 412, description = "The turn's events can no longer be streamed.", body = RequestErrorResponse),
     )
 )]
@@ -390,8 +385,7 @@ pub struct DownloadQuery {
     responses(
         (status = 200, description = "The file's bytes.", content_type = "application/octet-stream", body = SandboxFile),
         (status = 400, description = "The path is not absolute, too long, or escapes with `.`/`..`.", body = RequestErrorResponse),
-        (status = 403, description = "The session belongs to another user.", body = RequestErrorResponse),
-        (status = 404, description = "No such session, turn or file.", body = RequestErrorResponse),
+        (status = 404, description = "The caller has no such session (another user's is not found either), or no such turn or file.", body = RequestErrorResponse),
         (status = 410, description = "The sandbox is gone.", body = RequestErrorResponse),
         (status = 412, description = "The turn has no sandbox, or no sandbox provider is configured.", body = RequestErrorResponse),
         (status = 413, description = "The file is over the download limit.", body = RequestErrorResponse),

@@ -1,5 +1,6 @@
 mod agent_approvals;
 mod api;
+mod api_keys;
 mod compaction;
 mod full_store;
 mod hardening;
@@ -12,5 +13,6 @@ mod openapi;
 mod routes;
 mod sandbox;
 mod settings_delete;
+mod tenancy;
 mod ui;
 mod value_rules;

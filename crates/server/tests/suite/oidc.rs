@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::support::{MODEL, TestServer, hosted_config};
 
-const CLIENT_ID: &str = "trueforge-test";
+pub(super) const CLIENT_ID: &str = "trueforge-test";
 const CLIENT_SECRET: &str = "test-client-secret-123456";
 
 /// The accounts the provider knows: alice administers acme, bob is a user of acme, carol is in globex.
@@ -38,7 +38,7 @@ fn free_port() -> u16 {
 }
 
 /// The provider process, on a port fixed for the test (a restart keeps its issuer).
-struct Provider {
+pub(super) struct Provider {
     process: Option<Child>,
     port: u16,
     redirect_uri: String,
@@ -96,7 +96,7 @@ impl Provider {
         self.process = Some(process);
     }
 
-    fn issuer(&self) -> String {
+    pub(super) fn issuer(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
@@ -109,6 +109,19 @@ impl Provider {
             .unwrap();
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
         String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// An ID token as the provider issues them, for `user` of `tenant`, with the admin role when `admin`;
+    /// valid for ten minutes. (Minted rather than logged in for: tests of what a token may do, not of login.)
+    pub(super) fn token_for(&self, user: &str, tenant: &str, admin: bool) -> String {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let groups = if admin { json!(["admin"]) } else { json!(["staff"]) };
+        let claims = json!({"iss": self.issuer(), "aud": CLIENT_ID, "sub": user, "tenant": tenant, "groups": groups,
+            "iat": now, "exp": now + 600});
+        self.mint("k1", &claims)
     }
 
     fn stop(&mut self) {
@@ -132,7 +145,7 @@ fn reqwest_blocking_ok(url: &str) -> Result<(), ()> {
 }
 
 /// The server with login on, and the provider it trusts.
-async fn server_and_provider() -> (TestServer, Provider) {
+pub(super) async fn server_and_provider() -> (TestServer, Provider) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let provider = Provider::start(&format!("{base}/api/v1/auth/callback"), "k1");
@@ -267,16 +280,27 @@ impl Browser {
     }
 }
 
-async fn get_with_token(server: &TestServer, path: &str, token: &str) -> (u16, Value) {
-    let response = server
-        .http
-        .get(server.url(path))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
+/// Sends a JSON request with `token` as `Authorization: Bearer`: the status and the parsed body
+/// (`Value::Null` when empty).
+pub(super) async fn send_with_token(
+    server: &TestServer,
+    token: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut request = server.http.request(method, server.url(path)).bearer_auth(token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
     let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+pub(super) async fn get_with_token(server: &TestServer, path: &str, token: &str) -> (u16, Value) {
+    send_with_token(server, token, reqwest::Method::GET, path, None).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -89,21 +89,26 @@ impl TestServer {
     }
 
     async fn configure_fake_provider(&self) {
+        // PUT: a server started on the data directory of an earlier one finds the provider there.
         let (status, body) = self
             .send(
-                // PUT: a server started on the data directory of an earlier one finds the provider there.
                 reqwest::Method::PUT,
                 "/api/v1/settings/model-providers",
-                Some(json!({"manifest": {
-                    "type": "custom",
-                    "name": "fake",
-                    "base_url": self.fake.base_url(Api::Chat),
-                    "auth": {"api_key": "fake-key-123456"},
-                    "models": [{"model_id": "fake-model", "name": "fake-model", "properties": {"context_length": 100000}}],
-                }})),
+                Some(self.fake_provider_body()),
             )
             .await;
         assert!(status == 200 || status == 201, "{status} {body}");
+    }
+
+    /// The body that configures the fake model's provider as `fake` (with model `MODEL`).
+    pub fn fake_provider_body(&self) -> Value {
+        json!({"manifest": {
+            "type": "custom",
+            "name": "fake",
+            "base_url": self.fake.base_url(Api::Chat),
+            "auth": {"api_key": "fake-key-123456"},
+            "models": [{"model_id": "fake-model", "name": "fake-model", "properties": {"context_length": 100000}}],
+        }})
     }
 
     /// Sends a JSON request; returns the status and the parsed body (`Value::Null` when empty).
