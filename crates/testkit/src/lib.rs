@@ -7,12 +7,16 @@
 //! [`fake_daytona`]: a fake Daytona API (control plane and toolbox) whose sandboxes are temp directories on
 //! the host, with fault injection, for testing the remote sandbox provider. Also the `fake-daytona` binary.
 //!
+//! [`oidc`]: a real OpenID provider (`oidc-provider` from npm, run by node) and a cookie-keeping browser to
+//! log in through it.
+//!
 //! [`oauth_mcp`]: an OAuth-protected MCP server that is also its own authorisation server, for
 //! testing the OAuth client flow over loopback.
 
 pub mod fake_daytona;
 pub mod fake_llm;
 pub mod oauth_mcp;
+pub mod oidc;
 pub mod postgres;
 mod serve;
 

@@ -1,7 +1,7 @@
 //! Hosted mode as processes: several `trueforge serve` replicas with `STANDALONE=false` on one Postgres
 //! database and one Redis. A turn runs on the replica that received it; any replica streams it, cancels it,
 //! and takes it over when its owner dies (`kill -9`) or stalls past its lease (`SIGSTOP`), whose writes are
-//! then refused by the lease's fencing token.
+//! then refused by the lease's fencing token. Login through a real OpenID provider holds across replicas.
 //!
 //! Postgres comes from `TRUEFORGE_TEST_POSTGRES_URL` (a fresh database per test); each test starts its own
 //! `redis-server`, so the replicas of one test are the only listeners on its Redis. `scripts/test.sh`
@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use trueforge_testkit::fake_llm::{Api, FakeLlm};
+use trueforge_testkit::oidc::{Browser, CLIENT_ID, CLIENT_SECRET, OidcProvider};
 
 mod support;
 
@@ -105,8 +106,18 @@ struct Replica {
 
 impl Replica {
     fn spawn(database_url: &str, redis_url: &str, lease_seconds: u32) -> Self {
+        Self::spawn_with(database_url, redis_url, lease_seconds, free_port(), &[])
+    }
+
+    /// A replica on `port`, with `extra` variables set.
+    fn spawn_with(
+        database_url: &str,
+        redis_url: &str,
+        lease_seconds: u32,
+        port: u16,
+        extra: &[(&str, String)],
+    ) -> Self {
         let data = tempfile::tempdir().unwrap();
-        let port = free_port();
         let log = data.path().join("server.log");
         let output = std::fs::File::create(&log).unwrap();
         let process = Command::new(env!("CARGO_BIN_EXE_trueforge"))
@@ -122,6 +133,7 @@ impl Replica {
             .env("TRUEFORGE_LEASE_TTL_SECONDS", lease_seconds.to_string())
             .env("TRUEFORGE_UI", "off")
             .env("NO_COLOR", "1")
+            .envs(extra.iter().map(|(name, value)| (name, value)))
             .stdout(output.try_clone().unwrap())
             .stderr(output)
             .spawn()
@@ -624,6 +636,84 @@ async fn turns_finish_and_streams_resume_from_postgres_when_redis_is_lost() {
     let next = deployment.start_turn(1, &session_id, "again").await;
     let state = deployment.settled(0, &session_id, &next, Duration::from_secs(20)).await;
     assert_eq!(state["status"], "done", "{state}");
+}
+
+/// Login across replicas: it starts on one replica and comes back to the other (the public address both
+/// stand behind), and what it gives (the ID token cookie, an API key made with it) holds on both; a key
+/// revoked on one is refused by the other at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_started_on_one_replica_finishes_on_another_and_holds_on_both() {
+    let redis = Redis::start();
+    let database_url = fresh_database();
+    let (port_a, port_b) = (free_port(), free_port());
+    let site = format!("http://127.0.0.1:{port_a}");
+    let provider = OidcProvider::start(&format!("{site}/api/v1/auth/callback"), "k1");
+    let login = [
+        ("OIDC_ISSUER_URL", provider.issuer()),
+        ("OIDC_CLIENT_ID", CLIENT_ID.to_owned()),
+        ("OIDC_CLIENT_SECRET", CLIENT_SECRET.to_owned()),
+        ("PUBLIC_BASE_URL", site.clone()),
+        ("TRUEFORGE_OIDC_TENANT_CLAIM", "tenant".to_owned()),
+    ];
+    let a = Replica::spawn_with(&database_url, &redis.url, 30, port_a, &login);
+    let b = Replica::spawn_with(&database_url, &redis.url, 30, port_b, &login);
+    let http = reqwest::Client::new();
+    wait_healthy(&http, &a.base).await;
+    wait_healthy(&http, &b.base).await;
+
+    let mut browser = Browser::new();
+    browser.same_site(&b.base, &a.base);
+    let landed = browser
+        .log_in(&format!("{}/api/v1/auth/login?return_to=/sessions", b.base), "alice")
+        .await;
+    assert_eq!(landed, format!("{site}/sessions"), "back at the public address");
+    for replica in [&a, &b] {
+        let (status, _, me) = browser
+            .request(reqwest::Method::GET, &format!("{}/api/v1/auth/me", replica.base), None)
+            .await;
+        assert_eq!(status, 200, "{me}");
+        let me: Value = serde_json::from_str(&me).unwrap();
+        assert_eq!(me, json!({"type": "oidc-connected", "email": "alice", "role": "admin"}));
+    }
+    let id_token = browser.cookie(&site, "id_token").expect("the id_token cookie");
+
+    let created = http
+        .post(format!("{}/api/v1/api-keys", a.base))
+        .bearer_auth(&id_token)
+        .json(&json!({"name": "deploy bot"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.unwrap();
+    let key = created["data"]["key"].as_str().unwrap();
+    let me_with = |replica: &Replica, credential: &str| {
+        http.get(format!("{}/api/v1/auth/me", replica.base))
+            .bearer_auth(credential)
+            .send()
+    };
+    assert_eq!(
+        me_with(&b, key).await.unwrap().status(),
+        200,
+        "a key made on A works on B"
+    );
+    let revoked = http
+        .delete(format!(
+            "{}/api/v1/api-keys/{}",
+            b.base,
+            created["data"]["id"].as_str().unwrap()
+        ))
+        .bearer_auth(&id_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), 200);
+    assert_eq!(
+        me_with(&a, key).await.unwrap().status(),
+        401,
+        "revoked on B, refused on A"
+    );
+    assert_eq!(me_with(&a, "not-a-token").await.unwrap().status(), 401);
 }
 
 /// A replica without its Redis or its Postgres does not start, and says which variable and why.

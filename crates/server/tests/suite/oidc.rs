@@ -6,149 +6,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
 use reqwest::StatusCode;
-use reqwest::header::{COOKIE, HeaderMap, LOCATION, SET_COOKIE};
 use serde_json::{Value, json};
+pub(super) use trueforge_testkit::oidc::{Browser, CLIENT_ID, CLIENT_SECRET, OidcProvider, free_port};
 
 use crate::support::{MODEL, TestServer, hosted_config};
 
-pub(super) const CLIENT_ID: &str = "trueforge-test";
-const CLIENT_SECRET: &str = "test-client-secret-123456";
-
-/// The accounts the provider knows: alice administers acme, bob is a user of acme, carol is in globex.
-fn accounts() -> Value {
-    json!({
-        "alice": {"tenant": "acme", "groups": ["admin", "staff"]},
-        "bob": {"tenant": "acme", "groups": ["staff"]},
-        "carol": {"tenant": "globex", "groups": "admin"},
-        "nobody": {"groups": []},
-    })
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The provider process, on a port fixed for the test (a restart keeps its issuer).
-pub(super) struct Provider {
-    process: Option<Child>,
-    port: u16,
-    redirect_uri: String,
-    keys: tempfile::TempDir,
-}
-
-impl Provider {
-    fn start(redirect_uri: &str, kids: &str) -> Self {
-        let mut provider = Self {
-            process: None,
-            port: free_port(),
-            redirect_uri: redirect_uri.to_owned(),
-            keys: tempfile::tempdir().unwrap(),
-        };
-        provider.run(kids);
-        provider
-    }
-
-    fn command(&self, mode: &str, kids: &str) -> Command {
-        let dir = std::env::var("TRUEFORGE_TEST_OIDC_DIR").expect(
-            "TRUEFORGE_TEST_OIDC_DIR is not set: run the tests through scripts/test.sh, which installs oidc-provider",
-        );
-        let mut command = Command::new("node");
-        command
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../testkit/oidc/provider.mjs"))
-            .arg(mode)
-            .env("OIDC_PROVIDER_DIR", dir)
-            .env("OIDC_PORT", self.port.to_string())
-            .env("OIDC_CLIENT_ID", CLIENT_ID)
-            .env("OIDC_CLIENT_SECRET", CLIENT_SECRET)
-            .env("OIDC_REDIRECT_URI", &self.redirect_uri)
-            .env("OIDC_ACCOUNTS", accounts().to_string())
-            .env("OIDC_KEY_DIR", self.keys.path())
-            .env("OIDC_KIDS", kids);
-        command
-    }
-
-    /// (Re)starts the provider signing with the first of `kids`.
-    fn run(&mut self, kids: &str) {
-        self.stop();
-        let process = self
-            .command("serve", kids)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("node is installed");
-        let started = Instant::now();
-        while reqwest_blocking_ok(&format!("{}/.well-known/openid-configuration", self.issuer())).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "the OpenID provider did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        self.process = Some(process);
-    }
-
-    pub(super) fn issuer(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// A token signed with the provider's current key, with the given claims.
-    fn mint(&self, kids: &str, claims: &Value) -> String {
-        let output = self
-            .command("mint", kids)
-            .env("OIDC_MINT_CLAIMS", claims.to_string())
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8(output.stdout).unwrap()
-    }
-
-    /// An ID token as the provider issues them, for `user` of `tenant`, with the admin role when `admin`;
-    /// valid for ten minutes. (Minted rather than logged in for: tests of what a token may do, not of login.)
-    pub(super) fn token_for(&self, user: &str, tenant: &str, admin: bool) -> String {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        let groups = if admin { json!(["admin"]) } else { json!(["staff"]) };
-        let claims = json!({"iss": self.issuer(), "aud": CLIENT_ID, "sub": user, "tenant": tenant, "groups": groups,
-            "iat": now, "exp": now + 600});
-        self.mint("k1", &claims)
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut process) = self.process.take() {
-            let _ = process.kill();
-            let _ = process.wait();
-        }
-    }
-}
-
-impl Drop for Provider {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn reqwest_blocking_ok(url: &str) -> Result<(), ()> {
-    std::net::TcpStream::connect(url.trim_start_matches("http://").split('/').next().unwrap())
-        .map(|_| ())
-        .map_err(|_| ())
-}
-
 /// The server with login on, and the provider it trusts.
-pub(super) async fn server_and_provider() -> (TestServer, Provider) {
+pub(super) async fn server_and_provider() -> (TestServer, OidcProvider) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let provider = Provider::start(&format!("{base}/api/v1/auth/callback"), "k1");
+    let provider = OidcProvider::start(&format!("{base}/api/v1/auth/callback"), "k1");
     let issuer = provider.issuer();
     let server = TestServer::start_on(listener, move |config| {
         let mut hosted = hosted_config();
@@ -167,117 +35,6 @@ pub(super) async fn server_and_provider() -> (TestServer, Provider) {
     })
     .await;
     (server, provider)
-}
-
-/// A browser: cookies per origin, redirects followed by hand so each step can be checked.
-struct Browser {
-    http: reqwest::Client,
-    cookies: HashMap<String, HashMap<String, String>>,
-}
-
-impl Browser {
-    fn new() -> Self {
-        Self {
-            http: reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .unwrap(),
-            cookies: HashMap::new(),
-        }
-    }
-
-    fn origin(url: &str) -> String {
-        let parsed = reqwest::Url::parse(url).unwrap();
-        format!("{}://{}", parsed.scheme(), parsed.host_str().unwrap())
-            + &format!(":{}", parsed.port_or_known_default().unwrap())
-    }
-
-    fn cookie(&self, url: &str, name: &str) -> Option<String> {
-        self.cookies.get(&Self::origin(url))?.get(name).cloned()
-    }
-
-    async fn request(
-        &mut self,
-        method: reqwest::Method,
-        url: &str,
-        form: Option<&[(&str, &str)]>,
-    ) -> (StatusCode, HeaderMap, String) {
-        let origin = Self::origin(url);
-        let mut request = self.http.request(method, url);
-        if let Some(jar) = self.cookies.get(&origin).filter(|jar| !jar.is_empty()) {
-            let header = jar
-                .iter()
-                .map(|(name, value)| format!("{name}={value}"))
-                .collect::<Vec<_>>()
-                .join("; ");
-            request = request.header(COOKIE, header);
-        }
-        if let Some(form) = form {
-            request = request.form(form);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status();
-        let headers = response.headers().clone();
-        for set in headers.get_all(SET_COOKIE) {
-            let set = set.to_str().unwrap();
-            let (pair, attributes) = set.split_once(';').unwrap_or((set, ""));
-            let (name, value) = pair.split_once('=').unwrap();
-            let jar = self.cookies.entry(origin.clone()).or_default();
-            if value.is_empty() || attributes.contains("Max-Age=0") || attributes.contains("expires=Thu, 01 Jan 1970") {
-                jar.remove(name.trim());
-            } else {
-                jar.insert(name.trim().to_owned(), value.to_owned());
-            }
-        }
-        (status, headers, response.text().await.unwrap())
-    }
-
-    /// Follows redirects from `url`; the last answer and its URL.
-    async fn follow(&mut self, url: &str) -> (String, StatusCode, HeaderMap, String) {
-        let mut url = url.to_owned();
-        for _ in 0..10 {
-            let (status, headers, body) = self.request(reqwest::Method::GET, &url, None).await;
-            let Some(location) = headers.get(LOCATION).filter(|_| status.is_redirection()) else {
-                return (url, status, headers, body);
-            };
-            url = reqwest::Url::parse(&url)
-                .unwrap()
-                .join(location.to_str().unwrap())
-                .unwrap()
-                .to_string();
-        }
-        panic!("too many redirects from {url}");
-    }
-
-    /// The whole login of `account`, from the server's `/auth/login` to its last redirect; that redirect's
-    /// target.
-    async fn log_in(&mut self, server: &TestServer, account: &str) -> String {
-        let (url, status, _, page) = self
-            .follow(&server.url("/api/v1/auth/login?return_to=/sessions/x"))
-            .await;
-        assert_eq!(status, StatusCode::OK, "the provider's login form at {url}: {page}");
-        let action = page
-            .split("action=\"")
-            .nth(1)
-            .and_then(|rest| rest.split('"').next())
-            .expect("a form");
-        let submit = reqwest::Url::parse(&url).unwrap().join(action).unwrap().to_string();
-        let (status, headers, body) = self
-            .request(
-                reqwest::Method::POST,
-                &submit,
-                Some(&[("prompt", "login"), ("login", account), ("password", "anything")]),
-            )
-            .await;
-        assert!(status.is_redirection(), "{status}: {body}");
-        let next = reqwest::Url::parse(&submit)
-            .unwrap()
-            .join(headers[LOCATION].to_str().unwrap())
-            .unwrap()
-            .to_string();
-        let (last, _, _, _) = self.follow(&next).await;
-        last
-    }
 }
 
 /// Sends a JSON request with `token` as `Authorization: Bearer`: the status and the parsed body
@@ -317,7 +74,9 @@ async fn a_user_logs_in_through_the_provider_and_is_who_the_token_says() {
             .contains("Authentication required"),
         "{body}"
     );
-    let landed = browser.log_in(&server, "alice").await;
+    let landed = browser
+        .log_in(&server.url("/api/v1/auth/login?return_to=/sessions/x"), "alice")
+        .await;
     assert_eq!(landed, server.url("/sessions/x"), "back where the login started");
     let token = browser.cookie(&server.base, "id_token").expect("the id_token cookie");
     assert!(
@@ -361,7 +120,8 @@ async fn a_user_logs_in_through_the_provider_and_is_who_the_token_says() {
 
     // Bob, a user of the same tenant: not an admin, and not the owner of alice's session.
     let mut bobs = Browser::new();
-    bobs.log_in(&server, "bob").await;
+    bobs.log_in(&server.url("/api/v1/auth/login?return_to=/sessions/x"), "bob")
+        .await;
     let bob = bobs.cookie(&server.base, "id_token").unwrap();
     let (status, me) = get_with_token(&server, "/api/v1/auth/me", &bob).await;
     assert_eq!((status, me["role"].as_str()), (200, Some("user")));
@@ -372,7 +132,9 @@ async fn a_user_logs_in_through_the_provider_and_is_who_the_token_says() {
     assert_eq!(status, 404, "another user's session is not found");
     // Carol, an admin of another tenant: nothing of acme's.
     let mut carols = Browser::new();
-    carols.log_in(&server, "carol").await;
+    carols
+        .log_in(&server.url("/api/v1/auth/login?return_to=/sessions/x"), "carol")
+        .await;
     let carol = carols.cookie(&server.base, "id_token").unwrap();
     let (status, _) = get_with_token(&server, &format!("/api/v1/sessions/{session_id}"), &carol).await;
     assert_eq!(status, 404, "another tenant's session is not found");
@@ -449,13 +211,17 @@ async fn tokens_the_server_did_not_get_from_its_provider_are_refused() {
 async fn a_rotated_signing_key_is_fetched_when_a_token_names_it() {
     let (server, mut provider) = server_and_provider().await;
     let mut browser = Browser::new();
-    browser.log_in(&server, "alice").await;
+    browser
+        .log_in(&server.url("/api/v1/auth/login?return_to=/sessions/x"), "alice")
+        .await;
     let old = browser.cookie(&server.base, "id_token").unwrap();
     assert_eq!(get_with_token(&server, "/api/v1/auth/me", &old).await.0, 200);
     // The provider rotates: k2 signs from now on, k1 is still published.
-    provider.run("k2,k1");
+    provider.restart("k2,k1");
     let mut browser = Browser::new();
-    browser.log_in(&server, "alice").await;
+    browser
+        .log_in(&server.url("/api/v1/auth/login?return_to=/sessions/x"), "alice")
+        .await;
     let new = browser.cookie(&server.base, "id_token").unwrap();
     assert_ne!(new, old);
     assert_eq!(
