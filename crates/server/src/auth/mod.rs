@@ -43,6 +43,11 @@ pub async fn identify(State(state): State<AppState>, mut request: Request, next:
         request.extensions_mut().insert(Caller::local());
         return next.run(request).await;
     };
+    // Outside the API (the app's files, `/healthz`) nothing is anyone's: no token is checked, so loading the
+    // app costs no signature checks or key lookups.
+    if !request.uri().path().starts_with("/api/") {
+        return next.run(request).await;
+    }
     let identified = match presented_token(request.headers()) {
         None => Err("Authentication required: log in, or send an ID token as `Authorization: Bearer`".to_owned()),
         Some(token) if token.starts_with(KEY_PREFIX) => api_key_caller(&state, &token).await,
@@ -52,7 +57,7 @@ pub async fn identify(State(state): State<AppState>, mut request: Request, next:
             .map_err(|error| format!("Authentication required: {error}")),
     };
     let path = request.uri().path();
-    let public = !path.starts_with("/api/") || PUBLIC_API_PATHS.contains(&path);
+    let public = PUBLIC_API_PATHS.contains(&path);
     match identified {
         Ok(caller) => {
             if path.starts_with("/api/v1/settings") && !caller.is_admin {
