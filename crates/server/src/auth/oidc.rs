@@ -4,6 +4,7 @@
 //! [`JWKS_REFETCH_MIN`]), and the keys are fetched again after [`JWKS_MAX_AGE`] anyway.
 
 use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use base64::Engine;
@@ -88,8 +89,16 @@ struct Keys {
     /// Keys published without a `kid` (tried in turn when a token names none).
     anonymous: Vec<DecodingKey>,
     fetched_at: Instant,
-    /// When a token with an unknown key last made this process fetch the keys.
-    refetched_for_unknown: Option<Instant>,
+}
+
+impl Keys {
+    /// The keys that may have signed a token naming `kid` (all unnamed keys when it names none).
+    fn for_kid(&self, kid: Option<&str>) -> Vec<DecodingKey> {
+        match kid {
+            Some(kid) => self.by_id.get(kid).cloned().into_iter().collect(),
+            None => self.anonymous.clone(),
+        }
+    }
 }
 
 /// A discovered provider.
@@ -97,7 +106,11 @@ pub struct Oidc {
     config: OidcConfig,
     metadata: Metadata,
     http: reqwest::Client,
-    keys: Mutex<Keys>,
+    /// The provider's keys as last fetched: read by every verification without waiting, replaced whole.
+    keys: RwLock<Arc<Keys>>,
+    /// Held by the one request fetching the keys again; holds when a token with an unknown key last made
+    /// this process fetch them.
+    refetch: Mutex<Option<Instant>>,
 }
 
 /// What the login flow keeps in the `oauth_state` cookie between `/login` and `/callback`.
@@ -137,7 +150,8 @@ impl Oidc {
             config,
             metadata,
             http,
-            keys: Mutex::new(keys),
+            keys: RwLock::new(Arc::new(keys)),
+            refetch: Mutex::new(None),
         })
     }
 
@@ -256,39 +270,48 @@ impl Oidc {
     }
 
     /// The keys that may have signed a token naming `kid`, fetching the provider's keys again when none is
-    /// known by that id (rotation) or they are old.
+    /// known by that id (rotation) or they are old. Verifications with known keys never wait for a fetch:
+    /// old keys still verify while one request refreshes them; only tokens naming an unknown key wait for
+    /// the one fetch under way (and then find the new key, or are refused).
     async fn keys_for(&self, kid: Option<&str>) -> Result<Vec<DecodingKey>, TokenError> {
-        let mut keys = self.keys.lock().await;
-        let find = |keys: &Keys| match kid {
-            Some(kid) => keys.by_id.get(kid).cloned().into_iter().collect::<Vec<_>>(),
-            None => keys.anonymous.clone(),
-        };
-        let found = find(&keys);
-        let unknown_may_refetch = keys
-            .refetched_for_unknown
-            .is_none_or(|at| at.elapsed() > JWKS_REFETCH_MIN);
-        if keys.fetched_at.elapsed() > JWKS_MAX_AGE || (found.is_empty() && unknown_may_refetch) {
-            let refetched_for_unknown = if found.is_empty() {
-                Some(Instant::now())
-            } else {
-                keys.refetched_for_unknown
-            };
-            match fetch_keys(&self.http, &self.metadata.jwks_uri).await {
-                Ok(fresh) => *keys = fresh,
-                Err(error) => tracing::warn!(%error, "could not fetch the OpenID provider's keys again"),
+        let current = self.current_keys();
+        let found = current.for_kid(kid);
+        if !found.is_empty() {
+            if current.fetched_at.elapsed() > JWKS_MAX_AGE
+                && let Ok(_refetching) = self.refetch.try_lock()
+            {
+                self.refetch_keys().await;
             }
-            keys.refetched_for_unknown = refetched_for_unknown;
-            let found = find(&keys);
-            return if found.is_empty() {
-                Err(TokenError::UnknownKey)
-            } else {
-                Ok(found)
-            };
+            return Ok(found);
         }
+        let mut refetched_for_unknown = self.refetch.lock().await;
+        // Another request may have fetched them while this one waited.
+        let found = self.current_keys().for_kid(kid);
+        if !found.is_empty() {
+            return Ok(found);
+        }
+        if refetched_for_unknown.is_some_and(|at| at.elapsed() <= JWKS_REFETCH_MIN) {
+            return Err(TokenError::UnknownKey);
+        }
+        *refetched_for_unknown = Some(Instant::now());
+        self.refetch_keys().await;
+        let found = self.current_keys().for_kid(kid);
         if found.is_empty() {
             Err(TokenError::UnknownKey)
         } else {
             Ok(found)
+        }
+    }
+
+    fn current_keys(&self) -> Arc<Keys> {
+        Arc::clone(&self.keys.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Fetches the provider's keys again; on failure the keys known stay.
+    async fn refetch_keys(&self) {
+        match fetch_keys(&self.http, &self.metadata.jwks_uri).await {
+            Ok(fresh) => *self.keys.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(fresh),
+            Err(error) => tracing::warn!(%error, "could not fetch the OpenID provider's keys again"),
         }
     }
 
@@ -401,7 +424,6 @@ async fn fetch_keys(http: &reqwest::Client, jwks_uri: &str) -> Result<Keys, Oidc
         by_id: HashMap::new(),
         anonymous: Vec::new(),
         fetched_at: Instant::now(),
-        refetched_for_unknown: None,
     };
     for jwk in &set.keys {
         // Keys for encryption, or of a type this server cannot use, are skipped.
