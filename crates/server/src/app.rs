@@ -115,6 +115,12 @@ pub async fn open_database(path: &Path, existing_dir: Existing) -> Result<Sqlite
 
 /// Everything the API needs, on local mode's SQLite database.
 pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
+    if !config.ignored_login_variables.is_empty() {
+        tracing::warn!(
+            variables = %config.ignored_login_variables.join(", "),
+            "login needs hosted mode (STANDALONE=false): these are ignored, there is no login and every request is the local admin"
+        );
+    }
     private_dir(&config.data_dir, Existing::Tighten).map_err(|source| StartError::DataDir {
         path: config.data_dir.display().to_string(),
         source,

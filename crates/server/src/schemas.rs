@@ -169,12 +169,14 @@ doc_schema!(
 doc_schema!(GetCapabilitiesResponse, data_of(reference::<CapabilitiesData>()), collect CapabilitiesData);
 
 doc_schema!(
-    /// The caller: in local mode, the local admin.
+    /// The caller: with login, who the ID token or API key says; without, the local admin.
     GetMeResponse,
     ObjectBuilder::new()
         .property(
             "type",
-            string_enum(&["default"]).into_object_description("`default`: the local user (no identity provider)."),
+            string_enum(&["default", "oidc-connected"]).into_object_description(
+                "`default`: the local admin (no login); `oidc-connected`: a caller identified by the identity provider's ID token or by an API key.",
+            ),
         )
         .required("type")
         .property("email", string())

@@ -134,10 +134,13 @@ pub(super) fn hosted_config(vars: &Vars<'_>) -> Result<HostedConfig, ConfigError
     })
 }
 
+/// The variables that turn login on, all three or none.
+pub(crate) const LOGIN_VARIABLES: [&str; 3] = ["OIDC_ISSUER_URL", "OIDC_CLIENT_ID", "OIDC_CLIENT_SECRET"];
+
 /// Login is on when the three core `OIDC_*` variables are set, off when none is; some but not all is an
 /// error naming the first missing one.
 fn oidc_config(vars: &Vars<'_>) -> Result<Option<OidcConfig>, ConfigError> {
-    let core = ["OIDC_ISSUER_URL", "OIDC_CLIENT_ID", "OIDC_CLIENT_SECRET"];
+    let core = LOGIN_VARIABLES;
     let set: Vec<Option<&str>> = core.iter().map(|name| vars.get(name)).collect();
     if set.iter().all(Option::is_none) {
         return Ok(None);

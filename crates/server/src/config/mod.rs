@@ -83,6 +83,9 @@ pub struct ServerConfig {
     pub provider_keys: ProviderKeys,
     /// Hosted mode (`STANDALONE=false`): many replicas on a shared Postgres and Redis. `None`: local mode.
     pub hosted: Option<HostedConfig>,
+    /// `OIDC_*` variables set in local mode, where login does not exist (as in the reference): the server
+    /// starts without login and says so loudly, rather than let an operator believe requests are checked.
+    pub ignored_login_variables: Vec<&'static str>,
 }
 
 /// How this server gives agents sandboxes.
@@ -368,6 +371,14 @@ impl ServerConfig {
                 anthropic: key("ANTHROPIC_API_KEY"),
                 gemini: key("GEMINI_API_KEY"),
             },
+            ignored_login_variables: if hosted.is_none() {
+                hosted::LOGIN_VARIABLES
+                    .into_iter()
+                    .filter(|name| vars.get(name).is_some())
+                    .collect()
+            } else {
+                Vec::new()
+            },
             hosted,
         })
     }
@@ -496,6 +507,20 @@ mod tests {
                 ServerConfig::from_vars(&vars(&[("HOME", "/h"), ("TRUEFORGE_APPROVAL_MAX_SCOPE", value)])).unwrap();
             assert_eq!(config.approval_max_scope, scope, "{value}");
         }
+    }
+
+    #[test]
+    fn login_variables_in_local_mode_are_noted_as_ignored() {
+        let config = ServerConfig::from_vars(&vars(&[
+            ("HOME", "/h"),
+            ("OIDC_ISSUER_URL", "https://login.example"),
+            ("OIDC_CLIENT_ID", "tf"),
+        ]))
+        .unwrap();
+        assert!(config.hosted.is_none());
+        assert_eq!(config.ignored_login_variables, ["OIDC_ISSUER_URL", "OIDC_CLIENT_ID"]);
+        let plain = ServerConfig::from_vars(&vars(&[("HOME", "/h")])).unwrap();
+        assert!(plain.ignored_login_variables.is_empty());
     }
 
     #[test]
