@@ -165,6 +165,74 @@ ensure_chromium() {
     || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 }
 
+# The OpenID provider hosted mode's login is tested against (crates/server/tests/suite/oidc.rs and the SDK's and
+# the UI's login tests, all started with crates/testkit/oidc/provider.mjs): the certified `oidc-provider` from
+# npm, pinned, installed once; exported as TRUEFORGE_TEST_OIDC_DIR.
+OIDC_DIR="${TRUEFORGE_TEST_OIDC_DIR:-$HOME/.cache/trueforge-test-oidc}"
+OIDC_VERSION=9.13.3
+OIDC_STAMP="$OIDC_DIR/.installed-$OIDC_VERSION"
+install_oidc_provider() {
+  if [ ! -f "$OIDC_STAMP" ]; then
+    command -v npm >/dev/null 2>&1 || { echo "test.sh: npm is needed to install oidc-provider" >&2; return 1; }
+    echo "test.sh: installing oidc-provider $OIDC_VERSION into $OIDC_DIR" >&2
+    mkdir -p "$OIDC_DIR"
+    rm -f "$OIDC_DIR"/.installed-*
+    npm install --prefix "$OIDC_DIR" --no-audit --no-fund --silent "oidc-provider@$OIDC_VERSION" >&2
+    touch "$OIDC_STAMP"
+  fi
+  export TRUEFORGE_TEST_OIDC_DIR="$OIDC_DIR"
+}
+
+# The SDK's and the UI's login tests run the server in hosted mode (login exists only there), on the test
+# run's Postgres and Redis (TRUEFORGE_TEST_POSTGRES_URL, TRUEFORGE_TEST_REDIS_URL). The whole run has started
+# both before nextest; --sdk-only and --ui-only start a throwaway pair here, stopped when the calling subshell
+# (run_sdk_typescript, run_ui) exits.
+LOGIN_SERVICES_DIR=""
+LOGIN_SERVICES_RUN_AS=()
+stop_login_services() {
+  [ -n "$LOGIN_SERVICES_DIR" ] || return 0
+  "${LOGIN_SERVICES_RUN_AS[@]}" "$LOGIN_PG_BIN/pg_ctl" -D "$LOGIN_SERVICES_DIR/data" -m immediate stop >/dev/null 2>&1 || true
+  [ -f "$LOGIN_SERVICES_DIR/redis.pid" ] && kill "$(cat "$LOGIN_SERVICES_DIR/redis.pid")" 2>/dev/null || true
+  rm -rf "$LOGIN_SERVICES_DIR"
+}
+ensure_login_services() {
+  if [ -n "${TRUEFORGE_TEST_POSTGRES_URL:-}" ] && [ -n "${TRUEFORGE_TEST_REDIS_URL:-}" ]; then
+    return 0
+  fi
+  LOGIN_PG_BIN=""
+  local dir
+  for dir in /usr/lib/postgresql/*/bin; do
+    if [ -x "$dir/initdb" ] && [ -x "$dir/pg_ctl" ]; then LOGIN_PG_BIN="$dir"; fi
+  done
+  if [ -z "$LOGIN_PG_BIN" ] || ! command -v psql >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1; then
+    echo "test.sh: the login tests need Postgres (initdb, pg_ctl, psql) and redis-server: install the 'postgresql' and 'redis-server' packages, or run the whole scripts/test.sh, which does" >&2
+    return 1
+  fi
+  LOGIN_SERVICES_DIR="$(mktemp -d /tmp/trueforge-login-services.XXXXXX)"
+  trap stop_login_services EXIT
+  # initdb refuses to run as root: the server runs as the 'postgres' user then.
+  if [ "$(id -u)" -eq 0 ]; then
+    id postgres >/dev/null 2>&1 || useradd --system --home "$LOGIN_SERVICES_DIR" postgres
+    chown postgres "$LOGIN_SERVICES_DIR"
+    LOGIN_SERVICES_RUN_AS=(runuser -u postgres --)
+  fi
+  local pg_port redis_port
+  pg_port="$(free_port)"
+  redis_port="$(free_port)"
+  "${LOGIN_SERVICES_RUN_AS[@]}" "$LOGIN_PG_BIN/initdb" -D "$LOGIN_SERVICES_DIR/data" -U postgres --auth=trust -E UTF8 \
+    >"$LOGIN_SERVICES_DIR/initdb.log" 2>&1 || { cat "$LOGIN_SERVICES_DIR/initdb.log" >&2; return 1; }
+  "${LOGIN_SERVICES_RUN_AS[@]}" "$LOGIN_PG_BIN/pg_ctl" -D "$LOGIN_SERVICES_DIR/data" -w -l "$LOGIN_SERVICES_DIR/server.log" \
+    -o "-p $pg_port -k $LOGIN_SERVICES_DIR -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+    start >/dev/null || { cat "$LOGIN_SERVICES_DIR/server.log" >&2; return 1; }
+  redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
+    --pidfile "$LOGIN_SERVICES_DIR/redis.pid" --logfile "$LOGIN_SERVICES_DIR/redis.log" --dir "$LOGIN_SERVICES_DIR" \
+    || { cat "$LOGIN_SERVICES_DIR/redis.log" >&2; return 1; }
+  for _ in $(seq 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  export TRUEFORGE_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$pg_port/postgres"
+  export TRUEFORGE_TEST_REDIS_URL="redis://127.0.0.1:$redis_port"
+  echo "test.sh: a throwaway Postgres (port $pg_port) and Redis (port $redis_port) for the login tests" >&2
+}
+
 run_sdk_typescript() (
   set -euo pipefail
   command -v npm >/dev/null 2>&1 || { echo "test.sh: npm is needed for the TypeScript SDK's tests" >&2; return 1; }
@@ -173,6 +241,8 @@ run_sdk_typescript() (
     --bin fake-daytona
   local target_dir
   target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+  install_oidc_provider
+  ensure_login_services
   cd sdk/typescript
   npm ci --cache "$NPM_CACHE_DIR" --prefer-offline --no-audit --no-fund --loglevel=error
   npm run --silent typecheck
@@ -193,6 +263,8 @@ run_ui() (
     --bin fake-daytona
   local target_dir
   target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+  install_oidc_provider
+  ensure_login_services
   (cd sdk/typescript && npm ci --cache "$NPM_CACHE_DIR" --prefer-offline --no-audit --no-fund --loglevel=error \
     && npm run --silent build)
   cd ui
@@ -319,20 +391,7 @@ if [ ! -f "$CONFORMANCE_STAMP" ]; then
 fi
 export TRUEFORGE_TEST_CONFORMANCE_DIR="$CONFORMANCE_DIR"
 
-# The OpenID provider hosted mode's login is tested against (crates/server/tests/suite/oidc.rs, started with
-# crates/testkit/oidc/provider.mjs): the certified `oidc-provider` from npm, pinned, installed once.
-OIDC_DIR="${TRUEFORGE_TEST_OIDC_DIR:-$HOME/.cache/trueforge-test-oidc}"
-OIDC_VERSION=9.13.3
-OIDC_STAMP="$OIDC_DIR/.installed-$OIDC_VERSION"
-if [ ! -f "$OIDC_STAMP" ]; then
-  command -v npm >/dev/null 2>&1 || { echo "test.sh: npm is needed to install oidc-provider" >&2; exit 1; }
-  echo "test.sh: installing oidc-provider $OIDC_VERSION into $OIDC_DIR" >&2
-  mkdir -p "$OIDC_DIR"
-  rm -f "$OIDC_DIR"/.installed-*
-  npm install --prefix "$OIDC_DIR" --no-audit --no-fund --silent "oidc-provider@$OIDC_VERSION" >&2
-  touch "$OIDC_STAMP"
-fi
-export TRUEFORGE_TEST_OIDC_DIR="$OIDC_DIR"
+install_oidc_provider
 
 PG_DIR="$(mktemp -d /tmp/trueforge-pg.XXXXXX)"
 PG_PORT="$(free_port)"

@@ -2,6 +2,7 @@
 
 import { HttpClient, type HttpOptions, type RequestOptions } from "./http.js";
 import { Agents } from "./resources/agents.js";
+import { ApiKeys } from "./resources/api-keys.js";
 import { Auth } from "./resources/auth.js";
 import { Catalogs } from "./resources/catalogs.js";
 import { McpServers } from "./resources/mcp-servers.js";
@@ -34,6 +35,7 @@ export class TrueForge {
   readonly catalogs: Catalogs;
   readonly mcpServers: McpServers;
   readonly auth: Auth;
+  readonly apiKeys: ApiKeys;
   readonly models: {
     /** Every model the tenant configured, named `provider/model`. */
     list(options?: RequestOptions): Promise<AvailableModel[]>;
@@ -53,6 +55,7 @@ export class TrueForge {
     this.catalogs = new Catalogs(http);
     this.mcpServers = new McpServers(http);
     this.auth = new Auth(http);
+    this.apiKeys = new ApiKeys(http);
     this.models = {
       list: async (requestOptions) => (await http.call("get", "/api/v1/models", requestOptions)).data,
     };

@@ -46,6 +46,15 @@ export class TrueForgeApiError extends TrueForgeError {
   }
 }
 
+/**
+ * The server answered 401: no credentials, or ones it refused (an expired login, a revoked API key). A browser
+ * app sends the user to `tf.auth.loginUrl(…)`; a script needs a valid token or key.
+ */
+export class TrueForgeAuthenticationError extends TrueForgeApiError {}
+
+/** The server answered 403: the caller is known but may not do this (settings for a non-admin, for example). */
+export class TrueForgePermissionError extends TrueForgeApiError {}
+
 /** No answer: the connection failed or broke before the response (or the stream) was complete. */
 export class TrueForgeConnectionError extends TrueForgeError {}
 

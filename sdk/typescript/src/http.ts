@@ -7,7 +7,9 @@ import {
   type ErrorBody,
   TrueForgeAbortError,
   TrueForgeApiError,
+  TrueForgeAuthenticationError,
   TrueForgeConnectionError,
+  TrueForgePermissionError,
   TrueForgeProtocolError,
   TrueForgeTimeoutError,
 } from "./errors.js";
@@ -292,7 +294,13 @@ export async function apiError(response: Response, method: string, path: string)
       // Not JSON: kept as text below.
     }
   }
-  return new TrueForgeApiError({
+  const ErrorClass =
+    response.status === 401
+      ? TrueForgeAuthenticationError
+      : response.status === 403
+        ? TrueForgePermissionError
+        : TrueForgeApiError;
+  return new ErrorClass({
     status: response.status,
     error,
     bodyText: error ? undefined : text || undefined,

@@ -23,6 +23,7 @@ export {
 } from "./http.js";
 export { outcomeOf, type TurnOutcome, type TurnReader, type WaitOptions, waitForTurn } from "./poll.js";
 export type { Agents, AgentToolApprovals } from "./resources/agents.js";
+export type { ApiKeys } from "./resources/api-keys.js";
 export type { Auth, LoginCallbackQuery } from "./resources/auth.js";
 export type { Catalogs } from "./resources/catalogs.js";
 export type { McpServers, OAuthCallbackQuery } from "./resources/mcp-servers.js";

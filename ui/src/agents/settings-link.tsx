@@ -1,9 +1,10 @@
 // The builder's ways to the settings, for what an agent needs but nobody configured yet. Shown only where the
-// app has settings to open (an embedding may switch them off; a server may offer none).
+// app has settings to open (an embedding may switch them off; a server may offer none) and the user may open
+// them (an admin).
 
 import type { ReactNode } from "react";
 import { type SettingsSection, useNavigation } from "../app/router.js";
-import { useServer, useShell } from "../embed/context.js";
+import { useIsAdmin, useServer, useShell } from "../embed/context.js";
 import { Loadable } from "../settings/states.js";
 import type { Loaded } from "../settings/useLoad.js";
 
@@ -11,8 +12,11 @@ import type { Loaded } from "../settings/useLoad.js";
 export function useOpenSettings(): ((section: SettingsSection) => void) | null {
   const server = useServer();
   const shell = useShell();
+  const isAdmin = useIsAdmin();
   const { navigate } = useNavigation();
-  return shell.settings && server.settings ? (section) => navigate({ name: "settings", section }) : null;
+  return shell.settings && server.settings && isAdmin
+    ? (section) => navigate({ name: "settings", section })
+    : null;
 }
 
 /** A link to a settings section, or nothing where there are no settings. */

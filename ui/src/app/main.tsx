@@ -13,7 +13,7 @@ if (root !== null) {
   } else {
     createRoot(root).render(
       <StrictMode>
-        <TrueForgeUI server={{ baseUrl: "" }} routing="url" layout="sidebar" />
+        <TrueForgeUI server={{ baseUrl: "" }} routing="url" layout="sidebar" login="redirect" />
       </StrictMode>,
     );
   }

@@ -1,5 +1,5 @@
 // Where the shell is: the chat of a session (or a new one), the agents library, the agent builder, a
-// settings section. The bundled app keeps it in the address bar (links, back button, refresh); an embedding
+// settings section, the user's API keys. The bundled app keeps it in the address bar (links, back button, refresh); an embedding
 // host may keep it in memory so the UI never touches its URL.
 
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useMemo, useState } from "react";
@@ -10,7 +10,8 @@ export type Route =
   | { readonly name: "chat"; readonly sessionId: string | null }
   | { readonly name: "agents" }
   | { readonly name: "agent"; readonly agentId: string | null }
-  | { readonly name: "settings"; readonly section: SettingsSection };
+  | { readonly name: "settings"; readonly section: SettingsSection }
+  | { readonly name: "apiKeys" };
 
 const SECTIONS: readonly SettingsSection[] = ["models", "mcp", "skills", "sandbox"];
 
@@ -25,6 +26,9 @@ export function parseRoute(pathname: string): Route {
       return { name: "agent", agentId: null };
     }
     return second ? { name: "agent", agentId: decodeURIComponent(second) } : { name: "agents" };
+  }
+  if (head === "api-keys") {
+    return { name: "apiKeys" };
   }
   if (head === "settings") {
     const section = SECTIONS.find((candidate) => candidate === second) ?? "models";
@@ -43,6 +47,8 @@ export function routePath(route: Route): string {
       return route.agentId === null ? "/agents/new" : `/agents/${encodeURIComponent(route.agentId)}`;
     case "settings":
       return `/settings/${route.section}`;
+    case "apiKeys":
+      return "/api-keys";
   }
 }
 

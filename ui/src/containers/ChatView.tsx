@@ -4,7 +4,7 @@ import { ActionBatch, type ApprovalScope, lastTurn, type Session, type TurnInput
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
 import { toast } from "sonner";
 import { useNavigation } from "../app/router.js";
-import { useServer, useShell, useSlots } from "../embed/context.js";
+import { useIsAdmin, useServer, useShell, useSlots } from "../embed/context.js";
 import type { AgentUIServer } from "../server/port.js";
 import { ConversationController } from "../state/conversation.js";
 import { describeError } from "../state/errors.js";
@@ -59,6 +59,7 @@ function useController(server: AgentUIServer, sessionId: string | null): Convers
 export function ChatView({ sessionId }: { readonly sessionId: string | null }) {
   const server = useServer();
   const shell = useShell();
+  const isAdmin = useIsAdmin();
   const slots = useSlots();
   const { navigate } = useNavigation();
   const controller = useController(server, sessionId);
@@ -186,7 +187,9 @@ export function ChatView({ sessionId }: { readonly sessionId: string | null }) {
             waiting
               ? "Answer what the agent asks above first"
               : needsModel
-                ? "Configure a model in Settings first"
+                ? isAdmin
+                  ? "Configure a model in Settings first"
+                  : "No model is configured yet: ask an admin to add one"
                 : "Message the agent…"
           }
           maxRequestBytes={maxRequestBytes}

@@ -1,5 +1,5 @@
 // The shell around the chat: a layout (sidebar, drawer, dock, widget or the host's own) holding the session
-// list, the navigation to agents and settings, and the current screen.
+// list, the navigation to agents and settings, the signed-in user's menu, and the current screen.
 
 import * as Dialog from "@radix-ui/react-dialog";
 import { type ComponentType, lazy, type ReactNode, Suspense, useState } from "react";
@@ -8,11 +8,25 @@ import { BotIcon, GearIcon, MenuIcon, MoonIcon, PlusIcon, SunIcon, XIcon } from 
 import { ChatView } from "../containers/ChatView.js";
 import { SessionList } from "../containers/SessionList.js";
 import { useTheme } from "../theme/theme.js";
-import { usePortalContainer, useServer, useShell } from "./context.js";
+import { useIsAdmin, usePortalContainer, useServer, useShell } from "./context.js";
+import { UserMenu } from "./UserMenu.js";
 
 const AgentsLibrary = lazy(() => import("../agents/AgentsLibrary.js"));
 const AgentBuilder = lazy(() => import("../agents/AgentBuilder.js"));
 const SettingsView = lazy(() => import("../settings/SettingsView.js"));
+const ApiKeysView = lazy(() => import("../account/ApiKeysView.js"));
+
+/** What a user who is not an admin sees at a settings address. */
+function AdminsOnly() {
+  return (
+    <div className="tf-page" data-testid="settings-admins-only">
+      <h1>Settings</h1>
+      <div className="tf-state" role="alert">
+        <p>The settings are for admins only. Ask an admin of this server to change them.</p>
+      </div>
+    </div>
+  );
+}
 
 export type LayoutName = "sidebar" | "drawer" | "dock" | "widget";
 
@@ -29,6 +43,7 @@ export type Layout = LayoutName | ComponentType<LayoutParts>;
 function Screen() {
   const { route } = useNavigation();
   const shell = useShell();
+  const isAdmin = useIsAdmin();
   let screen: ReactNode;
   switch (route.name) {
     case "chat":
@@ -41,7 +56,16 @@ function Screen() {
       screen = shell.builder ? <AgentBuilder agentId={route.agentId} /> : <AgentsLibrary />;
       break;
     case "settings":
-      screen = shell.settings ? <SettingsView section={route.section} /> : <ChatView sessionId={null} />;
+      screen = !shell.settings ? (
+        <ChatView sessionId={null} />
+      ) : isAdmin ? (
+        <SettingsView section={route.section} />
+      ) : (
+        <AdminsOnly />
+      );
+      break;
+    case "apiKeys":
+      screen = <ApiKeysView />;
       break;
   }
   return (
@@ -72,16 +96,11 @@ function ThemeToggle() {
   );
 }
 
-function Navigation({
-  onNavigate,
-  actions,
-}: {
-  readonly onNavigate?: () => void;
-  readonly actions?: ReactNode;
-}) {
+function Navigation({ onNavigate }: { readonly onNavigate?: () => void }) {
   const { navigate, route } = useNavigation();
   const shell = useShell();
   const server = useServer();
+  const isAdmin = useIsAdmin();
   const [refreshKey, setRefreshKey] = useState(0);
   const go = (next: Parameters<typeof navigate>[0]) => {
     navigate(next);
@@ -114,8 +133,9 @@ function Navigation({
         {...(onNavigate ? { onNavigate } : {})}
       />
       <div className="tf-nav-footer">
+        <UserMenu onNavigate={go} />
         <ThemeToggle />
-        {shell.settings && server.settings && (
+        {shell.settings && server.settings && isAdmin && (
           <button
             type="button"
             className="tf-icon-button"
@@ -126,7 +146,6 @@ function Navigation({
             <GearIcon />
           </button>
         )}
-        {actions}
       </div>
     </div>
   );
@@ -176,7 +195,7 @@ function DrawerNavigation({ children, close }: { readonly children: ReactNode; r
     // biome-ignore lint/a11y/useKeyWithClickEvents: keyboard activation of those links and buttons is a click.
     <div
       onClick={(event) => {
-        if ((event.target as HTMLElement).closest("a, .tf-nav-link, .tf-new-chat")) {
+        if ((event.target as HTMLElement).closest("a, .tf-nav-link, .tf-new-chat, [data-tf-navigates]")) {
           close();
         }
       }}
@@ -206,7 +225,8 @@ function DockLayout({ navigation, screen }: LayoutParts) {
         <div
           className="tf-dock-list"
           onClick={(event) =>
-            (event.target as HTMLElement).closest("a, .tf-nav-link, .tf-new-chat") && setShowList(false)
+            (event.target as HTMLElement).closest("a, .tf-nav-link, .tf-new-chat, [data-tf-navigates]") &&
+            setShowList(false)
           }
         >
           {navigation}
@@ -240,10 +260,10 @@ function WidgetLayout(parts: LayoutParts) {
   );
 }
 
-export function Shell({ layout, actions }: { readonly layout: Layout; readonly actions?: ReactNode }) {
+export function Shell({ layout }: { readonly layout: Layout }) {
   const shell = useShell();
   const parts: LayoutParts = {
-    navigation: <Navigation {...(actions ? { actions } : {})} />,
+    navigation: <Navigation />,
     screen: <Screen />,
   };
   if (typeof layout !== "string") {

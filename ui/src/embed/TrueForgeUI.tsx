@@ -3,14 +3,13 @@
 // (or a port of its own), layout, mode, theme tokens and slot components.
 
 import * as Tooltip from "@radix-ui/react-tooltip";
-import type { Me } from "@trueforge/sdk";
-import { type ReactNode, useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useState } from "react";
 import { Toaster } from "sonner";
 import { type Route, RouterProvider, type Routing } from "../app/router.js";
 import type { AgentUIServer } from "../server/port.js";
 import { createTrueForgeServer, type TrueForgeServerOptions } from "../server/trueforge.js";
-import { describeError, isUnreachable } from "../state/errors.js";
 import { type ThemePreference, ThemeProvider, type ThemeTokens } from "../theme/theme.js";
+import { AuthGate, type LoginBehaviour } from "./AuthGate.js";
 import {
   type ChatMode,
   PortalContext,
@@ -37,9 +36,18 @@ export interface TrueForgeUIProps {
   readonly tokens?: ThemeTokens;
   readonly slots?: SlotOverrides;
   readonly brand?: string;
-  /** Offer the agent builder (default true) and the settings screens (default true, when the server has them). */
+  /**
+   * Offer the agent builder (default true) and the settings screens (default true, when the server has them;
+   * only to admins where the server has login).
+   */
   readonly builder?: boolean;
   readonly settings?: boolean;
+  /**
+   * When the server has login and nobody is signed in as the UI starts: `redirect` sends the browser to the
+   * server's login at once (the bundled app), `prompt` (default) shows a Sign in button. A login refused
+   * later (any 401) always shows the button.
+   */
+  readonly login?: LoginBehaviour;
   readonly className?: string;
 }
 
@@ -61,80 +69,6 @@ function useNarrow(): boolean {
     return () => query.removeEventListener("change", onChange);
   }, []);
   return narrow;
-}
-
-type Gate =
-  | { state: "checking" }
-  | { state: "in"; me: Me | null }
-  | { state: "out" }
-  | { state: "down"; message: string };
-
-/** Asks who is signed in: the login screen when nobody is and the server has login, a clear state when it is down. */
-function AuthGate({
-  server,
-  children,
-}: {
-  readonly server: AgentUIServer;
-  readonly children: (me: Me | null) => ReactNode;
-}) {
-  const [gate, setGate] = useState<Gate>({ state: "checking" });
-  const [attempt, setAttempt] = useState(0);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: `attempt` re-runs the check on Retry.
-  useEffect(() => {
-    const auth = server.auth;
-    if (auth === undefined) {
-      setGate({ state: "in", me: null });
-      return;
-    }
-    let live = true;
-    auth
-      .me()
-      .then((me) => live && setGate(me === null ? { state: "out" } : { state: "in", me }))
-      .catch((error: unknown) => {
-        if (!live) {
-          return;
-        }
-        // A server without login routes (a custom port) is simply open; only a server that is down blocks.
-        setGate(
-          isUnreachable(error) ? { state: "down", message: describeError(error) } : { state: "in", me: null },
-        );
-      });
-    return () => {
-      live = false;
-    };
-  }, [server, attempt]);
-  switch (gate.state) {
-    case "checking":
-      return (
-        <div className="tf-state tf-fill" role="status">
-          Connecting…
-        </div>
-      );
-    case "down":
-      return (
-        <div className="tf-state tf-fill" role="alert">
-          <p>{gate.message}</p>
-          <button
-            type="button"
-            className="tf-button tf-button-primary"
-            onClick={() => setAttempt((n) => n + 1)}
-          >
-            Retry
-          </button>
-        </div>
-      );
-    case "out":
-      return (
-        <div className="tf-state tf-fill">
-          <p>Sign in to use the agents.</p>
-          <a className="tf-button tf-button-primary" href={server.auth?.loginUrl(window.location.pathname)}>
-            Sign in
-          </a>
-        </div>
-      );
-    case "in":
-      return children(gate.me);
-  }
 }
 
 export function TrueForgeUI(props: TrueForgeUIProps) {
@@ -175,26 +109,8 @@ export function TrueForgeUI(props: TrueForgeUIProps) {
                       routing={props.routing ?? "memory"}
                       {...(props.initialRoute ? { initial: props.initialRoute } : {})}
                     >
-                      <AuthGate server={server}>
-                        {(me) => (
-                          <Shell
-                            layout={effectiveLayout}
-                            actions={
-                              // `default` is the local user of a server without login: nothing to sign out of.
-                              me && me.type !== "default" && server.auth ? (
-                                <button
-                                  type="button"
-                                  className="tf-button tf-button-quiet"
-                                  onClick={() =>
-                                    void server.auth?.logout().then(() => window.location.reload())
-                                  }
-                                >
-                                  Sign out
-                                </button>
-                              ) : undefined
-                            }
-                          />
-                        )}
+                      <AuthGate server={server} login={props.login ?? "prompt"}>
+                        <Shell layout={effectiveLayout} />
                       </AuthGate>
                     </RouterProvider>
                   </Tooltip.Provider>

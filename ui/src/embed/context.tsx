@@ -1,5 +1,7 @@
-// The contexts every container reads: the server port, the slot components, the shell's options.
+// The contexts every container reads: the server port, the slot components, the shell's options, who is
+// signed in.
 
+import type { Me } from "@trueforge/sdk";
 import { createContext, useContext } from "react";
 import type { AgentUIServer } from "../server/port.js";
 import type { Slots } from "./slots.js";
@@ -58,4 +60,29 @@ export const ShellContext = createContext<ShellOptions>({
 
 export function useShell(): ShellOptions {
   return useContext(ShellContext);
+}
+
+/** Who uses the UI, as the server said when it started, and how they leave. */
+export interface Account {
+  /** `null` for a port without login (everyone may use all it offers); `type: "default"` for a server without login. */
+  readonly me: Me | null;
+  /** Logs out (the server clears its cookie) and shows the signed-out screen. */
+  logOut(): Promise<void>;
+}
+
+export const AccountContext = createContext<Account>({ me: null, logOut: async () => {} });
+
+export function useAccount(): Account {
+  return useContext(AccountContext);
+}
+
+/** Whether the caller may see the settings: an admin, or anyone where there is no login to tell. */
+export function useIsAdmin(): boolean {
+  const { me } = useAccount();
+  return me === null || me.role === "admin";
+}
+
+/** Whether someone is logged in with the server's login (not the local user of a server without one). */
+export function isLoggedIn(me: Me | null): me is Me {
+  return me !== null && me.type !== "default";
 }

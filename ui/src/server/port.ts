@@ -7,6 +7,7 @@ import type {
   Agent,
   AgentSpec,
   AgentToolApproval,
+  ApiKey,
   AvailableMcpServer,
   AvailableModel,
   AvailableSkill,
@@ -18,6 +19,7 @@ import type {
   ConfiguredModelProvider,
   ConfiguredSandboxProvider,
   ConfiguredSkill,
+  CreatedApiKey,
   McpAuthStatus,
   McpServerManifest,
   Me,
@@ -120,12 +122,30 @@ export interface SettingsPort {
   deleteSandboxProvider?(): Promise<void>;
 }
 
-/** Who is signed in, when the server has login (OIDC); absent or `me() → null` in local mode. */
+/**
+ * Who is signed in, when the server has login (OIDC). A server without login answers `me()` with the local
+ * user (`type: "default"`, an admin); a port without `auth` is open to everyone.
+ */
 export interface AuthPort {
   /** `null` when nobody is signed in and login is possible; throws on other failures. */
   me(): Promise<Me | null>;
+  /** The server's login, which brings the browser back to `returnTo` (a path of the app). */
   loginUrl(returnTo: string): string;
   logout(): Promise<void>;
+  /**
+   * Calls `listener` whenever the server refuses a call with 401 (the login expired or was cleared); answers
+   * what stops it. Absent: the UI learns it only when it asks `me()` again.
+   */
+  onUnauthorized?(listener: () => void): () => void;
+}
+
+/** The signed-in user's API keys: credentials for scripts, shown once when made. */
+export interface ApiKeysPort {
+  /** The user's keys, oldest first, without the keys themselves. */
+  list(): Promise<ApiKey[]>;
+  /** Makes a key; the answer's `key` is the only time it is shown. */
+  create(name: string): Promise<CreatedApiKey>;
+  revoke(keyId: string): Promise<void>;
 }
 
 export interface AgentUIServer {
@@ -134,6 +154,8 @@ export interface AgentUIServer {
   readonly mcpAuth?: McpAuthPort;
   readonly settings?: SettingsPort;
   readonly auth?: AuthPort;
+  /** Absent: no API keys page. */
+  readonly apiKeys?: ApiKeysPort;
   /** The largest request body the server takes, when known: attachments over it are refused before sending. */
   readonly maxRequestBytes?: number;
 }

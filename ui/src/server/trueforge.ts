@@ -6,6 +6,7 @@ import {
   type TokenSupplier,
   TrueForge,
   TrueForgeApiError,
+  TrueForgeAuthenticationError,
   type TurnStream,
 } from "@trueforge/sdk";
 import type { AgentUIServer, TurnEventStream } from "./port.js";
@@ -41,11 +42,24 @@ function isStatus(error: unknown, status: number): boolean {
 
 /** An `AgentUIServer` talking to a TrueForge server (ours, or any server of the same API). */
 export function createTrueForgeServer(options: TrueForgeServerOptions): AgentUIServer {
+  // Every call goes through this fetch: a 401 from any of them (a call, a turn stream) tells the listeners
+  // that the login is gone.
+  const unauthorized = new Set<() => void>();
+  const baseFetch: FetchFunction = options.fetch ?? ((input, init) => fetch(input, init));
+  const watchedFetch: FetchFunction = async (input, init) => {
+    const response = await baseFetch(input, init);
+    if (response.status === 401) {
+      for (const listener of [...unauthorized]) {
+        listener();
+      }
+    }
+    return response;
+  };
   const client = new TrueForge({
     baseUrl: options.baseUrl,
     token: options.token,
     credentials: options.credentials ?? (options.baseUrl === "" ? "same-origin" : undefined),
-    fetch: options.fetch,
+    fetch: watchedFetch,
   });
   return {
     maxRequestBytes: options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
@@ -133,7 +147,7 @@ export function createTrueForgeServer(options: TrueForgeServerOptions): AgentUIS
         try {
           return await client.auth.me();
         } catch (error) {
-          if (isStatus(error, 401)) {
+          if (error instanceof TrueForgeAuthenticationError) {
             return null;
           }
           throw error;
@@ -141,6 +155,17 @@ export function createTrueForgeServer(options: TrueForgeServerOptions): AgentUIS
       },
       loginUrl: (returnTo) => client.auth.loginUrl(returnTo),
       logout: () => client.auth.logout(),
+      onUnauthorized: (listener) => {
+        unauthorized.add(listener);
+        return () => {
+          unauthorized.delete(listener);
+        };
+      },
+    },
+    apiKeys: {
+      list: () => client.apiKeys.list(),
+      create: (name) => client.apiKeys.create(name),
+      revoke: (keyId) => client.apiKeys.revoke(keyId),
     },
   };
 }

@@ -97,10 +97,20 @@ export function useRowAction() {
   return { busy, run };
 }
 
+/** The words of a confirmed action: its button ("Delete"), the button while it runs, and its toast ("Deleted"). */
+export interface ConfirmVerb {
+  readonly label: string;
+  readonly busy: string;
+  readonly done: string;
+}
+
+const DELETE: ConfirmVerb = { label: "Delete", busy: "Deleting…", done: "Deleted" };
+
 /**
  * A delete button that asks first, in a dialog. "Delete" runs `remove`, the dialog stays open (busy) until
  * it settles; on success `onDeleted` runs, a toast says so and the dialog closes. A failure is toasted and
- * the dialog stays for another try or Cancel.
+ * the dialog stays for another try or Cancel. `verb` words it as another action that cannot be undone
+ * (Revoke).
  */
 export function ConfirmDelete({
   what,
@@ -109,6 +119,7 @@ export function ConfirmDelete({
   onDeleted,
   testId,
   disabled,
+  verb = DELETE,
 }: {
   /** What is deleted, for the accessible name, the question ("Delete <what>?") and the toasts. */
   readonly what: string;
@@ -118,6 +129,7 @@ export function ConfirmDelete({
   readonly onDeleted: () => void;
   readonly testId?: string;
   readonly disabled?: boolean;
+  readonly verb?: ConfirmVerb;
 }) {
   const [open, setOpen] = useState(false);
   const [busy, setBusy] = useState(false);
@@ -129,10 +141,10 @@ export function ConfirmDelete({
     try {
       await remove();
       onDeleted();
-      toast.success(`Deleted ${what}.`);
+      toast.success(`${verb.done} ${what}.`);
       setOpen(false);
     } catch (error) {
-      toast.error(`Could not delete ${what}: ${describeError(error)}`);
+      toast.error(`Could not ${verb.label.toLowerCase()} ${what}: ${describeError(error)}`);
     } finally {
       setBusy(false);
     }
@@ -144,17 +156,19 @@ export function ConfirmDelete({
           ref={trigger}
           type="button"
           className="tf-button tf-button-quiet tf-danger-text"
-          aria-label={`Delete ${what}`}
+          aria-label={`${verb.label} ${what}`}
           data-testid={testId}
           disabled={disabled}
         >
-          Delete
+          {verb.label}
         </button>
       </Dialog.Trigger>
       <Dialog.Portal container={container}>
         <Dialog.Overlay className="tf-overlay" />
         <Dialog.Content className="tf-dialog" data-testid="confirm-dialog" aria-describedby={undefined}>
-          <Dialog.Title className="tf-dialog-title">Delete {what}?</Dialog.Title>
+          <Dialog.Title className="tf-dialog-title">
+            {verb.label} {what}?
+          </Dialog.Title>
           {description ? <div className="tf-dialog-body">{description}</div> : null}
           <div className="tf-dialog-actions">
             <Dialog.Close asChild>
@@ -169,7 +183,7 @@ export function ConfirmDelete({
               aria-busy={busy}
               onClick={() => void confirm()}
             >
-              {busy ? "Deleting…" : "Delete"}
+              {busy ? verb.busy : verb.label}
             </button>
           </div>
         </Dialog.Content>

@@ -3,6 +3,7 @@
 import {
   TrueForgeAbortError,
   TrueForgeApiError,
+  TrueForgeAuthenticationError,
   TrueForgeConnectionError,
   TrueForgeProtocolError,
   TrueForgeTimeoutError,
@@ -43,7 +44,7 @@ export function describeError(error: unknown): string {
 
 /** Whether the failure means "sign in first". */
 export function isUnauthorized(error: unknown): boolean {
-  return error instanceof TrueForgeApiError && error.status === 401;
+  return error instanceof TrueForgeAuthenticationError;
 }
 
 /** Whether the failure is a lost or refused connection (the server is down). */

@@ -1,4 +1,4 @@
-// Bad input and bad conditions in the browser: a server that is down, a sign-in that expired, an attachment
+// Bad input and bad conditions in the browser: a server that is down, a sign-in refused as the app starts, an attachment
 // larger than the server takes, and an event type the UI does not know (a newer server). Failures are
 // injected on the page's network (Playwright routes); everything else is the real server.
 
@@ -36,17 +36,28 @@ test("a server that cannot be reached gets a clear state and a retry that recove
   await page.getByLabel("Message", { exact: true }).waitFor();
 });
 
-test("a 401 shows the sign-in screen instead of the chat", async () => {
+test("a 401 as the app starts goes to the login once, then offers it rather than going round again", async () => {
   const { page } = await harness.page();
   await page.route("**/api/v1/auth/me", (route) =>
     route.fulfill({ status: 401, contentType: "application/json", body: '{"error":{"message":"expired"}}' }),
   );
+  // The login itself is a stand-in page here (this server has no login; login.test.ts has the real one).
+  await page.route(
+    (url) => url.pathname === "/api/v1/auth/login",
+    (route) => route.fulfill({ status: 200, contentType: "text/html", body: "<p>The login</p>" }),
+  );
   await page.goto("/agents");
-  const signIn = page.getByRole("link", { name: "Sign in" });
-  await signIn.waitFor();
-  const href = new URL((await signIn.getAttribute("href")) ?? "", harness.server.baseUrl);
+  await page.waitForURL((url) => url.pathname === "/api/v1/auth/login");
+  assert.equal(new URL(page.url()).searchParams.get("return_to"), "/agents");
+  // Back from the login and still refused: the login did not take, so the app says so and waits.
+  await page.goto("/agents");
+  const alert = page.getByRole("alert");
+  await alert.getByText("Signing in did not work").waitFor();
+  const again = alert.getByRole("link", { name: "Sign in again" });
+  const href = new URL((await again.getAttribute("href")) ?? "", harness.server.baseUrl);
   assert.equal(href.pathname, "/api/v1/auth/login");
   assert.equal(href.searchParams.get("return_to"), "/agents");
+  assert.equal(new URL(page.url()).pathname, "/agents");
   assert.equal(await page.getByLabel("Message", { exact: true }).count(), 0);
 });
 

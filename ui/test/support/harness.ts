@@ -14,6 +14,11 @@ import { mkdir, readFile, stat } from "node:fs/promises";
 import { extname, join, normalize, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import {
+  type Accounts,
+  type LoginServer,
+  startServerWithLogin,
+} from "../../../sdk/typescript/test/support/login.js";
 import { FAKE_MODEL, type RunningServer, startServer } from "../../../sdk/typescript/test/support/server.js";
 
 export { FAKE_MODEL };
@@ -25,17 +30,19 @@ const MCP_STUB = resolve(REPO, "sdk/typescript/test/fixtures/mcp-stub.mjs");
 /** Where the suite saves its screenshots (the README shows two of them). */
 export const SCREENSHOTS = resolve(REPO, "docs/ui");
 
+export interface PageOptions {
+  width?: number;
+  height?: number;
+  colorScheme?: "light" | "dark";
+}
+
 export interface Harness {
   readonly server: RunningServer;
   readonly browser: Browser;
   /** Calls the API: JSON in, JSON out, failing the test on a non-2xx answer. */
   api<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
   /** A fresh browser context (cold cache, empty storage) and page, at `width`×`height`. */
-  page(options?: {
-    width?: number;
-    height?: number;
-    colorScheme?: "light" | "dark";
-  }): Promise<{ context: BrowserContext; page: Page }>;
+  page(options?: PageOptions): Promise<{ context: BrowserContext; page: Page }>;
   /** A session of an inline agent with the MCP stub, sub-agents and questions on. */
   toolSession(): Promise<string>;
   /** A session of an inline agent with the sandbox on (the `exec` tool, uploads, downloads). */
@@ -107,19 +114,69 @@ async function serveDevBuild(context: BrowserContext, baseUrl: string, dist: str
   );
 }
 
-export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
-  // The SDK's launcher looks for the binaries relative to its own build; from here, name the workspace's.
-  process.env.TRUEFORGE_BIN ??= resolve(REPO, "target/release/trueforge");
-  process.env.FAKE_LLM_BIN ??= resolve(REPO, "target/release/fake-llm");
+/** Chromium, with fresh contexts on `baseUrl` (the dev build's files when TRUEFORGE_UI_DIST is set). */
+async function launch(baseUrl: string) {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`the browser tests need Debian's Chromium at ${CHROMIUM}: apt-get install -y chromium`);
   }
-  const server = await startServer(env);
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
   });
   const contexts: BrowserContext[] = [];
+  return {
+    browser,
+    async page(options: PageOptions = {}) {
+      const context = await browser.newContext({
+        viewport: { width: options.width ?? 1280, height: options.height ?? 800 },
+        colorScheme: options.colorScheme ?? "light",
+        baseURL: baseUrl,
+      });
+      contexts.push(context);
+      const dist = process.env.TRUEFORGE_UI_DIST;
+      if (dist) {
+        await serveDevBuild(context, baseUrl, resolve(dist));
+      }
+      const page = await context.newPage();
+      page.on("pageerror", (error) => {
+        throw new Error(`uncaught error in the page: ${error.message}`);
+      });
+      return { context, page };
+    },
+    async close() {
+      for (const context of contexts) {
+        await context.close().catch(() => {});
+      }
+      await browser.close();
+    },
+  };
+}
+
+/** Saves a screenshot for the README (not with TRUEFORGE_UI_SCREENSHOTS=0). */
+async function screenshot(page: Page, name: string): Promise<void> {
+  if (process.env.TRUEFORGE_UI_SCREENSHOTS === "0") {
+    return;
+  }
+  await mkdir(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: resolve(SCREENSHOTS, `${name}.png`) });
+}
+
+/** The SDK's launcher looks for the binaries relative to its own build; from here, name the workspace's. */
+function pointAtWorkspaceBinaries(): void {
+  process.env.TRUEFORGE_BIN ??= resolve(REPO, "target/release/trueforge");
+  process.env.FAKE_LLM_BIN ??= resolve(REPO, "target/release/fake-llm");
+}
+
+export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
+  pointAtWorkspaceBinaries();
+  const server = await startServer(env);
+  let browser: Awaited<ReturnType<typeof launch>>;
+  try {
+    browser = await launch(server.baseUrl);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
   const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     const response = await fetch(`${server.baseUrl}${path}`, {
       method,
@@ -139,28 +196,11 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
       args: [MCP_STUB],
     },
   });
-  await mkdir(SCREENSHOTS, { recursive: true });
   return {
     server,
-    browser,
+    browser: browser.browser,
     api,
-    async page(options = {}) {
-      const context = await browser.newContext({
-        viewport: { width: options.width ?? 1280, height: options.height ?? 800 },
-        colorScheme: options.colorScheme ?? "light",
-        baseURL: server.baseUrl,
-      });
-      contexts.push(context);
-      const dist = process.env.TRUEFORGE_UI_DIST;
-      if (dist) {
-        await serveDevBuild(context, server.baseUrl, resolve(dist));
-      }
-      const page = await context.newPage();
-      page.on("pageerror", (error) => {
-        throw new Error(`uncaught error in the page: ${error.message}`);
-      });
-      return { context, page };
-    },
+    page: browser.page,
     async toolSession() {
       const created = await api<{ data: { id: string } }>("POST", "/api/v1/sessions", {
         agent: {
@@ -184,16 +224,39 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
       });
       return created.data.id;
     },
-    async screenshot(page, name) {
-      if (process.env.TRUEFORGE_UI_SCREENSHOTS === "0") {
-        return;
-      }
-      await page.screenshot({ path: resolve(SCREENSHOTS, `${name}.png`) });
-    },
+    screenshot,
     async stop() {
-      for (const context of contexts) {
-        await context.close().catch(() => {});
-      }
+      await browser.close();
+      await server.stop();
+    },
+  };
+}
+
+export interface LoginHarness {
+  /** The server in hosted mode with login, and its OpenID provider (see the SDK's test/support/login.ts). */
+  readonly server: LoginServer;
+  page(options?: PageOptions): Promise<{ context: BrowserContext; page: Page }>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The real server with login (hosted mode on the test run's Postgres and Redis) and the real OpenID
+ * provider, with the fake model configured by an admin; Chromium on it.
+ */
+export async function startLoginHarness(accounts?: Accounts): Promise<LoginHarness> {
+  pointAtWorkspaceBinaries();
+  const server = await startServerWithLogin(accounts ? { accounts } : {});
+  let browser: Awaited<ReturnType<typeof launch>>;
+  try {
+    browser = await launch(server.baseUrl);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+  return {
+    server,
+    page: browser.page,
+    async stop() {
       await browser.close();
       await server.stop();
     },

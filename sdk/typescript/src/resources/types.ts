@@ -12,6 +12,9 @@ export type AgentParent = Schemas["AgentParent"];
 export type ApprovalScope = Schemas["ApprovalScope"];
 export type AgentSpec = Schemas["AgentSpec"];
 export type AgentToolApproval = Schemas["AgentToolApproval"];
+/** An API key as listed: its id, name, `prefix` (first characters), role and creation time; never the key. */
+export type ApiKey = Schemas["ApiKey"];
+export type ApiKeyRole = Schemas["ApiKeyRole"];
 export type AvailableMcpServer = Schemas["AvailableMCPServer"];
 export type AvailableModel = Schemas["AvailableModel"];
 export type AvailableSkill = Schemas["AvailableSkill"];
@@ -24,6 +27,8 @@ export type ConfiguredModelProvider = Schemas["ConfiguredModelProvider"];
 export type ConfiguredSandboxProvider = Schemas["ConfiguredSandboxProvider"];
 export type ConfiguredSkill = Schemas["ConfiguredSkill"];
 export type CreateAgentRequest = Schemas["CreateAgentRequest"];
+/** A key just made: the listed fields and `key` itself, which the server shows this once. */
+export type CreatedApiKey = Schemas["CreatedApiKey"];
 export type CreateSessionRequest = Schemas["CreateSessionRequest"];
 export type CreateTurnRequest = Schemas["CreateTurnRequest"];
 export type McpAuthStatus = Schemas["MCPAuthStatus"];

@@ -17,6 +17,9 @@ const COVERED_BY: Readonly<Record<string, string>> = {
   list_agent_tool_approvals: "agents.toolApprovals.list",
   revoke_agent_tool_approvals: "agents.toolApprovals.revokeAll",
   revoke_agent_tool_approval: "agents.toolApprovals.revoke",
+  list_api_keys: "apiKeys.list",
+  create_api_key: "apiKeys.create",
+  revoke_api_key: "apiKeys.revoke",
   // A browser navigation, not a fetch: the SDK builds the URL.
   login_callback: "auth.callbackUrl",
   login: "auth.loginUrl",

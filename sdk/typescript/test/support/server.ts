@@ -48,7 +48,7 @@ export async function freePort(): Promise<number> {
   });
 }
 
-async function waitUntil(
+export async function waitUntil(
   check: () => Promise<boolean>,
   what: string,
   child: ChildProcess,
@@ -67,7 +67,7 @@ async function waitUntil(
   throw new Error(`${what} did not start within 20 s:\n${log()}`);
 }
 
-function start(
+export function start(
   command: string,
   args: string[],
   env: NodeJS.ProcessEnv,
@@ -87,7 +87,7 @@ function start(
   return { child, log: () => output };
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
+export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) {
     return;
   }
@@ -98,13 +98,23 @@ async function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
+export interface StartOptions {
+  /** The port to listen on (one the caller had to know first, e.g. for a login redirect); a free one by default. */
+  readonly port?: number;
+  /** Sent as `Authorization: Bearer` when configuring the fake provider (a server with login needs an admin's). */
+  readonly adminToken?: string;
+}
+
 /** Starts a fresh server and fake model server. `env` adds server variables. */
-export async function startServer(env: Record<string, string> = {}): Promise<RunningServer> {
+export async function startServer(
+  env: Record<string, string> = {},
+  options: StartOptions = {},
+): Promise<RunningServer> {
   const dataDir = await mkdtemp(join(tmpdir(), "trueforge-sdk-test-"));
   const fakePort = await freePort();
   const fake = start(binary("FAKE_LLM_BIN", "fake-llm"), ["--port", String(fakePort)], process.env);
   const fakeLlmUrl = `http://127.0.0.1:${fakePort}`;
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const baseUrl = `http://127.0.0.1:${port}`;
   const server = start(binary("TRUEFORGE_BIN", "trueforge"), ["serve", "--port", String(port)], {
     PATH: process.env.PATH ?? "",
@@ -127,7 +137,10 @@ export async function startServer(env: Record<string, string> = {}): Promise<Run
     );
     const provider = await fetch(`${baseUrl}/api/v1/settings/model-providers`, {
       method: "PUT",
-      headers: { "content-type": "application/json" },
+      headers: {
+        "content-type": "application/json",
+        ...(options.adminToken ? { authorization: `Bearer ${options.adminToken}` } : {}),
+      },
       body: JSON.stringify({
         manifest: {
           type: "custom",
