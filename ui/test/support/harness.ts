@@ -167,16 +167,23 @@ function pointAtWorkspaceBinaries(): void {
   process.env.FAKE_LLM_BIN ??= resolve(REPO, "target/release/fake-llm");
 }
 
-export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
-  pointAtWorkspaceBinaries();
-  const server = await startServer(env);
-  let browser: Awaited<ReturnType<typeof launch>>;
+/** Chromium on the server; the server is stopped when Chromium does not start. */
+async function launchOrStop(server: {
+  baseUrl: string;
+  stop(): Promise<void>;
+}): Promise<Awaited<ReturnType<typeof launch>>> {
   try {
-    browser = await launch(server.baseUrl);
+    return await launch(server.baseUrl);
   } catch (error) {
     await server.stop();
     throw error;
   }
+}
+
+export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
+  pointAtWorkspaceBinaries();
+  const server = await startServer(env);
+  const browser = await launchOrStop(server);
   const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     const response = await fetch(`${server.baseUrl}${path}`, {
       method,
@@ -246,13 +253,7 @@ export interface LoginHarness {
 export async function startLoginHarness(accounts?: Accounts): Promise<LoginHarness> {
   pointAtWorkspaceBinaries();
   const server = await startServerWithLogin(accounts ? { accounts } : {});
-  let browser: Awaited<ReturnType<typeof launch>>;
-  try {
-    browser = await launch(server.baseUrl);
-  } catch (error) {
-    await server.stop();
-    throw error;
-  }
+  const browser = await launchOrStop(server);
   return {
     server,
     page: browser.page,
