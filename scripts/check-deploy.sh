@@ -262,14 +262,14 @@ for name in replicas:
         condition = service.get("depends_on", {}).get(dependency, {}).get("condition")
         check(condition == "service_healthy", f"{name} does not wait for {dependency} to be healthy")
     test = " ".join(service.get("healthcheck", {}).get("test", []))
-    check("/healthz" in test, f"{name}'s healthcheck does not probe /healthz")
+    check("/readyz" in test, f"{name}'s healthcheck does not probe /readyz")
     check(env.get("STANDALONE") == "false", f"{name}: STANDALONE is not false")
     check(env.get("HOST") == "0.0.0.0", f"{name}: HOST is not 0.0.0.0")
     for variable in ("TRUEFORGE_SECRET_KEY", "PUBLIC_BASE_URL", "REDIS_URL", "POSTGRES_PASSWORD"):
         check(env.get(variable), f"{name}: {variable} is not set")
     check(env.get("REDIS_URL", "").startswith("redis://"), f"{name}: REDIS_URL is not redis://")
     port = env.get("PORT", "8790")
-    check(f":{port}/healthz" in test, f"{name}'s healthcheck does not use port {port}")
+    check(f":{port}/readyz" in test, f"{name}'s healthcheck does not use port {port}")
     grace = seconds(service.get("stop_grace_period", "10s"))
     check(grace > int(env.get("GRACEFUL_TIMEOUT_SECONDS", "30")),
           f"{name}: stop_grace_period {grace}s is not above GRACEFUL_TIMEOUT_SECONDS")
@@ -455,9 +455,9 @@ for path in sys.argv[1:]:
         check(settings.get("OIDC_CLIENT_ID") and settings.get("PUBLIC_BASE_URL"),
               "login without OIDC_CLIENT_ID or PUBLIC_BASE_URL")
     check(not any("SECRET" in key or "PASSWORD" in key for key in settings), "a secret is in the ConfigMap")
-    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+    for probe, path in (("startupProbe", "/readyz"), ("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
         http = container.get(probe, {}).get("httpGet", {})
-        check(http.get("path") == "/healthz", f"{probe} does not probe /healthz")
+        check(http.get("path") == path, f"{probe} does not probe {path}")
         headers = {h["name"].lower(): h["value"] for h in http.get("httpHeaders", [])}
         check(headers.get("host") == "localhost", f"{probe} does not send Host: localhost")
     security = container.get("securityContext", {})
@@ -593,8 +593,8 @@ PY
   S_PIDS+=("$!")
   local port
   for port in "$a_port" "$b_port"; do
-    for _ in $(seq 300); do curl -fsS -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null && break; sleep 0.1; done
-    curl -fsS -o /dev/null "http://127.0.0.1:$port/healthz" \
+    for _ in $(seq 300); do curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && break; sleep 0.1; done
+    curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" \
       || { cat "$dir/a.log" "$dir/b.log" >&2; fail "smoke: a replica did not become healthy"; }
   done
   pass "smoke: two replicas booted together on one Postgres and Redis; both answer compose's healthcheck"

@@ -101,10 +101,21 @@ impl Client {
 
     // ---- health and models ----
 
-    /// `GET /healthz`. A server that answers but is not ready (503 with a health body) is `Ok` with
-    /// `is_ok() == false`, so a caller can tell "down" from "unreachable".
+    /// `GET /healthz`: whether the server process serves (liveness; it checks nothing behind it).
     pub async fn health(&self) -> Result<Health, ClientError> {
-        let response = self.send(self.json_request(Method::GET, &["healthz"])).await?;
+        self.health_at("healthz").await
+    }
+
+    /// `GET /readyz`: whether the server can serve requests now (its database answers and writes; Redis
+    /// answers in hosted mode). A server that answers but is not ready (503 with a health body) is `Ok` with
+    /// `is_ok() == false` and the failing dependency's reason, so a caller can tell "not ready" from
+    /// "unreachable".
+    pub async fn readiness(&self) -> Result<Health, ClientError> {
+        self.health_at("readyz").await
+    }
+
+    async fn health_at(&self, path: &str) -> Result<Health, ClientError> {
+        let response = self.send(self.json_request(Method::GET, &[path])).await?;
         let status = response.status();
         let text = response.text().await?;
         match serde_json::from_str::<Health>(&text) {

@@ -154,6 +154,7 @@ pub async fn local_state(config: ServerConfig) -> Result<AppState, StartError> {
             settings,
             bus: Arc::new(MemoryBus::new()),
             cancel_relay: None,
+            redis: None,
             executor_id: LOCAL_EXECUTOR.to_owned(),
             owner,
             database: Arc::new(SqliteProbe(db)),
@@ -209,7 +210,8 @@ pub async fn hosted_state(config: ServerConfig) -> Result<AppState, StartError> 
         Shared {
             sessions,
             settings,
-            bus: Arc::new(bus),
+            bus: Arc::new(bus.clone()),
+            redis: Some(bus),
             cancel_relay: Some(relay),
             owner: executor_id.clone(),
             executor_id,
@@ -257,6 +259,7 @@ struct Shared {
     database: Arc<dyn DatabaseProbe>,
     database_lock: Option<Arc<std::fs::File>>,
     oidc: Option<Arc<crate::auth::oidc::Oidc>>,
+    redis: Option<RedisBus>,
 }
 
 /// The rest of the state, the same in both modes.
@@ -271,6 +274,7 @@ async fn assemble(config: ServerConfig, shared: Shared) -> Result<AppState, Star
         database,
         database_lock,
         oidc,
+        redis,
     } = shared;
     let catalogs = Arc::new(Catalogs::load(&config.catalogs)?);
     configure_providers_from_env(&config, settings.as_ref(), &catalogs)
@@ -350,6 +354,7 @@ async fn assemble(config: ServerConfig, shared: Shared) -> Result<AppState, Star
         database,
         database_lock,
         oidc,
+        redis,
     })
 }
 

@@ -62,6 +62,8 @@ pub struct AppState {
     pub executor_id: String,
     /// Whether the database answered at start-up and answers and writes now (`/healthz`).
     pub database: Arc<dyn DatabaseProbe>,
+    /// Hosted mode's Redis, for `/readyz`.
+    pub redis: Option<trueforge_bus::RedisBus>,
     /// Local mode's exclusive lock on its database, held while any clone of the state lives.
     pub database_lock: Option<Arc<std::fs::File>>,
     /// Hosted mode's login (`OIDC_*`); `None`: no login, every caller is the local admin.

@@ -52,10 +52,10 @@ pub fn answers(method: &Method, path: &str) -> bool {
     matches!(*method, Method::GET | Method::HEAD) && !is_server_path(path)
 }
 
-/// The API, and the paths under `/healthz`: a health check sent to `/healthz/` by mistake must fail with a 404,
-/// not pass on the UI's 200.
+/// The API, and the paths under `/healthz` and `/readyz`: a health check sent to `/healthz/` by mistake must
+/// fail with a 404, not pass on the UI's 200.
 fn is_server_path(path: &str) -> bool {
-    path == "/api" || path.starts_with("/api/") || path.starts_with("/healthz/")
+    path == "/api" || path.starts_with("/api/") || path.starts_with("/healthz/") || path.starts_with("/readyz/")
 }
 
 /// The answer to a `GET`/`HEAD` of `path` (as sent, not percent-decoded) that [`answers`] accepted.
@@ -197,6 +197,7 @@ mod tests {
         assert!(!answers(&Method::GET, "/api"));
         assert!(!answers(&Method::GET, "/api/v1/nope"));
         assert!(!answers(&Method::GET, "/healthz/"));
+        assert!(!answers(&Method::GET, "/readyz/x"));
         assert!(answers(&Method::GET, "/healthzz"));
         assert!(!answers(&Method::POST, "/"));
         assert!(!answers(&Method::DELETE, "/assets/x.js"));

@@ -51,7 +51,7 @@ pub async fn run() -> Result<(), String> {
         .build()
         .map_err(|error| format!("cannot build an HTTP client: {error}"))?;
 
-    let server_url = format!("http://{}:{}/healthz", config.host, config.port);
+    let server_url = format!("http://{}:{}/readyz", config.host, config.port);
     check(
         "server",
         match http.get(&server_url).send().await {

@@ -186,7 +186,7 @@ async fn serve(port: Option<u16>) -> Result<(), String> {
         println!("  UI       http://{address}/");
     }
     println!("  API      http://{address}/api/v1  (docs at /api/v1/docs)");
-    println!("  health   http://{address}/healthz");
+    println!("  health   http://{address}/healthz (ready: /readyz)");
     if hosted {
         println!("  Postgres and Redis shared with the other replicas");
         println!("  Login is not built yet: anyone who can reach this port is the admin.");

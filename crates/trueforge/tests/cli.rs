@@ -81,7 +81,9 @@ fn serve_answers_healthz_and_stops_on_sigterm() {
     };
     let health: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(health["status"], "ok");
-    assert_eq!(health["database"]["status"], "ok");
+    let ready: serde_json::Value =
+        serde_json::from_str(&blocking_get(&format!("http://127.0.0.1:{port}/readyz")).unwrap()).unwrap();
+    assert_eq!(ready["database"]["status"], "ok", "{ready}");
 
     // doctor sees the running server and the database.
     let doctor = binary()

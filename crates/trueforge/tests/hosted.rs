@@ -636,6 +636,16 @@ async fn turns_finish_and_streams_resume_from_postgres_when_redis_is_lost() {
     let next = deployment.start_turn(1, &session_id, "again").await;
     let state = deployment.settled(0, &session_id, &next, Duration::from_secs(20)).await;
     assert_eq!(state["status"], "done", "{state}");
+    // Not ready without Redis (out of the load balancer's rotation), yet alive (not restarted).
+    let base = deployment.base(0).to_owned();
+    let live = deployment.http.get(format!("{base}/healthz")).send().await.unwrap();
+    assert_eq!(live.status(), 200);
+    let ready = deployment.http.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503);
+    let ready: Value = ready.json().await.unwrap();
+    assert_eq!(ready["database"]["status"], "ok", "{ready}");
+    assert_eq!(ready["redis"]["status"], "unavailable", "{ready}");
+    assert!(ready["redis"]["reason"].as_str().unwrap().contains("Redis"), "{ready}");
 }
 
 /// Login across replicas: it starts on one replica and comes back to the other (the public address both

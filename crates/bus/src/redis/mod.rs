@@ -46,6 +46,19 @@ struct Scripts {
 }
 
 impl RedisBus {
+    /// Whether Redis answers a `PING` within `limit` (readiness probes: a replica whose Redis is gone should
+    /// leave the load balancer's rotation). `Err` holds the reason.
+    pub async fn ping(&self, limit: std::time::Duration) -> Result<(), String> {
+        let mut commands = self.commands.clone();
+        let command = redis::cmd("PING");
+        let ping = command.query_async::<String>(&mut commands);
+        match tokio::time::timeout(limit, ping).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(error)) => Err(format!("Redis does not answer: {error}")),
+            Err(_) => Err(format!("Redis did not answer within {} ms", limit.as_millis())),
+        }
+    }
+
     /// Connects to the Redis at `url` (`redis://[user:password@]host:port[/db]`) and starts this process's
     /// stream reader. Fails when Redis does not answer within a few seconds, so a server that cannot reach
     /// it does not start.

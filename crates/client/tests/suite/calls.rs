@@ -13,6 +13,13 @@ async fn health_and_models_describe_the_server() {
     let health = server.client.health().await.unwrap();
     assert!(health.is_ok(), "{health:?}");
     assert!(health.version.is_some());
+    assert!(health.database.is_none(), "liveness checks nothing behind the process");
+    let readiness = server.client.readiness().await.unwrap();
+    assert!(readiness.is_ok(), "{readiness:?}");
+    assert_eq!(
+        readiness.database.map(|database| database.status).as_deref(),
+        Some("ok")
+    );
     let models = server.client.list_models().await.unwrap();
     let fake = models
         .iter()

@@ -16,27 +16,45 @@ use crate::schemas::{
 use crate::state::{AppState, Caller, VERSION};
 use crate::wire::Data;
 
-/// Liveness plus readiness: the reference's `{status, version}`, with the database's state added; 503 with
-/// the reason when the database does not answer or cannot write (a full disk), so a probe takes the process
-/// out of rotation. While writes succeed this costs one read; after a failed write, one small write.
-pub async fn healthz(State(state): State<AppState>) -> Response {
-    match state.database.ready().await {
-        Ok(()) => Json(Health::new(
-            Health::OK,
-            Some(VERSION.to_owned()),
-            Some(DatabaseHealth::new(Health::OK, None)),
-        ))
-        .into_response(),
-        Err(reason) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(Health::new(
-                Health::UNAVAILABLE,
-                Some(VERSION.to_owned()),
-                Some(DatabaseHealth::new(Health::UNAVAILABLE, Some(reason))),
-            )),
-        )
-            .into_response(),
+/// Liveness, as the reference: `{status: ok, version}` while the process serves. It checks nothing else, so
+/// an outage of the database or Redis takes replicas out of rotation (`/readyz`) without restarting them.
+pub async fn healthz() -> Response {
+    Json(Health::new(Health::OK, Some(VERSION.to_owned()), None)).into_response()
+}
+
+/// How long `/readyz` waits for Redis before calling it unavailable.
+const REDIS_PING_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Readiness: the database answers and accepts writes (a full disk fails it), and Redis answers in hosted
+/// mode; 503 with each failing dependency's reason otherwise. While writes succeed the database costs one
+/// read; after a failed write, one small write.
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    let dependency = |result: Result<(), String>| match result {
+        Ok(()) => DatabaseHealth::new(Health::OK, None),
+        Err(reason) => DatabaseHealth::new(Health::UNAVAILABLE, Some(reason)),
+    };
+    let redis_ping = async {
+        match &state.redis {
+            Some(redis) => Some(redis.ping(REDIS_PING_LIMIT).await),
+            None => None,
+        }
+    };
+    let (database, redis) = tokio::join!(state.database.ready(), redis_ping);
+    let ready = database.is_ok() && redis.as_ref().is_none_or(Result::is_ok);
+    let mut health = Health::new(
+        if ready { Health::OK } else { Health::UNAVAILABLE },
+        Some(VERSION.to_owned()),
+        Some(dependency(database)),
+    );
+    if let Some(redis) = redis {
+        health = health.with_redis(dependency(redis));
     }
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(health)).into_response()
 }
 
 /// What this server offers the caller.

@@ -1,5 +1,5 @@
 //! A full disk over a real socket: a turn whose answer cannot be stored ends with a `turn.done` error, a
-//! store that cannot write answers `/healthz` with 503 and the reason, and once space is back (no restart)
+//! store that cannot write answers `/readyz` with 503 and the reason, and once space is back (no restart)
 //! health is 200 again and a new turn runs. The disk is made "full" with SQLite's `max_page_count` on the
 //! server's own database.
 
@@ -82,7 +82,7 @@ async fn a_full_store_ends_turns_with_an_error_fails_health_and_recovers_without
         body["error"]["message"].as_str().unwrap().contains("cannot store data"),
         "{body}"
     );
-    let (status, health) = server.get("/healthz").await;
+    let (status, health) = server.get("/readyz").await;
     assert_eq!(status, 503, "{health}");
     assert_eq!(health["database"]["status"], "unavailable", "{health}");
     assert!(
@@ -92,7 +92,7 @@ async fn a_full_store_ends_turns_with_an_error_fails_health_and_recovers_without
 
     // Space is back: the same server is healthy again and runs turns.
     db.set_max_page_count(1 << 30).await.unwrap();
-    let (status, health) = server.get("/healthz").await;
+    let (status, health) = server.get("/readyz").await;
     assert_eq!(status, 200, "{health}");
     assert_eq!(health["database"]["status"], "ok", "{health}");
     let frames = stream_turn_to_end(&server, &session_id, user("hello again")).await;

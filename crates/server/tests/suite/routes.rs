@@ -253,7 +253,7 @@ fn is_iso_utc(value: &Value) -> bool {
 // ---------------------------------------------------------------------------------------------------------
 
 #[tokio::test]
-async fn healthz_reports_status_version_and_database() {
+async fn healthz_is_liveness_and_readyz_reports_the_database_and_redis() {
     let server = TestServer::start().await;
     let reply = call(server.http.get(server.url("/healthz"))).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
@@ -264,7 +264,15 @@ async fn healthz_reports_status_version_and_database() {
         body["version"].as_str().is_some_and(|version| !version.is_empty()),
         "{body}"
     );
+    assert!(body.get("database").is_none(), "liveness checks nothing else: {body}");
+    let reply = call(server.http.get(server.url("/readyz"))).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let body = reply.json();
+    assert_eq!(body["status"], "ok");
     assert_eq!(body["database"]["status"], "ok", "{body}");
+    // Redis is part of readiness in hosted mode only.
+    let hosted = server.state.redis.is_some();
+    assert_eq!(body["redis"]["status"].as_str(), hosted.then_some("ok"), "{body}");
     server.stop().await;
 }
 

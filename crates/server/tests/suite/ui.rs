@@ -271,6 +271,7 @@ async fn the_api_keeps_its_json_errors_and_its_pages_no_ui_policy() {
         "/api/v1/sessions/x/y/z",
         "/healthz/",
         "/healthz/x",
+        "/readyz/",
     ] {
         let answer = get(&server, path).await;
         assert_eq!(answer.status, 404, "{path}");
