@@ -27,6 +27,7 @@ mod idempotency;
 mod ids;
 mod lifecycle;
 mod recovery;
+mod telemetry;
 
 pub use cancel::TurnCancel;
 pub use error::{AgentError, InputError};

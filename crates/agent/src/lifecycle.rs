@@ -78,6 +78,8 @@ impl Lifecycle {
         let (state_sender, state) = oneshot::channel();
         lock(&self.turns).insert(key.clone(), LiveTurn { cancel, ended });
         let lifecycle = self.clone();
+        let started = std::time::Instant::now();
+        crate::telemetry::turn_started();
         tokio::spawn(async move {
             let published = publisher.await.unwrap_or_default();
             let outcome = task.await;
@@ -85,6 +87,8 @@ impl Lifecycle {
                 (Some(_), Ok(Some(state))) => Some(state.clone()),
                 _ => None,
             };
+            let state = stored.as_ref().map_or("unsettled", TurnState::status_str);
+            crate::telemetry::turn_ended(state, started.elapsed());
             let _ = state_sender.send(stored);
             lifecycle.settle(&key, published, outcome).await;
             lock(&lifecycle.turns).remove(&key);

@@ -559,6 +559,8 @@ async fn ui_or_not_found(request: Request) -> Response {
 
 /// The HTTP app over a state.
 pub fn router(state: AppState) -> Router {
+    // Installed before anything is counted (the first server of the process installs it).
+    crate::prometheus::recorder();
     let limit = BodyLimit(state.config.body_limit);
     let hosts = Arc::new(HostGuard::new(&state.config));
     let app = crate::routes::api().merge(crate::openapi::routes());
@@ -577,6 +579,8 @@ pub fn router(state: AppState) -> Router {
         // A request from a host or origin that is not ours reaches nothing, not even the body limit.
         .layer(middleware::from_fn_with_state(hosts, guard_hosts))
         .layer(middleware::from_fn(uri_limit))
+        // Outermost: every answer counts, refusals by the layers above included.
+        .layer(middleware::from_fn(crate::prometheus::track_http))
 }
 
 /// Serves the app on `listener` until `shutdown` resolves, then ends running turns (`turn.done` with

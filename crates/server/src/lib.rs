@@ -16,6 +16,7 @@ pub mod mcp_tools;
 pub mod models;
 pub mod openapi;
 pub mod private_files;
+pub mod prometheus;
 mod routes;
 pub mod sandboxes;
 mod schemas;

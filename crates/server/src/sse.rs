@@ -49,6 +49,7 @@ pub struct EventSource {
 pub fn response(source: EventSource, key: TurnKey, after: u64) -> Response {
     let (sender, receiver) = mpsc::channel::<Bytes>(64);
     tokio::spawn(async move {
+        let _open = OpenStream::count();
         let writer = Writer {
             sender,
             source,
@@ -72,6 +73,44 @@ pub fn response(source: EventSource, key: TurnKey, after: u64) -> Response {
     // Reverse proxies (nginx) must not buffer a live stream.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
+}
+
+/// One open event stream, counted in `trueforge_sse_connections` while it lives.
+struct OpenStream;
+
+impl OpenStream {
+    fn count() -> Self {
+        metrics::gauge!("trueforge_sse_connections").increment(1.0);
+        Self
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        metrics::gauge!("trueforge_sse_connections").decrement(1.0);
+    }
+}
+
+/// Records how long a live event took from its creation to this stream (`trueforge_event_delivery_lag_seconds`).
+/// Events without a creation time of their own (most deltas) are skipped.
+fn record_delivery_lag(json: &str) {
+    #[derive(serde::Deserialize)]
+    struct Created<'a> {
+        #[serde(borrow)]
+        created_at: Option<&'a str>,
+    }
+    let Ok(Created {
+        created_at: Some(created_at),
+    }) = serde_json::from_str::<Created<'_>>(json)
+    else {
+        return;
+    };
+    if let Ok(created) = chrono::DateTime::parse_from_rfc3339(created_at) {
+        let lag = chrono::Utc::now().signed_duration_since(created);
+        if let Ok(lag) = lag.to_std() {
+            metrics::histogram!("trueforge_event_delivery_lag_seconds").record(lag.as_secs_f64());
+        }
+    }
 }
 
 struct Writer {
@@ -153,6 +192,7 @@ impl Writer {
             if self.send(frame(event.seq, &event.json)).await.is_err() {
                 return Ok(Stop::Closed);
             }
+            record_delivery_lag(&event.json);
             self.cursor = event.seq;
             ping.reset();
             if event.terminal {

@@ -184,12 +184,16 @@ impl Runtime {
                 tracing::debug!(turn = %key.turn_id, %error, "lease claimed by someone else");
                 continue;
             }
+            crate::telemetry::lease_claimed();
             tracing::info!(turn = %key.turn_id, previous_owner = %lease.owner, "resuming a turn whose executor is gone");
             if let Err(error) = self.resume_turn(&key).await {
+                crate::telemetry::turn_recovered("failed");
                 tracing::error!(turn = %key.turn_id, %error, "could not resume a turn; ending it");
                 if let Err(error) = self.freeze(&key, CancellationReason::Abandoned).await {
                     tracing::error!(turn = %key.turn_id, %error, "could not end a turn that failed to resume");
                 }
+            } else {
+                crate::telemetry::turn_recovered("resumed");
             }
         }
     }

@@ -227,8 +227,23 @@ impl TurnSandbox {
         Ok(raw_id)
     }
 
-    /// Runs a command; a sandbox found gone is made again once.
+    /// Runs a command; a sandbox found gone is made again once. Counted for the metrics by provider and
+    /// outcome.
     pub async fn exec(&self, request: ExecRequest, cancel: &CancellationToken) -> Result<ExecOutput, AgentError> {
+        let started = std::time::Instant::now();
+        let result = self.exec_uncounted(request, cancel).await;
+        let outcome = match &result {
+            Ok(output) if output.cancelled => "cancelled",
+            Ok(output) if output.timed_out => "timeout",
+            Ok(output) if output.exit_code == Some(0) => "ok",
+            Ok(_) => "failed",
+            Err(_) => "error",
+        };
+        crate::telemetry::sandbox_exec(self.provider.kind(), outcome, started.elapsed());
+        result
+    }
+
+    async fn exec_uncounted(&self, request: ExecRequest, cancel: &CancellationToken) -> Result<ExecOutput, AgentError> {
         let raw_id = self.raw_id().await?;
         let request = self.with_code_mode(request).await?;
         match self.provider.exec(&raw_id, request.clone(), cancel).await {

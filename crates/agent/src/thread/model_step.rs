@@ -87,7 +87,14 @@ impl AgentThread {
         env.journal
             .open_message(ModelMessageEvent::placeholder(&message_id, &self.id, &created_at))
             .await;
+        let call_started = std::time::Instant::now();
         let answered = self.stream_answer(env, &request, &message_id, &created_at).await;
+        let (outcome, usage) = match &answered {
+            Ok(response) => ("ok", Some(&response.usage)),
+            Err(LlmError::Cancelled) => ("cancelled", None),
+            Err(_) => ("error", None),
+        };
+        crate::telemetry::model_call(&self.setup.model.name, outcome, call_started.elapsed(), usage);
         self.return_request(request);
         let response = match answered {
             Ok(response) => response,

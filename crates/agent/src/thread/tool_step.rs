@@ -123,7 +123,26 @@ impl AgentThread {
         Ok(ThreadExit::NeedsUser(vec![action]))
     }
 
+    /// Runs one call, counting it (tool set, outcome, time) for the metrics.
     async fn execute(&self, env: &TurnEnv, call: &ContextToolCall) -> CallOutcome {
+        let started = std::time::Instant::now();
+        let outcome = self.run_call(env, call).await;
+        let tool_set = self
+            .setup
+            .registry
+            .get(&call.function.name)
+            .map_or("unavailable", |tool| tool.set.id());
+        let label = match &outcome {
+            CallOutcome::Result(content, _) | CallOutcome::Recalled(content, _) if content.is_error => "error",
+            CallOutcome::Result(..) | CallOutcome::Recalled(..) | CallOutcome::Spawn(_) => "ok",
+            CallOutcome::AuthRequired(_) => "auth_required",
+            CallOutcome::Cancelled => "cancelled",
+        };
+        crate::telemetry::tool_call(tool_set, label, started.elapsed());
+        outcome
+    }
+
+    async fn run_call(&self, env: &TurnEnv, call: &ContextToolCall) -> CallOutcome {
         let name = tool_name(call);
         let arguments = match parse_arguments(&call.function.arguments) {
             Ok(arguments) => arguments,

@@ -6,7 +6,7 @@
 //! `Authorization: Bearer <token>` or the `id_token` cookie the login flow sets, or with one of its user's
 //! API keys (`tfk_…`, as `Authorization: Bearer`); every `/api/` route but
 //! the login flow's own and the API's document then refuses an unidentified caller (401), and the settings
-//! routes refuse a caller without the admin role (403).
+//! routes and `/metrics` refuse a caller without the admin role (403).
 
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use trueforge_protocol::TenantId;
 
 use crate::error::ApiError;
+use crate::prometheus::METRICS_PATH;
 use crate::routes::api_keys::{KEY_PREFIX, key_hash};
 use crate::state::{AppState, Caller};
 
@@ -44,8 +45,10 @@ pub async fn identify(State(state): State<AppState>, mut request: Request, next:
         return next.run(request).await;
     };
     // Outside the API (the app's files, `/healthz`) nothing is anyone's: no token is checked, so loading the
-    // app costs no signature checks or key lookups.
-    if !request.uri().path().starts_with("/api/") {
+    // app costs no signature checks or key lookups. `/metrics` is the exception: it tells what the server
+    // does for every tenant, so it is an admin's, as the settings are.
+    let path = request.uri().path();
+    if !path.starts_with("/api/") && path != METRICS_PATH {
         return next.run(request).await;
     }
     let identified = match presented_token(request.headers()) {
@@ -60,7 +63,7 @@ pub async fn identify(State(state): State<AppState>, mut request: Request, next:
     let public = PUBLIC_API_PATHS.contains(&path);
     match identified {
         Ok(caller) => {
-            if path.starts_with("/api/v1/settings") && !caller.is_admin {
+            if (path.starts_with("/api/v1/settings") || path == METRICS_PATH) && !caller.is_admin {
                 return ApiError::new(StatusCode::FORBIDDEN, "Admin access required").into_response();
             }
             request.extensions_mut().insert(caller);

@@ -103,10 +103,11 @@ pub(crate) fn documented() -> OpenApiRouter<AppState> {
         .routes(routes!(turns::download_sandbox_file))
 }
 
-/// The API: the documented routes, and `/healthz` (liveness) and `/readyz` (readiness), which the document
-/// leaves out as the reference does with `/healthz`.
+/// The API: the documented routes, and `/healthz` (liveness), `/readyz` (readiness) and `/metrics`
+/// (Prometheus), which the document leaves out as the reference does with `/healthz`.
 pub fn api() -> Router<AppState> {
     Router::from(documented())
         .route("/healthz", get(meta::healthz))
         .route("/readyz", get(meta::readyz))
+        .route(crate::prometheus::METRICS_PATH, get(crate::prometheus::metrics))
 }

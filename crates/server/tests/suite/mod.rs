@@ -7,6 +7,7 @@ mod hardening;
 mod idempotency;
 mod mcp;
 mod mcp_oauth;
+mod metrics;
 mod models;
 mod oidc;
 mod openapi;

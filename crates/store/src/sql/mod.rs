@@ -45,6 +45,27 @@ pub(crate) enum Access {
     ReadOne,
 }
 
+impl Access {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Write | Self::WriteOne => "write",
+            Self::Read | Self::ReadOne => "read",
+        }
+    }
+}
+
+/// Counts one store operation for the metrics (`trueforge_store_operation_duration_seconds`, by backend,
+/// access and outcome): how long it took, from asking for a connection to the commit.
+pub(crate) fn record_operation(backend: &'static str, access: Access, started: std::time::Instant, ok: bool) {
+    metrics::histogram!(
+        "trueforge_store_operation_duration_seconds",
+        "backend" => backend,
+        "access" => access.label(),
+        "outcome" => if ok { "ok" } else { "error" },
+    )
+    .record(started.elapsed().as_secs_f64());
+}
+
 /// A database that runs store operations: [`crate::db::SqliteDb`] and [`crate::db::PostgresDb`].
 pub(crate) trait Database: Clone + Send + Sync + 'static {
     type Conn: Sql;
