@@ -21,8 +21,8 @@ use crate::metrics::ThreadMetrics;
 use crate::thread::{AgentThread, TurnEnv};
 
 /// Closes the answers left open, settles the in-flight calls and returns what the turn had used before the
-/// crash (token counts of its stored model messages; each thread's model calls so far also count against
-/// its iteration limit).
+/// crash (token counts of its stored model messages, whose cost is unknown; each thread's model calls so
+/// far also count against its iteration limit).
 pub async fn reconcile_open_calls(
     env: &TurnEnv,
     threads: &mut [AgentThread],
@@ -39,6 +39,8 @@ pub async fn reconcile_open_calls(
                 used.output_tokens += usage.output_tokens;
                 used.cache_read_tokens += usage.cache_read_tokens.unwrap_or(0);
                 used.cache_write_tokens += usage.cache_write_tokens.unwrap_or(0);
+                // A stored message carries no cost, so what the dead run spent is not known.
+                used.cost_unknown |= usage.input_tokens + usage.output_tokens > 0;
             }
             if let Some(thread) = threads.iter_mut().find(|thread| thread.id == message.thread_id) {
                 thread.metrics.iterations += 1;

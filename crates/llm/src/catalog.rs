@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use trueforge_protocol::ModelProperties;
 
-use crate::pricing::Pricing;
+use crate::pricing::ModelPricing;
 
 /// The catalog that ships with this build.
 const SHIPPED: &str = include_str!("../../../catalog/model-catalog.yaml");
@@ -41,10 +41,11 @@ pub struct CatalogModel {
     /// The name agents use.
     pub name: String,
     pub properties: ModelProperties,
-    /// Prices, when known. Kept outside `properties` because `ModelProperties` is a closed object of the
-    /// settings API and a catalog entry must stay copyable into it.
+    /// Prices, when known. Kept outside `properties` (which may hold a provider manifest's own prices) so
+    /// that an entry copied into the settings does not carry today's prices along: they would replace the
+    /// catalog's for that tenant from then on, whatever later catalogs say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pricing: Option<Pricing>,
+    pub pricing: Option<ModelPricing>,
 }
 
 impl ModelCatalog {
@@ -72,7 +73,7 @@ impl ModelCatalog {
     }
 
     /// The model's prices, when the catalog knows at least one of them.
-    pub fn pricing(&self, provider_type: &str, model_id: &str) -> Option<Pricing> {
+    pub fn pricing(&self, provider_type: &str, model_id: &str) -> Option<ModelPricing> {
         self.model(provider_type, model_id)
             .and_then(|model| model.pricing)
             .filter(|pricing| !pricing.is_empty())

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::LlmError;
 use crate::event::StreamEvent;
-use crate::pricing::Pricing;
+use crate::pricing::ModelPricing;
 use crate::request::{ModelRequest, Origin};
 use crate::response::{Assembler, ModelResponse};
 use crate::retry::{RetryPolicy, parse_retry_after};
@@ -38,7 +38,7 @@ pub struct ClientOptions {
     /// long prompt may need more.
     pub idle_timeout: Duration,
     /// The model's prices; when set, every `Usage` event carries its cost.
-    pub pricing: Option<Pricing>,
+    pub pricing: Option<ModelPricing>,
 }
 
 impl Default for ClientOptions {
@@ -292,7 +292,7 @@ struct Body {
     decoder: Box<dyn StreamDecoder>,
     idle_timeout: Duration,
     cancel: CancellationToken,
-    pricing: Option<Pricing>,
+    pricing: Option<ModelPricing>,
     /// The body ended and the decoder's `finish` was called.
     ended: bool,
 }
@@ -319,7 +319,7 @@ impl Body {
                 if let StreamEvent::Usage { usage } = event
                     && usage.cost_usd.is_none()
                 {
-                    usage.cost_usd = pricing.cost(usage);
+                    usage.cost_usd = usage.cost(pricing);
                 }
             }
         }

@@ -27,7 +27,7 @@ pub use client::{ClientOptions, EventStream, ModelClient};
 pub use error::LlmError;
 pub use event::{FinishReason, StreamEvent, Usage};
 pub use gemini::GeminiWire;
-pub use pricing::Pricing;
+pub use pricing::ModelPricing;
 pub use providers::{ProviderType, wire_format};
 pub use request::{
     AssistantMessage, BodyCache, MediaSource, Message, ModelRequest, Origin, ReasoningBlock, SamplingParams, ToolCall,

@@ -46,6 +46,7 @@ mod context;
 mod thread;
 
 mod mcp_server_manifest;
+mod model_pricing;
 mod model_provider;
 mod sandbox_provider;
 mod skill_manifest;
@@ -97,6 +98,7 @@ pub use thread::{
 };
 
 pub use mcp_server_manifest::{McpServerAuth, McpServerManifest, McpServerType};
+pub use model_pricing::{LongContextPricing, ModelPricing, TokenPrices};
 pub use model_provider::{
     CUSTOM_PROVIDER_TYPE, ConfiguredModel, CustomModelProvider, ModelProperties, ModelProviderAuth,
     ModelProviderManifest, ReasoningEffort, WellKnownModelProvider, WellKnownProviderType,

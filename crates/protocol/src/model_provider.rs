@@ -5,9 +5,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::ProtocolError;
 use crate::rules::{self, Checked};
 use crate::tagged::{dispatch_tag, unknown_tag};
+use crate::{ModelPricing, ProtocolError};
 
 /// The provider types with a built-in default endpoint. A tenant has at most one of each; its
 /// settings row is keyed by the type string.
@@ -89,7 +89,7 @@ pub const CUSTOM_PROVIDER_TYPE: &str = "custom";
 
 /// Schema `ModelProviderManifest`, discriminated by `type`: one of the well-known providers, or a
 /// custom OpenAI-compatible endpoint with its own name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ModelProviderManifest {
     WellKnown {
         provider: WellKnownProviderType,
@@ -100,7 +100,7 @@ pub enum ModelProviderManifest {
 
 /// The body of a well-known provider manifest (closed object). `base_url` is always filled in:
 /// the provider's default is materialised when the manifest is read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WellKnownModelProvider {
     pub auth: ModelProviderAuth,
     pub models: Vec<ConfiguredModel>,
@@ -117,7 +117,7 @@ struct WellKnownInput {
 }
 
 /// Schema `CustomModelProvider` (closed object). Without `auth`, calls carry an empty API key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CustomModelProvider {
     pub name: String,
@@ -145,7 +145,7 @@ impl std::fmt::Debug for ModelProviderAuth {
 }
 
 /// Schema `ConfiguredModel` (closed object): a model offered by a provider.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConfiguredModel {
     /// The identifier sent to the provider; unique within the provider.
@@ -159,7 +159,7 @@ pub struct ConfiguredModel {
 }
 
 /// Schema `ModelProperties` (closed object).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelProperties {
     #[serde(
@@ -181,6 +181,12 @@ pub struct ModelProperties {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false, min_items = 1)]
     pub reasoning_efforts: Option<Vec<ReasoningEffort>>,
+    /// Our addition: the model's prices, which give its calls a cost. They replace the model catalog's
+    /// prices for this model: a custom provider's models have no catalog entry, and a well-known
+    /// provider may bill an account at other rates than its published ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub pricing: Option<ModelPricing>,
 }
 
 /// Schema `ReasoningEffort`.
@@ -346,6 +352,9 @@ fn validate_models(models: &[ConfiguredModel]) -> Checked {
                 format!("models[{index}].properties.reasoning_efforts"),
                 "must list at least one effort when present",
             ));
+        }
+        if let Some(pricing) = &properties.pricing {
+            pricing.validate(&format!("models[{index}].properties.pricing"))?;
         }
     }
     rules::unique("models[].name", models.iter().map(|model| model.name.as_str()))?;

@@ -124,7 +124,7 @@ impl Catalogs {
 
 /// Schema `CatalogModelProvider`: a well-known provider's presets, or the `custom` entry that tells the
 /// UI which reasoning efforts a custom provider may declare.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum CatalogModelProvider {
     WellKnown(CatalogWellKnownModelProvider),
@@ -133,7 +133,7 @@ pub enum CatalogModelProvider {
 
 /// Schema `CatalogWellKnownModelProvider`. Models are `ConfiguredModel`s so that the UI can copy them
 /// into a provider manifest unchanged.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct CatalogWellKnownModelProvider {
     #[serde(rename = "type")]
     pub provider: WellKnownProviderType,
@@ -419,6 +419,23 @@ fn model_providers(
             ));
         };
         check_logo(origin, &entry, provider.logo.as_deref())?;
+        for (model_index, model) in provider.models.iter().enumerate() {
+            let path = format!("{entry}.models[{model_index}]");
+            // Prices inside `properties` would be copied into the settings with the entry, and from then
+            // on replace the catalog's for that tenant, however the catalog's prices change.
+            if model.properties.pricing.is_some() {
+                return Err(invalid(
+                    origin,
+                    format!("{path}.properties.pricing"),
+                    "a catalog gives prices in `pricing`, beside `properties`",
+                ));
+            }
+            if let Some(pricing) = &model.pricing {
+                pricing
+                    .validate("pricing")
+                    .map_err(|error| rule_violation(origin, &path, error))?;
+            }
+        }
         let models: Vec<ConfiguredModel> = provider
             .models
             .iter()
@@ -907,6 +924,32 @@ mod tests {
             &message,
             &path,
             "providers[0].models[0].properties: token limits must be positive",
+        );
+
+        let (message, path) = model_error(&format!(
+            "providers:\n{}",
+            provider(
+                "zai",
+                "      - {model_id: m, name: mm, properties: {pricing: {input_per_mtok: 1}}}\n"
+            )
+        ));
+        assert_names(
+            &message,
+            &path,
+            "providers[0].models[0].properties.pricing: a catalog gives prices in `pricing`, beside `properties`",
+        );
+
+        let (message, path) = model_error(&format!(
+            "providers:\n{}",
+            provider(
+                "zai",
+                "      - {model_id: m, name: mm, properties: {}, pricing: {long_context: {above_input_tokens: 0}}}\n"
+            )
+        ));
+        assert_names(
+            &message,
+            &path,
+            "providers[0].models[0].pricing.long_context.above_input_tokens: must be at least 1",
         );
 
         // A provider without presets is valid, as in the wire schema.

@@ -140,8 +140,15 @@ impl SettingsModels {
         let provider_type = provider.provider_type();
         let kind = ProviderType::parse(provider_type)?;
         let endpoint = kind.endpoint(Some(provider.base_url()), provider.api_key(), &model.model_id)?;
+        // The manifest's prices replace the catalog's whole: mixing two price lists could bill a call at
+        // rates neither of them states.
+        let pricing = model
+            .properties
+            .pricing
+            .filter(|pricing| !pricing.is_empty())
+            .or_else(|| self.catalog.pricing(provider_type, &model.model_id));
         let options = ClientOptions {
-            pricing: self.catalog.pricing(provider_type, &model.model_id),
+            pricing,
             ..self.options.clone()
         };
         let client = (self.build_client)(kind.wire_format(), endpoint, options);

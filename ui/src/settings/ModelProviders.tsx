@@ -26,6 +26,7 @@ import {
 
 type ConfiguredModel = components["schemas"]["ConfiguredModel"];
 type ReasoningEffort = components["schemas"]["ReasoningEffort"];
+type ModelPricing = components["schemas"]["ModelPricing"];
 type WellKnownCatalog = components["schemas"]["CatalogWellKnownModelProvider"];
 
 const PROVIDER_LABELS: Record<string, string> = {
@@ -201,6 +202,8 @@ interface ModelRow {
   readonly contextLength: string;
   readonly maxOutputTokens: string;
   readonly efforts: readonly ReasoningEffort[];
+  /** Prices set through the API: the form has no fields for them, so it keeps them as they are. */
+  readonly pricing?: ModelPricing;
 }
 
 let nextRowKey = 1;
@@ -214,6 +217,7 @@ function rowFromModel(model: ConfiguredModel): ModelRow {
     contextLength: model.properties.context_length?.toString() ?? "",
     maxOutputTokens: model.properties.max_output_tokens?.toString() ?? "",
     efforts: model.properties.reasoning_efforts ?? [],
+    ...(model.properties.pricing ? { pricing: model.properties.pricing } : {}),
   };
 }
 
@@ -237,6 +241,7 @@ function modelFromRow(row: ModelRow): ConfiguredModel {
       ...(row.contextLength.trim() ? { context_length: Number(row.contextLength) } : {}),
       ...(row.maxOutputTokens.trim() ? { max_output_tokens: Number(row.maxOutputTokens) } : {}),
       ...(row.efforts.length > 0 ? { reasoning_efforts: [...row.efforts] } : {}),
+      ...(row.pricing ? { pricing: row.pricing } : {}),
     },
   };
 }

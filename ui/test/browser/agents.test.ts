@@ -87,6 +87,34 @@ describe("settings", () => {
       JSON.stringify(models.data),
     );
   });
+
+  test("a model's prices, set through the API, survive an edit of its provider in settings", async () => {
+    const pricing = { input_per_mtok: 0.5, output_per_mtok: 1.5, cache_read_per_mtok: 0.05 };
+    await harness.api("PUT", "/api/v1/settings/model-providers", {
+      manifest: {
+        type: "custom",
+        name: "priced",
+        base_url: `${harness.server.fakeLlmUrl}/v1`,
+        models: [{ model_id: "model-a", name: "model-a", properties: { context_length: 1000, pricing } }],
+      },
+    });
+    const { page } = await harness.page();
+    await page.goto("/settings/models");
+    const row = page.getByTestId("provider-list").locator("li", { hasText: "priced" });
+    await row.getByRole("button", { name: "Edit priced" }).click();
+    const form = page.getByTestId("provider-form");
+    await form.getByLabel("Model 1: name for agents").fill("model-b");
+    await form.getByRole("button", { name: "Save" }).click();
+    await row.locator(".tf-chip", { hasText: "model-b" }).waitFor();
+    const providers = await harness.api<{
+      data: { name: string; manifest: { models: { name: string; properties: { pricing?: unknown } }[] } }[];
+    }>("GET", "/api/v1/settings/model-providers");
+    const models = providers.data.find((provider) => provider.name === "priced")?.manifest.models ?? [];
+    assert.deepEqual(
+      models.map((model) => [model.name, model.properties.pricing]),
+      [["model-b", pricing]],
+    );
+  });
 });
 
 describe("history filter and deletes", () => {

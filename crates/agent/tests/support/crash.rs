@@ -14,8 +14,8 @@ use trueforge_protocol::{
 };
 use trueforge_store::session::model::{
     ExpiredLease, FreezeTurn, HistoryEntry, KeyedTurn, Lease, LiveStreamMark, NewSession, NewTurn, Page, PageRequest,
-    ReusedTurnRecord, SessionEventItem, SessionFilter, SessionId, SessionRecord, SessionUpdate, SortOrder, StoredEvent,
-    TenantId, ThreadId, ThreadStep, TurnDone, TurnId, TurnKey, TurnRecord, TurnSummary,
+    ReusedTurnRecord, SessionCost, SessionEventItem, SessionFilter, SessionId, SessionRecord, SessionUpdate, SortOrder,
+    StoredEvent, TenantId, ThreadId, ThreadStep, TurnDone, TurnId, TurnKey, TurnRecord, TurnSummary,
 };
 use trueforge_store::{SessionStore, StoreError, StoreResult};
 
@@ -94,6 +94,13 @@ impl SessionStore for CrashingStore {
         page: &PageRequest,
     ) -> StoreResult<Page<SessionRecord>> {
         self.inner.list_sessions(tenant_id, filter, page).await
+    }
+    async fn session_costs(
+        &self,
+        tenant_id: &TenantId,
+        session_ids: &[SessionId],
+    ) -> StoreResult<BTreeMap<SessionId, SessionCost>> {
+        self.inner.session_costs(tenant_id, session_ids).await
     }
     async fn create_turn(&self, turn: NewTurn) -> StoreResult<TurnSummary> {
         self.check()?;

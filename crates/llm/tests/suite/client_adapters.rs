@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use trueforge_llm::{
-    ClientOptions, Endpoint, EventStream, LlmError, Message, ModelClient, ModelRequest, Pricing, RetryPolicy,
+    ClientOptions, Endpoint, EventStream, LlmError, Message, ModelClient, ModelPricing, ModelRequest, RetryPolicy,
     StreamEvent, WireApi, wire_format,
 };
 use trueforge_testkit::fake_llm::{Api, FakeLlm, Outcome, ScriptedError, ScriptedStream, ScriptedUsage};
@@ -214,11 +214,11 @@ async fn usage_cost_and_origin(api: Api) {
         ..ScriptedUsage::default()
     };
     fake.push(ScriptedStream::text("counted").usage(usage));
-    let pricing = Pricing {
+    let pricing = ModelPricing {
         input_per_mtok: Some(2.0),
         output_per_mtok: Some(8.0),
         cache_read_per_mtok: Some(0.5),
-        cache_write_per_mtok: None,
+        ..ModelPricing::default()
     };
     let options = ClientOptions {
         pricing: Some(pricing),

@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 use crate::ModelProperties;
 
 /// Schema `AvailableModel`: one configured model of a provider, as `GET /models` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[non_exhaustive]
 pub struct AvailableModel {
     /// `provider/model`, the name agents use.

@@ -17,6 +17,12 @@ pub struct Session {
     pub created_by: String,
     pub created_at: String,
     pub updated_at: String,
+    /// Our addition: what the session's ended turns cost in USD, summed over every branch (a running turn
+    /// adds its cost when it ends). `null` when the cost of one of them is unknown: its model has no
+    /// prices, or it ended without recording what it used (frozen by a new turn, say).
+    #[serde(default)]
+    #[schema(required = true, minimum = 0.0)]
+    pub total_cost_in_usd: Option<f64>,
 }
 
 impl Session {
@@ -35,7 +41,14 @@ impl Session {
             created_by: created_by.into(),
             created_at: created_at.into(),
             updated_at: updated_at.into(),
+            total_cost_in_usd: None,
         }
+    }
+
+    /// The session with the cost of its ended turns (`None`: unknown).
+    pub fn with_total_cost_in_usd(mut self, cost: Option<f64>) -> Self {
+        self.total_cost_in_usd = cost;
+        self
     }
 }
 

@@ -10,7 +10,7 @@ use trueforge_protocol::api::{
 use trueforge_protocol::{CancellationReason, SessionAgent, SessionId, TurnId};
 use trueforge_store::Timestamp;
 use trueforge_store::session::model::{
-    NewSession, PageRequest, SessionFilter, SessionRecord, SessionUpdate, SortOrder, TurnKey,
+    NewSession, PageRequest, SessionCost, SessionFilter, SessionRecord, SessionUpdate, SortOrder, TurnKey,
 };
 
 use crate::error::{ApiError, ApiResult};
@@ -56,6 +56,30 @@ pub async fn owned_session(state: &AppState, caller: &Caller, session_id: &Sessi
         return Err(ApiError::session_not_found(session_id));
     }
     Ok(session)
+}
+
+/// Sessions as the API writes them, with what their ended turns cost (one store read for them all).
+async fn with_costs(state: &AppState, caller: &Caller, records: Vec<SessionRecord>) -> ApiResult<Vec<Session>> {
+    let ids: Vec<SessionId> = records.iter().map(|record| record.session_id.clone()).collect();
+    let mut costs = state.sessions.session_costs(&caller.tenant, &ids).await?;
+    Ok(records
+        .into_iter()
+        .map(|record| {
+            let cost = costs.remove(&record.session_id).unwrap_or_default();
+            record.into_session(cost)
+        })
+        .collect())
+}
+
+async fn with_cost(state: &AppState, caller: &Caller, record: SessionRecord) -> ApiResult<Session> {
+    let ids = [record.session_id.clone()];
+    let cost = state
+        .sessions
+        .session_costs(&caller.tenant, &ids)
+        .await?
+        .remove(&record.session_id)
+        .unwrap_or_default();
+    Ok(record.into_session(cost))
 }
 
 /// Creates a session for the caller.
@@ -106,7 +130,8 @@ pub async fn create(
             custom: None,
         })
         .await?;
-    Ok(Data::created(Session::from(record)).into_response())
+    // A new session has no turns, so nothing spent.
+    Ok(Data::created(record.into_session(SessionCost::default())).into_response())
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -192,7 +217,7 @@ pub async fn list(
         )
         .await?;
     Ok(PageOf {
-        data: page.data.into_iter().map(Session::from).collect(),
+        data: with_costs(&state, &caller, page.data).await?,
         limit: page.limit,
         next_page_token: page.next_page_token,
     }
@@ -218,7 +243,7 @@ pub async fn get(
     Path(session_id): Path<SessionId>,
 ) -> ApiResult<Response> {
     let session = owned_session(&state, &caller, &session_id).await?;
-    Ok(Data::ok(Session::from(session)).into_response())
+    Ok(Data::ok(with_cost(&state, &caller, session).await?).into_response())
 }
 
 /// What to change on a session: its inline agent spec (sessions of a saved agent cannot change agent), its
@@ -302,7 +327,7 @@ pub async fn patch(
             },
         )
         .await?;
-    Ok(Data::ok(Session::from(updated)).into_response())
+    Ok(Data::ok(with_cost(&state, &caller, updated).await?).into_response())
 }
 
 /// Deletes a session with its turns and events, stopping a running turn first.

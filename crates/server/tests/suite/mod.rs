@@ -2,6 +2,7 @@ mod agent_approvals;
 mod api;
 mod api_keys;
 mod compaction;
+mod costs;
 mod full_store;
 mod hardening;
 mod idempotency;

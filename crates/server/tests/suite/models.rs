@@ -11,7 +11,7 @@ use trueforge_agent::capabilities::SubAgentModel;
 use trueforge_agent::model::complete;
 use trueforge_agent::{ModelResolver, ResolvedModel};
 use trueforge_llm::{
-    CatalogModel, CatalogProvider, ClientOptions, Message, ModelCatalog, ModelRequest, Pricing, RetryPolicy,
+    CatalogModel, CatalogProvider, ClientOptions, Message, ModelCatalog, ModelPricing, ModelRequest, RetryPolicy,
     TokenizerFamily,
 };
 use trueforge_protocol::{AgentSpec, ModelParams, ModelProviderManifest};
@@ -20,7 +20,7 @@ use trueforge_server::spec_check::{SpecError, SpecStores, validate_agent_spec};
 use trueforge_store::settings::{
     McpServerStore, MemorySettingsStore, ModelProviderStore, SandboxProviderStatus, SandboxProviderStore, SkillStore,
 };
-use trueforge_testkit::fake_llm::{Api, FakeLlm, ScriptedStream};
+use trueforge_testkit::fake_llm::{Api, FakeLlm, ScriptedStream, ScriptedUsage};
 
 const TENANT: &str = "tenant-a";
 
@@ -214,7 +214,7 @@ fn catalog_with(
     provider_type: &str,
     model_id: &str,
     context_length: Option<u64>,
-    pricing: Option<Pricing>,
+    pricing: Option<ModelPricing>,
 ) -> ModelCatalog {
     ModelCatalog {
         providers: vec![CatalogProvider {
@@ -278,11 +278,12 @@ async fn catalog_prices_give_usage_a_cost() {
     fake.push(ScriptedStream::text("unpriced"));
     let store = Arc::new(MemorySettingsStore::new());
     configure(&store, openai_provider(&fake.base_url(Api::Responses), json!({}))).await;
-    let prices = Pricing {
+    let prices = ModelPricing {
         input_per_mtok: Some(1.0),
         output_per_mtok: Some(2.0),
         cache_read_per_mtok: Some(0.1),
         cache_write_per_mtok: Some(1.0),
+        ..ModelPricing::default()
     };
 
     let priced = resolver(&store, catalog_with("openai", "gpt-test", None, Some(prices)))
@@ -302,6 +303,54 @@ async fn catalog_prices_give_usage_a_cost() {
         .await
         .unwrap();
     assert_eq!(ask(&unpriced).await.usage.cost_usd, None);
+}
+
+#[tokio::test]
+async fn manifest_prices_replace_the_catalogs() {
+    let fake = FakeLlm::start().await;
+    let usage = ScriptedUsage {
+        input_tokens: 1_000_000,
+        output_tokens: 100_000,
+        ..ScriptedUsage::default()
+    };
+    fake.push(ScriptedStream::text("at the manifest's prices").usage(usage));
+    fake.push(ScriptedStream::text("at the catalog's prices").usage(usage));
+    let store = Arc::new(MemorySettingsStore::new());
+    let catalog_prices = ModelPricing {
+        input_per_mtok: Some(1.0),
+        output_per_mtok: Some(2.0),
+        ..ModelPricing::default()
+    };
+    let catalog = catalog_with("openai", "gpt-test", None, Some(catalog_prices));
+    // Only an output price: the input price is unknown, not the catalog's.
+    configure(
+        &store,
+        openai_provider(
+            &fake.base_url(Api::Responses),
+            json!({"pricing": {"output_per_mtok": 10.0}}),
+        ),
+    )
+    .await;
+    let resolved = resolver(&store, catalog.clone())
+        .resolve(&TENANT.into(), "openai/gpt")
+        .await
+        .unwrap();
+    assert_eq!(ask(&resolved).await.usage.cost_usd, None, "prices are not mixed");
+
+    configure(
+        &store,
+        openai_provider(&fake.base_url(Api::Responses), json!({"pricing": {}})),
+    )
+    .await;
+    let resolved = resolver(&store, catalog)
+        .resolve(&TENANT.into(), "openai/gpt")
+        .await
+        .unwrap();
+    let cost = ask(&resolved).await.usage.cost_usd.unwrap();
+    assert!(
+        (cost - (1.0 + 0.1 * 2.0)).abs() < 1e-12,
+        "empty prices leave the catalog's: {cost}"
+    );
 }
 
 // ---- listing ----

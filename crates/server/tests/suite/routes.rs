@@ -1681,7 +1681,19 @@ async fn sessions_create_inline_shape() {
     assert!(is_iso_utc(&session["updated_at"]), "{session}");
     let mut keys: Vec<&str> = session.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["agent", "created_at", "created_by", "id", "title", "updated_at"]);
+    assert_eq!(
+        keys,
+        [
+            "agent",
+            "created_at",
+            "created_by",
+            "id",
+            "title",
+            "total_cost_in_usd",
+            "updated_at"
+        ]
+    );
+    assert_eq!(session["total_cost_in_usd"], 0.0, "nothing spent yet");
     assert_eq!(session_body(&server, id).await, *session);
     server.stop().await;
 }

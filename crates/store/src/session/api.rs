@@ -3,18 +3,20 @@
 
 use trueforge_protocol::api::{Session, Turn};
 
-use super::model::{SessionRecord, TurnSummary};
+use super::model::{SessionCost, SessionRecord, TurnSummary};
 
-impl From<SessionRecord> for Session {
-    fn from(record: SessionRecord) -> Self {
+impl SessionRecord {
+    /// The session as the API writes it, with what its ended turns cost.
+    pub fn into_session(self, cost: SessionCost) -> Session {
         Session::new(
-            record.session_id,
-            record.agent,
-            record.title,
-            record.created_by,
-            record.created_at.to_iso(),
-            record.updated_at.to_iso(),
+            self.session_id,
+            self.agent,
+            self.title,
+            self.created_by,
+            self.created_at.to_iso(),
+            self.updated_at.to_iso(),
         )
+        .with_total_cost_in_usd(cost.total_usd())
     }
 }
 

@@ -33,6 +33,38 @@ pub struct SessionRecord {
     pub custom: Option<Value>,
 }
 
+/// What a session's ended turns cost, all branches, summed from the metrics each turn stored at its end
+/// (a running turn adds its cost when it ends).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SessionCost {
+    /// The sum of the known costs, in USD.
+    pub known_usd: f64,
+    /// Ended turns whose cost is unknown: they used tokens without a cost (a model without prices), or
+    /// stored no metrics at all (a turn frozen from outside its run, such as one a new turn cancelled).
+    pub unknown_turns: u64,
+}
+
+impl SessionCost {
+    /// Adds an ended turn by the metrics it stored.
+    pub fn add_turn(&mut self, metrics: Option<&TurnMetrics>) {
+        match metrics {
+            Some(TurnMetrics {
+                total_cost_in_usd: Some(cost),
+                ..
+            }) => self.known_usd += cost,
+            Some(metrics)
+                if metrics.total_input_tokens.unwrap_or(0) + metrics.total_output_tokens.unwrap_or(0) == 0 => {}
+            _ => self.unknown_turns += 1,
+        }
+    }
+
+    /// The session's cost in USD, when every ended turn's is known: a sum that left some out would
+    /// understate it.
+    pub fn total_usd(&self) -> Option<f64> {
+        (self.unknown_turns == 0).then_some(self.known_usd)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct NewSession {
     pub tenant_id: TenantId,

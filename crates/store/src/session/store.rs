@@ -11,8 +11,9 @@ use trueforge_protocol::{
 
 use super::model::{
     ExpiredLease, FreezeTurn, HistoryEntry, KeyedTurn, Lease, LiveStreamMark, NewSession, NewTurn, Page, PageRequest,
-    ReusedTurnRecord, SandboxInfo, SessionEventItem, SessionFilter, SessionId, SessionRecord, SessionUpdate, SortOrder,
-    StoredEvent, TenantId, ThreadId, ThreadStep, TurnDone, TurnId, TurnKey, TurnRecord, TurnSummary,
+    ReusedTurnRecord, SandboxInfo, SessionCost, SessionEventItem, SessionFilter, SessionId, SessionRecord,
+    SessionUpdate, SortOrder, StoredEvent, TenantId, ThreadId, ThreadStep, TurnDone, TurnId, TurnKey, TurnRecord,
+    TurnSummary,
 };
 use crate::error::StoreResult;
 
@@ -51,6 +52,14 @@ pub trait SessionStore: Send + Sync {
         filter: &SessionFilter,
         page: &PageRequest,
     ) -> StoreResult<Page<SessionRecord>>;
+
+    /// What the ended turns of each of `session_ids` cost. Sessions without an ended turn, and those of
+    /// another tenant, are left out of the map.
+    async fn session_costs(
+        &self,
+        tenant_id: &TenantId,
+        session_ids: &[SessionId],
+    ) -> StoreResult<BTreeMap<SessionId, SessionCost>>;
 
     // ---- turns ----
 

@@ -12,6 +12,7 @@ mod sessions;
 mod state;
 mod turns;
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -117,6 +118,14 @@ impl SessionStore for MemorySessionStore {
     ) -> StoreResult<Page<SessionRecord>> {
         let after = page::sessions_cursor(page::open_page(page)?, filter.order)?;
         self.lock().list_sessions(tenant_id, filter, page, after)
+    }
+
+    async fn session_costs(
+        &self,
+        tenant_id: &TenantId,
+        session_ids: &[SessionId],
+    ) -> StoreResult<BTreeMap<SessionId, SessionCost>> {
+        Ok(self.lock().session_costs(tenant_id, session_ids))
     }
 
     async fn create_turn(&self, turn: NewTurn) -> StoreResult<TurnSummary> {

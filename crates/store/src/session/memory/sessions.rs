@@ -1,5 +1,7 @@
 //! Sessions: create, update, delete (with everything under them) and the keyset-paged listing.
 
+use std::collections::BTreeMap;
+
 use trueforge_protocol::SessionAgent;
 
 use super::state::State;
@@ -29,6 +31,28 @@ impl State {
         };
         self.sessions.insert(session.session_id, record.clone());
         Ok(record)
+    }
+
+    pub(super) fn session_costs(
+        &self,
+        tenant_id: &TenantId,
+        session_ids: &[SessionId],
+    ) -> BTreeMap<SessionId, SessionCost> {
+        let mut costs: BTreeMap<SessionId, SessionCost> = BTreeMap::new();
+        for row in self.turns.values() {
+            let summary = &row.summary;
+            if summary.tenant_id != *tenant_id
+                || !session_ids.contains(&summary.session_id)
+                || !summary.state.is_terminal()
+            {
+                continue;
+            }
+            costs
+                .entry(summary.session_id.clone())
+                .or_default()
+                .add_turn(summary.state.metrics());
+        }
+        costs
     }
 
     pub(super) fn delete_session(&mut self, tenant_id: &TenantId, session_id: &SessionId) -> StoreResult<()> {

@@ -93,6 +93,9 @@ pub(crate) trait SessionSql: Sql {
     /// engine cannot name the key that way (the whole map is then rewritten).
     fn capability_key_path(key: &str) -> Option<String>;
 
+    /// The `metrics` object of a turn row's `state`, as JSON (NULL when the state has none).
+    const TURN_METRICS: &'static str;
+
     /// A full-text filter on `$4`, a query made by [`search_expression`](Self::search_expression), in a
     /// query over the rows of session `$2`.
     const SEARCH_CONDITION: &'static str;
@@ -158,6 +161,22 @@ where
         self.db
             .run(Access::ReadOne, move |conn| {
                 Box::pin(sessions::list_sessions(conn, tenant_id, filter, page))
+            })
+            .await
+    }
+
+    async fn session_costs(
+        &self,
+        tenant_id: &TenantId,
+        session_ids: &[SessionId],
+    ) -> StoreResult<BTreeMap<SessionId, SessionCost>> {
+        if session_ids.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let (tenant_id, session_ids) = (tenant_id.to_owned(), session_ids.to_vec());
+        self.db
+            .run(Access::ReadOne, move |conn| {
+                Box::pin(sessions::session_costs(conn, tenant_id, session_ids))
             })
             .await
     }

@@ -17,6 +17,8 @@ impl SessionSql for PgConnection {
         Some(format!("{{\"{escaped}\"}}"))
     }
 
+    const TURN_METRICS: &'static str = "state->'metrics'";
+
     /// Both sides bypass the text-search parser (which drops or splits some tokens, such as `x²`), so they
     /// match exactly the store's words.
     const SEARCH_CONDITION: &'static str =

@@ -16,6 +16,9 @@ impl SessionSql for Connection {
         (!key.contains(['"', '\\'])).then(|| format!("$.\"{key}\""))
     }
 
+    /// An object comes out as JSON text.
+    const TURN_METRICS: &'static str = "json_extract(state, '$.metrics')";
+
     /// The rows the index holds that match, plus the rows written since its last batch (the tail above
     /// `context_message_fts_mark`, at most 512 rows: migration 11) that hold every term. Of the tail only
     /// the searched session's rows (`$2`) are tested: the caller keeps no others, and the tail is shared by

@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use serde_json::json;
-use trueforge_protocol::{SessionAgent, TurnState};
+use trueforge_protocol::{SessionAgent, TurnMetrics, TurnState};
 use trueforge_store::StoreError;
 use trueforge_store::session::{
-    FreezeTurn, NewSession, PageRequest, SessionFilter, SessionUpdate, SortOrder, TurnDone,
+    FreezeTurn, NewSession, NewTurn, PageRequest, SessionCost, SessionFilter, SessionUpdate, SortOrder, TurnDone,
 };
 
 use super::fixtures::*;
@@ -820,6 +820,83 @@ pub async fn inline_agent_keeps_its_json_key_order(store: Store) {
     );
 }
 
+fn ended_with(tokens: u64, cost: Option<f64>) -> TurnState {
+    TurnState::Done {
+        output: None,
+        required_actions: Vec::new(),
+        completed_at: String::new(),
+        metrics: Some(TurnMetrics {
+            total_input_tokens: Some(tokens),
+            total_output_tokens: Some(0),
+            total_cost_in_usd: cost,
+            ..TurnMetrics::default()
+        }),
+    }
+}
+
+async fn end_turn(store: &Store, new_turn: NewTurn, state: TurnState) {
+    let turn_key = trueforge_store::session::TurnKey::new(&new_turn.tenant_id, &new_turn.session_id, &new_turn.turn_id);
+    store.create_turn(new_turn).await.unwrap();
+    store.update_turn_state(&turn_key, state, done_marker()).await.unwrap();
+}
+
+pub async fn session_costs_sum_the_ended_turns_of_each_session(store: Store) {
+    assert!(store.session_costs(&TENANT.into(), &[]).await.unwrap().is_empty());
+    // s1: two priced turns on two branches, and a running one that counts only once it ends.
+    seed_session(&store, TENANT, "s1").await;
+    end_turn(&store, turn_in(TENANT, "s1", "a", None), ended_with(100, Some(0.25))).await;
+    end_turn(
+        &store,
+        turn_in(TENANT, "s1", "b", Some("a")),
+        ended_with(200, Some(0.5)),
+    )
+    .await;
+    end_turn(&store, turn_in(TENANT, "s1", "c", Some("a")), ended_with(0, None)).await;
+    store.create_turn(turn_in(TENANT, "s1", "d", Some("b"))).await.unwrap();
+    // s2: tokens without a cost, and a turn frozen without metrics.
+    seed_session(&store, TENANT, "s2").await;
+    end_turn(&store, turn_in(TENANT, "s2", "e", None), ended_with(10, None)).await;
+    store.create_turn(turn_in(TENANT, "s2", "f", Some("e"))).await.unwrap();
+    let freeze = FreezeTurn {
+        reason: trueforge_protocol::CancellationReason::CancelledForNextTurn,
+        metrics: None,
+        done: done_marker(),
+    };
+    store
+        .freeze_and_get_turn(&key_in(TENANT, "s2", "f"), freeze)
+        .await
+        .unwrap();
+    // s3 has no ended turn; another tenant's session is not this tenant's to sum.
+    seed_session(&store, TENANT, "s3").await;
+    store.create_turn(turn_in(TENANT, "s3", "g", None)).await.unwrap();
+    seed_session(&store, "t2", "other").await;
+    end_turn(&store, turn_in("t2", "other", "h", None), ended_with(5, Some(1.0))).await;
+
+    let ids: Vec<SessionId> = ["s1", "s2", "s3", "other", "missing"].map(SessionId::from).to_vec();
+    let costs = store.session_costs(&TENANT.into(), &ids).await.unwrap();
+    let listed: Vec<&str> = costs.keys().map(SessionId::as_str).collect();
+    assert_eq!(listed, ["s1", "s2"]);
+    let s1 = costs[&SessionId::from("s1")];
+    assert_eq!(
+        s1,
+        SessionCost {
+            known_usd: 0.75,
+            unknown_turns: 0
+        }
+    );
+    assert_eq!(s1.total_usd(), Some(0.75));
+    let s2 = costs[&SessionId::from("s2")];
+    assert_eq!(s2.unknown_turns, 2);
+    assert_eq!(s2.total_usd(), None);
+
+    store
+        .update_turn_state(&key_in(TENANT, "s1", "d"), ended_with(1, Some(0.125)), done_marker())
+        .await
+        .unwrap();
+    let costs = store.session_costs(&TENANT.into(), &ids[..1]).await.unwrap();
+    assert_eq!(costs[&SessionId::from("s1")].total_usd(), Some(0.875));
+}
+
 contract_group!(
     create_session_stores_inline_agent_and_activity,
     create_session_persists_created_by,
@@ -848,4 +925,5 @@ contract_group!(
     list_sessions_filters_created_by,
     turn_state_of_frozen_session_turn_is_cancelled,
     inline_agent_keeps_its_json_key_order,
+    session_costs_sum_the_ended_turns_of_each_session,
 );

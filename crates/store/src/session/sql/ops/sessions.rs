@@ -1,13 +1,15 @@
 //! Sessions: create, read, update, delete and the keyset-paged listing.
 
-use trueforge_protocol::SessionAgent;
+use std::collections::BTreeMap;
+
+use trueforge_protocol::{SessionAgent, TurnMetrics};
 
 use super::rows::{SESSION_COLUMNS, SessionRow};
 use crate::error::{InputError, StoreError, StoreResult};
 use crate::session::model::*;
 use crate::session::page::{self, Cursor};
 use crate::session::sql::SessionSql;
-use crate::sql::{Param, Statement, params};
+use crate::sql::{Json, Param, Statement, params};
 
 pub(crate) async fn create_session<C: SessionSql>(conn: &mut C, session: NewSession) -> StoreResult<SessionRecord> {
     let now = conn.now().await?;
@@ -125,6 +127,36 @@ pub(crate) async fn update_session<C: SessionSql>(
         )
         .await?;
     row.try_into()
+}
+
+/// Sums the metrics of the sessions' ended turns. Only each turn's `metrics` leaves the database, not
+/// its whole state (whose answer may be long).
+pub(crate) async fn session_costs<C: SessionSql>(
+    conn: &mut C,
+    tenant_id: TenantId,
+    session_ids: Vec<SessionId>,
+) -> StoreResult<BTreeMap<SessionId, SessionCost>> {
+    let mut query = Statement::new(format!(
+        "SELECT session_id, {} FROM turn WHERE status <> 'running' AND tenant_id = ",
+        C::TURN_METRICS
+    ));
+    query.bind(&tenant_id).push(" AND session_id IN (");
+    for (index, session_id) in session_ids.iter().enumerate() {
+        if index > 0 {
+            query.push(", ");
+        }
+        query.bind(session_id);
+    }
+    query.push(")");
+    let rows: Vec<(SessionId, Option<Json<TurnMetrics>>)> = conn.fetch_all(&query.sql, &query.params).await?;
+    let mut costs: BTreeMap<SessionId, SessionCost> = BTreeMap::new();
+    for (session_id, metrics) in rows {
+        costs
+            .entry(session_id)
+            .or_default()
+            .add_turn(metrics.as_ref().map(|metrics| &metrics.0));
+    }
+    Ok(costs)
 }
 
 pub(crate) async fn list_sessions<C: SessionSql>(
