@@ -65,8 +65,11 @@ before(async () => {
 });
 
 after(async () => {
-  await new Promise((done) => host?.close(done));
+  // The browser first: its pages hold connections to the host (an event stream among them), and the
+  // host's close waits for every connection to end.
   await harness?.stop();
+  host?.closeAllConnections();
+  await new Promise((done) => host?.close(done));
   await rm(outDir, { recursive: true, force: true });
 });
 
