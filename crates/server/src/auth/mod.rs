@@ -53,7 +53,11 @@ pub async fn identify(State(state): State<AppState>, mut request: Request, next:
     }
     let identified = match presented_token(request.headers()) {
         None => Err("Authentication required: log in, or send an ID token as `Authorization: Bearer`".to_owned()),
-        Some(token) if token.starts_with(KEY_PREFIX) => api_key_caller(&state, &token).await,
+        Some(token) if token.starts_with(KEY_PREFIX) => match api_key_caller(&state, &token).await {
+            Ok(found) => found,
+            // The store failing is not the caller's fault: 503, so clients retry rather than log in again.
+            Err(unavailable) => return unavailable.into_response(),
+        },
         Some(token) => oidc
             .verify(&token)
             .await
@@ -77,18 +81,24 @@ pub async fn identify(State(state): State<AppState>, mut request: Request, next:
 }
 
 /// The caller an API key acts as: its owner, with the role the key was made with.
-async fn api_key_caller(state: &AppState, key: &str) -> Result<Caller, String> {
+/// The outer `Err` is the store failing (an answer of its own); the inner one a key it does not know.
+async fn api_key_caller(state: &AppState, key: &str) -> Result<Result<Caller, String>, ApiError> {
     match state.settings.find_api_key(&key_hash(key)).await {
-        Ok(Some(record)) => Ok(Caller {
+        Ok(Some(record)) => Ok(Ok(Caller {
             tenant: TenantId::from(record.tenant_id.as_str()),
             user: record.user_id,
             is_admin: record.is_admin,
             api_key: Some(record.id),
-        }),
-        Ok(None) => Err("Authentication required: the API key is not valid (unknown or revoked)".to_owned()),
+        })),
+        Ok(None) => Ok(Err(
+            "Authentication required: the API key is not valid (unknown or revoked)".to_owned(),
+        )),
         Err(error) => {
             tracing::warn!(%error, "could not look up an API key");
-            Err("Authentication required: the API key could not be checked; try again".to_owned())
+            Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The API key could not be checked right now; try again",
+            ))
         }
     }
 }

@@ -208,3 +208,24 @@ async fn without_login_there_are_no_keys_to_make() {
     let (status, me) = get_with_token(&server, "/api/v1/auth/me", "tfk_anything").await;
     assert_eq!((status, me["type"].as_str()), (200, Some("default")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_cannot_look_keys_up_answers_503_not_401() {
+    let (server, provider) = server_and_provider().await;
+    let alice = provider.token_for("alice", "acme", true);
+    let (status, body) = make_key(&server, &alice, "ci").await;
+    assert_eq!(status, 201, "{body}");
+    let key = body["data"]["key"].as_str().unwrap().to_owned();
+    // The store fails under the lookup (its table gone): a client must retry, not log in again.
+    let database_url = &server.state.config.hosted.as_ref().unwrap().database_url;
+    let dropped = std::process::Command::new("psql")
+        .args([database_url.as_str(), "-X", "-q", "-c", "DROP TABLE api_key"])
+        .status()
+        .unwrap();
+    assert!(dropped.success());
+    let (status, body) = get_with_token(&server, "/api/v1/auth/me", &key).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("try again"), "{body}");
+    // ID tokens do not need the store: still fine.
+    assert_eq!(get_with_token(&server, "/api/v1/auth/me", &alice).await.0, 200);
+}
