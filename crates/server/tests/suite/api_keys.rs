@@ -225,7 +225,10 @@ async fn a_store_that_cannot_look_keys_up_answers_503_not_401() {
     assert!(dropped.success());
     let (status, body) = get_with_token(&server, "/api/v1/auth/me", &key).await;
     assert_eq!(status, 503, "{body}");
-    assert!(body["error"]["message"].as_str().unwrap().contains("try again"), "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("try again"),
+        "{body}"
+    );
     // ID tokens do not need the store: still fine.
     assert_eq!(get_with_token(&server, "/api/v1/auth/me", &alice).await.0, 200);
 }
