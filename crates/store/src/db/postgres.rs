@@ -101,7 +101,11 @@ impl PostgresDb {
     }
 }
 
-impl PostgresDb {
+impl Database for PostgresDb {
+    type Conn = PgConnection;
+
+    const BACKEND: &'static str = "postgres";
+
     async fn run_untimed<T, F>(&self, access: Access, op: F) -> StoreResult<T>
     where
         T: Send + 'static,
@@ -131,6 +135,7 @@ impl PostgresDb {
         }
     }
 
+    /// Everything runs here, in one transaction: the round trips go to the server either way.
     async fn write_with_untimed<R, M, T, Load, Step, Save>(&self, load: Load, step: Step, save: Save) -> StoreResult<T>
     where
         R: Send + 'static,
@@ -146,36 +151,5 @@ impl PostgresDb {
         let value = save(&mut tx, update).await?;
         tx.commit().await?;
         Ok(value)
-    }
-}
-
-impl Database for PostgresDb {
-    type Conn = PgConnection;
-
-    async fn run<T, F>(&self, access: Access, op: F) -> StoreResult<T>
-    where
-        T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut PgConnection) -> Op<'c, T> + Send + 'static,
-    {
-        let started = std::time::Instant::now();
-        let result = self.run_untimed(access, op).await;
-        crate::sql::record_operation("postgres", access, started, result.is_ok());
-        result
-    }
-
-    /// Everything runs here, in one transaction: the round trips go to the server either way.
-    async fn write_with<R, M, T, Load, Step, Save>(&self, load: Load, step: Step, save: Save) -> StoreResult<T>
-    where
-        R: Send + 'static,
-        M: Send + 'static,
-        T: Send + 'static,
-        Load: for<'c> FnOnce(&'c mut PgConnection) -> Op<'c, R> + Send + 'static,
-        Step: FnOnce(R) -> StoreResult<M> + Send,
-        Save: for<'c> FnOnce(&'c mut PgConnection, M) -> Op<'c, T> + Send + 'static,
-    {
-        let started = std::time::Instant::now();
-        let result = self.write_with_untimed(load, step, save).await;
-        crate::sql::record_operation("postgres", Access::Write, started, result.is_ok());
-        result
     }
 }

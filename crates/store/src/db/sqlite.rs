@@ -197,7 +197,11 @@ impl SqliteDb {
     }
 }
 
-impl SqliteDb {
+impl Database for SqliteDb {
+    type Conn = Connection;
+
+    const BACKEND: &'static str = "sqlite";
+
     async fn run_untimed<T, F>(&self, access: Access, op: F) -> StoreResult<T>
     where
         T: Send + 'static,
@@ -226,6 +230,9 @@ impl SqliteDb {
         }
     }
 
+    /// The middle step cannot travel to the writer's thread (it may borrow from the caller), so the writer
+    /// runs `load`, hands the row over and waits, holding the write lock, for what `step` makes of it: two
+    /// round trips in one transaction. If the caller fails or goes away in between, the writer rolls back.
     async fn write_with_untimed<R, M, T, Load, Step, Save>(&self, load: Load, step: Step, save: Save) -> StoreResult<T>
     where
         R: Send + 'static,
@@ -275,39 +282,6 @@ impl SqliteDb {
                 Err(error)
             }
         }
-    }
-}
-
-impl Database for SqliteDb {
-    type Conn = Connection;
-
-    async fn run<T, F>(&self, access: Access, op: F) -> StoreResult<T>
-    where
-        T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut Connection) -> Op<'c, T> + Send + 'static,
-    {
-        let started = std::time::Instant::now();
-        let result = self.run_untimed(access, op).await;
-        crate::sql::record_operation("sqlite", access, started, result.is_ok());
-        result
-    }
-
-    /// The middle step cannot travel to the writer's thread (it may borrow from the caller), so the writer
-    /// runs `load`, hands the row over and waits, holding the write lock, for what `step` makes of it: two
-    /// round trips in one transaction. If the caller fails or goes away in between, the writer rolls back.
-    async fn write_with<R, M, T, Load, Step, Save>(&self, load: Load, step: Step, save: Save) -> StoreResult<T>
-    where
-        R: Send + 'static,
-        M: Send + 'static,
-        T: Send + 'static,
-        Load: for<'c> FnOnce(&'c mut Connection) -> Op<'c, R> + Send + 'static,
-        Step: FnOnce(R) -> StoreResult<M> + Send,
-        Save: for<'c> FnOnce(&'c mut Connection, M) -> Op<'c, T> + Send + 'static,
-    {
-        let started = std::time::Instant::now();
-        let result = self.write_with_untimed(load, step, save).await;
-        crate::sql::record_operation("sqlite", Access::Write, started, result.is_ok());
-        result
     }
 }
 

@@ -56,7 +56,7 @@ impl Access {
 
 /// Counts one store operation for the metrics (`trueforge_store_operation_duration_seconds`, by backend,
 /// access and outcome): how long it took, from asking for a connection to the commit.
-pub(crate) fn record_operation(backend: &'static str, access: Access, started: std::time::Instant, ok: bool) {
+fn record_operation(backend: &'static str, access: Access, started: std::time::Instant, ok: bool) {
     metrics::histogram!(
         "trueforge_store_operation_duration_seconds",
         "backend" => backend,
@@ -66,15 +66,49 @@ pub(crate) fn record_operation(backend: &'static str, access: Access, started: s
     .record(started.elapsed().as_secs_f64());
 }
 
-/// A database that runs store operations: [`crate::db::SqliteDb`] and [`crate::db::PostgresDb`].
+/// A database that runs store operations: [`crate::db::SqliteDb`] and [`crate::db::PostgresDb`]. Backends
+/// implement the `*_untimed` methods; callers use [`run`](Self::run) and [`write_with`](Self::write_with),
+/// which time each operation for the metrics.
 pub(crate) trait Database: Clone + Send + Sync + 'static {
     type Conn: Sql;
+
+    /// The backend's name in the metrics' `backend` label.
+    const BACKEND: &'static str;
+
+    /// [`run`](Self::run) without the timing.
+    fn run_untimed<T, F>(&self, access: Access, op: F) -> impl Future<Output = StoreResult<T>> + Send
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut Self::Conn) -> Op<'c, T> + Send + 'static;
+
+    /// [`write_with`](Self::write_with) without the timing.
+    fn write_with_untimed<R, M, T, Load, Step, Save>(
+        &self,
+        load: Load,
+        step: Step,
+        save: Save,
+    ) -> impl Future<Output = StoreResult<T>> + Send
+    where
+        R: Send + 'static,
+        M: Send + 'static,
+        T: Send + 'static,
+        Load: for<'c> FnOnce(&'c mut Self::Conn) -> Op<'c, R> + Send + 'static,
+        Step: FnOnce(R) -> StoreResult<M> + Send,
+        Save: for<'c> FnOnce(&'c mut Self::Conn, M) -> Op<'c, T> + Send + 'static;
 
     /// Runs `op` inside the transaction `access` names, committing when it succeeds.
     fn run<T, F>(&self, access: Access, op: F) -> impl Future<Output = StoreResult<T>> + Send
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut Self::Conn) -> Op<'c, T> + Send + 'static;
+        F: for<'c> FnOnce(&'c mut Self::Conn) -> Op<'c, T> + Send + 'static,
+    {
+        async move {
+            let started = std::time::Instant::now();
+            let result = self.run_untimed(access, op).await;
+            record_operation(Self::BACKEND, access, started, result.is_ok());
+            result
+        }
+    }
 
     /// A read-modify-write in one write transaction whose middle step runs in the caller's task: `load`
     /// reads, `step` (no I/O; it may borrow from the caller, so it cannot travel to SQLite's thread)
@@ -92,7 +126,15 @@ pub(crate) trait Database: Clone + Send + Sync + 'static {
         T: Send + 'static,
         Load: for<'c> FnOnce(&'c mut Self::Conn) -> Op<'c, R> + Send + 'static,
         Step: FnOnce(R) -> StoreResult<M> + Send,
-        Save: for<'c> FnOnce(&'c mut Self::Conn, M) -> Op<'c, T> + Send + 'static;
+        Save: for<'c> FnOnce(&'c mut Self::Conn, M) -> Op<'c, T> + Send + 'static,
+    {
+        async move {
+            let started = std::time::Instant::now();
+            let result = self.write_with_untimed(load, step, save).await;
+            record_operation(Self::BACKEND, Access::Write, started, result.is_ok());
+            result
+        }
+    }
 }
 
 /// One engine's way of running a statement. `sql` is written once for both engines, parameters numbered
