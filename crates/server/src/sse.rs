@@ -94,15 +94,7 @@ impl Drop for OpenStream {
 /// Records how long a live event took from its creation to this stream (`trueforge_event_delivery_lag_seconds`).
 /// Events without a creation time of their own (most deltas) are skipped.
 fn record_delivery_lag(json: &str) {
-    #[derive(serde::Deserialize)]
-    struct Created<'a> {
-        #[serde(borrow)]
-        created_at: Option<&'a str>,
-    }
-    let Ok(Created {
-        created_at: Some(created_at),
-    }) = serde_json::from_str::<Created<'_>>(json)
-    else {
+    let Some(created_at) = top_created_at(json) else {
         return;
     };
     if let Ok(created) = chrono::DateTime::parse_from_rfc3339(created_at) {
@@ -111,6 +103,16 @@ fn record_delivery_lag(json: &str) {
             metrics::histogram!("trueforge_event_delivery_lag_seconds").record(lag.as_secs_f64());
         }
     }
+}
+
+/// The event's `created_at`, found by a scan instead of a parse: this runs for every live frame, deltas
+/// included. Events are written with their own fields first, so the first unescaped `"created_at":"` is the
+/// event's (inside a string value the quotes would be escaped).
+fn top_created_at(json: &str) -> Option<&str> {
+    const KEY: &str = "\"created_at\":\"";
+    let start = json.find(KEY)? + KEY.len();
+    let length = json[start..].find('"')?;
+    Some(&json[start..start + length])
 }
 
 struct Writer {
@@ -307,5 +309,21 @@ impl Writer {
                 () = self.sender.closed() => return,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod lag_tests {
+    use super::top_created_at;
+
+    #[test]
+    fn the_events_own_creation_time_is_found_without_parsing() {
+        let event = r#"{"type":"tool.response","id":"e1","created_at":"2026-12-05T08:00:00.000Z","content":"{\"created_at\":\"1999-01-01\"}"}"#;
+        assert_eq!(top_created_at(event), Some("2026-12-05T08:00:00.000Z"));
+        let quoted_first =
+            r#"{"type":"x","content":"say \"created_at\":\"1999\"","created_at":"2026-12-05T08:00:01Z"}"#;
+        assert_eq!(top_created_at(quoted_first), Some("2026-12-05T08:00:01Z"));
+        assert_eq!(top_created_at(r#"{"type":"model.message.delta","delta":"hi"}"#), None);
+        assert_eq!(top_created_at(r#"{"created_at":"unterminated"#), None);
     }
 }
