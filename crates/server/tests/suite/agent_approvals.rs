@@ -14,14 +14,7 @@ const TOOL: &str = "toggle-simulated-logging";
 
 /// Configures server-everything and saves two agents using it; returns their ids.
 async fn two_agents(server: &TestServer, everything: &Everything) -> (String, String) {
-    let (status, body) = server
-        .post(
-            "/api/v1/settings/mcp-servers",
-            json!({"manifest": {"type": "remote", "name": "everything", "url": everything.url,
-                "description": "The MCP test server with every feature."}}),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
+    everything.configure_on(server).await;
     let mut ids = Vec::new();
     for name in ["helper", "other"] {
         let (status, body) = server

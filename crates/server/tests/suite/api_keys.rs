@@ -232,3 +232,46 @@ async fn a_store_that_cannot_look_keys_up_answers_503_not_401() {
     // ID tokens do not need the store: still fine.
     assert_eq!(get_with_token(&server, "/api/v1/auth/me", &alice).await.0, 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_on_another_site_cannot_make_a_key_with_the_users_cookie() {
+    let (server, provider) = server_and_provider().await;
+    let alice = provider.token_for("alice", "acme", true);
+    let body = json!({"name": "stolen"}).to_string();
+    // What a hostile page's fetch or form post sends: the user's login cookie and its own origin (or only
+    // the browser's cross-site marker), as JSON or as a form that needs no preflight.
+    for headers in [
+        vec![("origin", "http://evil.example"), ("content-type", "application/json")],
+        vec![("origin", "null"), ("content-type", "text/plain")],
+        vec![("sec-fetch-site", "cross-site"), ("content-type", "application/json")],
+    ] {
+        let mut request = server
+            .http
+            .post(server.url("/api/v1/api-keys"))
+            .header("cookie", format!("id_token={alice}"))
+            .body(body.clone());
+        for (name, value) in &headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        assert_eq!(status, 403, "{headers:?}: {text}");
+        assert!(!text.contains("tfk_"), "{text}");
+    }
+    let (status, listed) = get_with_token(&server, "/api/v1/api-keys", &alice).await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["data"].as_array().unwrap().len(), 0, "no key was made: {listed}");
+    // The same request from the app's own origin makes one.
+    let response = server
+        .http
+        .post(server.url("/api/v1/api-keys"))
+        .header("cookie", format!("id_token={alice}"))
+        .header("origin", server.base.as_str())
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 201);
+}

@@ -9,14 +9,7 @@ use crate::support::{Everything, TestServer, everything_bin, types};
 use serde_json::{Value, json};
 
 async fn configure(server: &TestServer, everything: &Everything) {
-    let (status, body) = server
-        .post(
-            "/api/v1/settings/mcp-servers",
-            json!({"manifest": {"type": "remote", "name": "everything", "url": everything.url,
-                "description": "The MCP test server with every feature."}}),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
+    everything.configure_on(server).await;
 }
 
 async fn session_with_everything(server: &TestServer) -> String {

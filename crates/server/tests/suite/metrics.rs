@@ -80,14 +80,7 @@ async fn scrape(server: &TestServer) -> (String, Vec<Sample>) {
 async fn a_turn_with_a_tool_call_moves_every_family() {
     let everything = Everything::start().await;
     let server = TestServer::start().await;
-    let (status, body) = server
-        .post(
-            "/api/v1/settings/mcp-servers",
-            json!({"manifest": {"type": "remote", "name": "everything", "url": everything.url,
-                "description": "The MCP test server."}}),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
+    everything.configure_on(&server).await;
     let (status, session) = server
         .post(
             "/api/v1/sessions",

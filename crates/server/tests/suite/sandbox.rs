@@ -448,14 +448,7 @@ async fn a_skill_from_a_local_repository_is_installed_advertised_and_read() {
 async fn code_mode_chains_two_tools_and_refuses_one_that_needs_approval() {
     let everything = Everything::start().await;
     let server = TestServer::start().await;
-    let (status, body) = server
-        .post(
-            "/api/v1/settings/mcp-servers",
-            json!({"manifest": {"type": "remote", "name": "everything", "url": everything.url,
-                "description": "The MCP test server."}}),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
+    everything.configure_on(&server).await;
     let session = sandbox_session(&server, json!({"mcp_servers": [{"name": "everything"}]})).await;
     let script = "cat > chain.py <<'EOF'\n\
         import re\n\

@@ -275,4 +275,16 @@ impl Everything {
             _child: child,
         }
     }
+
+    /// Configures this server as the MCP server `everything` on `server` (201 asserted).
+    pub async fn configure_on(&self, server: &TestServer) {
+        let (status, body) = server
+            .post(
+                "/api/v1/settings/mcp-servers",
+                serde_json::json!({"manifest": {"type": "remote", "name": "everything", "url": self.url,
+                    "description": "The MCP test server with every feature."}}),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
 }
