@@ -73,6 +73,7 @@ impl Lifecycle {
         cancel: TurnCancel,
         publisher: JoinHandle<Published>,
         task: JoinHandle<Option<TurnState>>,
+        span: tracing::Span,
     ) -> oneshot::Receiver<Option<TurnState>> {
         let (ended_sender, ended) = watch::channel(false);
         let (state_sender, state) = oneshot::channel();
@@ -88,7 +89,17 @@ impl Lifecycle {
                 _ => None,
             };
             let state = stored.as_ref().map_or("unsettled", TurnState::status_str);
-            crate::telemetry::turn_ended(state, started.elapsed());
+            let elapsed = started.elapsed();
+            crate::telemetry::turn_ended(state, elapsed);
+            crate::telemetry::turn_span_ended(&span, state);
+            log_turn_end(
+                &key,
+                &span,
+                state,
+                elapsed,
+                stored.as_ref().and_then(TurnState::metrics),
+            );
+            drop(span);
             let _ = state_sender.send(stored);
             lifecycle.settle(&key, published, outcome).await;
             lock(&lifecycle.turns).remove(&key);
@@ -270,4 +281,30 @@ impl Lifecycle {
         }
         Ok(())
     }
+}
+
+/// The one log line of a turn's end: ids, final state, duration, tokens and cost; never its messages.
+fn log_turn_end(
+    key: &TurnKey,
+    span: &tracing::Span,
+    state: &str,
+    elapsed: std::time::Duration,
+    metrics: Option<&trueforge_protocol::TurnMetrics>,
+) {
+    let metrics = metrics.cloned().unwrap_or_default();
+    tracing::info!(
+        target: "trueforge::turn",
+        parent: span,
+        session_id = %key.session_id,
+        turn_id = %key.turn_id,
+        state,
+        duration_ms = elapsed.as_secs_f64() * 1000.0,
+        input_tokens = metrics.total_input_tokens,
+        output_tokens = metrics.total_output_tokens,
+        cache_read_tokens = metrics.total_cache_read_tokens,
+        reasoning_tokens = metrics.total_reasoning_tokens,
+        tool_calls = metrics.total_tool_calls,
+        cost_usd = metrics.total_cost_in_usd,
+        "turn ended"
+    );
 }

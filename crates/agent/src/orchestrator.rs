@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
+use tracing::Instrument as _;
 
 use async_trait::async_trait;
 use tokio::task::JoinSet;
@@ -133,10 +134,14 @@ impl Orchestrator {
                         running_children += 1;
                     }
                     let env = self.env.clone();
-                    running.spawn(async move {
-                        let exit = thread.run(&env).await;
-                        (thread, exit)
-                    });
+                    // In the turn's span: the thread's model and tool call spans belong to its trace.
+                    running.spawn(
+                        async move {
+                            let exit = thread.run(&env).await;
+                            (thread, exit)
+                        }
+                        .in_current_span(),
+                    );
                 }
             }
             let Some(joined) = running.join_next().await else {

@@ -5,11 +5,17 @@
 //!
 //! Labels stay few and bounded: model names and tool-set ids come from the tenant's configuration, states
 //! and outcomes from fixed lists; never a session, turn or user id.
+//!
+//! It also makes the spans of turns, model calls and tool calls, named and attributed after OpenTelemetry's
+//! GenAI conventions. They exist only while traces are exported (`trueforge_telemetry::enabled`): otherwise
+//! each helper hands back a disabled span and nothing is formatted. No span carries a message, a tool's
+//! arguments or its result.
 
 use std::time::Duration;
 
 use metrics::{counter, gauge, histogram};
-use trueforge_llm::Usage;
+use tracing::Span;
+use trueforge_llm::{FinishReason, Usage};
 
 pub(crate) fn turn_started() {
     gauge!("trueforge_turns_running").increment(1.0);
@@ -82,4 +88,128 @@ pub(crate) fn sandbox_exec(provider: &str, outcome: &'static str, elapsed: Durat
     let labels = [("provider", provider.to_owned()), ("outcome", outcome.to_owned())];
     counter!("trueforge_sandbox_execs_total", &labels).increment(1);
     histogram!("trueforge_sandbox_exec_duration_seconds", &labels).record(elapsed.as_secs_f64());
+}
+
+/// The span of one turn, a child of the current span (the request that started it, when there is one).
+pub(crate) fn turn_span(session_id: &str, turn_id: &str) -> Span {
+    if !trueforge_telemetry::enabled() {
+        return Span::none();
+    }
+    tracing::info_span!(
+        target: "trueforge::turn",
+        "turn",
+        otel.name = "invoke_agent",
+        otel.kind = "internal",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.conversation.id = session_id,
+        trueforge.turn.id = turn_id,
+        trueforge.turn.status = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    )
+}
+
+/// A turn's span learns how the turn ended.
+pub(crate) fn turn_span_ended(span: &Span, state: &str) {
+    span.record("trueforge.turn.status", state);
+    if state != "done" {
+        span.record("otel.status_code", "ERROR");
+    }
+}
+
+/// The span of one model call; `model` is `provider/model`.
+pub(crate) fn model_span(model: &str) -> Span {
+    if !trueforge_telemetry::enabled() {
+        return Span::none();
+    }
+    let (provider, model_id) = model.split_once('/').unwrap_or(("", model));
+    tracing::info_span!(
+        target: "trueforge::model",
+        "model.call",
+        otel.name = format!("chat {model_id}"),
+        otel.kind = "client",
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = provider,
+        gen_ai.request.model = model_id,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+        gen_ai.usage.cache_read.input_tokens = tracing::field::Empty,
+        gen_ai.usage.cache_creation.input_tokens = tracing::field::Empty,
+        gen_ai.usage.reasoning.output_tokens = tracing::field::Empty,
+        gen_ai.response.finish_reasons = tracing::field::Empty,
+        trueforge.cost_usd = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    )
+}
+
+/// A model call's span learns what the call used and why the answer ended, or that it failed.
+pub(crate) fn model_span_answered(span: &Span, answer: Result<(&Usage, &FinishReason), &'static str>) {
+    if span.is_disabled() {
+        return;
+    }
+    let (usage, finish) = match answer {
+        Ok(answer) => answer,
+        Err(outcome) => {
+            span.record("error.type", outcome);
+            span.record("otel.status_code", "ERROR");
+            return;
+        }
+    };
+    span.record("gen_ai.usage.input_tokens", as_i64(usage.input_tokens));
+    span.record("gen_ai.usage.output_tokens", as_i64(usage.output_tokens));
+    span.record("gen_ai.usage.cache_read.input_tokens", as_i64(usage.cache_read_tokens));
+    span.record(
+        "gen_ai.usage.cache_creation.input_tokens",
+        as_i64(usage.cache_write_tokens),
+    );
+    span.record("gen_ai.usage.reasoning.output_tokens", as_i64(usage.reasoning_tokens));
+    if let Some(cost) = usage.cost_usd {
+        span.record("trueforge.cost_usd", cost);
+    }
+    let reason = match finish {
+        FinishReason::Stop => "stop",
+        FinishReason::Length => "length",
+        FinishReason::ToolCalls => "tool_calls",
+        FinishReason::ContentFilter => "content_filter",
+        FinishReason::Error(_) => "error",
+        FinishReason::Other(other) => other.as_str(),
+    };
+    // The convention's value is a list; a tracing field is a scalar: the one reason, as a list's JSON.
+    span.record(
+        "gen_ai.response.finish_reasons",
+        format!("[\"{}\"]", reason.replace(['"', '\\'], "")).as_str(),
+    );
+}
+
+/// OpenTelemetry attributes are signed: tracing's unsigned fields would reach the exporter as text.
+fn as_i64(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+/// The span of one tool call the model asked for.
+pub(crate) fn tool_span(tool: &str, call_id: &str) -> Span {
+    if !trueforge_telemetry::enabled() {
+        return Span::none();
+    }
+    tracing::info_span!(
+        target: "trueforge::tool",
+        "tool.call",
+        otel.name = format!("execute_tool {tool}"),
+        otel.kind = "internal",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = tool,
+        gen_ai.tool.call.id = call_id,
+        trueforge.tool_set = tracing::field::Empty,
+        trueforge.tool.outcome = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    )
+}
+
+/// A tool call's span learns its tool set and outcome.
+pub(crate) fn tool_span_ended(span: &Span, tool_set: &str, outcome: &str) {
+    span.record("trueforge.tool_set", tool_set);
+    span.record("trueforge.tool.outcome", outcome);
+    if outcome != "ok" {
+        span.record("otel.status_code", "ERROR");
+    }
 }

@@ -1,5 +1,7 @@
 //! `Client`: one connection pool, the base URL, an optional bearer token, and a typed method per call.
 
+mod schedules;
+
 use std::time::Duration;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};

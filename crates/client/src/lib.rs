@@ -32,7 +32,8 @@ pub use error::ClientError;
 pub use stream::{ResumePolicy, StreamedEvent, TurnStream};
 pub use types::{
     AvailableModel, CreateTurn, DatabaseHealth, Health, ListSessions, ListTurnEvents, ListTurns, ModelProviderName,
-    Page, Pagination, PreviousTurn, Session, SessionAgentChoice, SortOrder, Turn,
+    Page, Pagination, PreviousTurn, Schedule, ScheduleManifest, ScheduleRequest, ScheduleRun, ScheduleRunStatus,
+    ScheduleRunTrigger, ScheduleState, Session, SessionAgentChoice, SortOrder, Turn,
 };
 
 /// The protocol types that appear in this crate's API, so callers need not depend on it themselves.

@@ -8,7 +8,8 @@ use trueforge_protocol::{AgentSpec, TurnInputItem, UserMessage, UserMessageConte
 // The bodies themselves are the protocol's, shared with the server; the names are this crate's public API.
 pub use trueforge_protocol::api::{
     AvailableModel, AvailableModelProvider as ModelProviderName, DatabaseHealth, Health, Page, Pagination,
-    PreviousTurn, Session, SortOrder, Turn,
+    PreviousTurn, Schedule, ScheduleManifest, ScheduleRequest, ScheduleRun, ScheduleRunStatus, ScheduleRunTrigger,
+    ScheduleState, Session, SortOrder, Turn,
 };
 
 /// Query parameters as name and text, in a fixed order.

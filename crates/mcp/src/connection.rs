@@ -5,6 +5,7 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{
@@ -85,7 +86,7 @@ impl std::fmt::Debug for McpConnection {
 impl McpConnection {
     /// Starts or reaches the server and runs the `initialize` handshake within `connect_timeout`.
     pub async fn connect(config: &McpServerConfig, connect_timeout: Duration) -> Result<Self, McpError> {
-        Self::open(config, connect_timeout, None).await
+        Self::open_detached(config, connect_timeout, None).await
     }
 
     /// Resumes the Streamable HTTP session `session_id` that an earlier connection (another process)
@@ -97,7 +98,33 @@ impl McpConnection {
         server_name: &str,
         connect_timeout: Duration,
     ) -> Result<Self, McpError> {
-        Self::open(config, connect_timeout, Some((session_id, server_name))).await
+        let resume = Some((session_id.to_owned(), server_name.to_owned()));
+        Self::open_detached(config, connect_timeout, resume).await
+    }
+
+    /// Opens the connection in a task of its own, outside the caller's span: rmcp's worker, which lives as
+    /// long as the connection, would otherwise make its spans children of the request or turn that
+    /// happened to connect, holding that span open (and unexported) until the connection closes.
+    async fn open_detached(
+        config: &McpServerConfig,
+        connect_timeout: Duration,
+        resume: Option<(String, String)>,
+    ) -> Result<Self, McpError> {
+        let config = config.clone();
+        let label = config.label();
+        let opening = tokio::spawn(async move {
+            let resume = resume
+                .as_ref()
+                .map(|(session, server)| (session.as_str(), server.as_str()));
+            Self::open(&config, connect_timeout, resume).await
+        });
+        // Dropping the caller's future (a cancelled turn) stops the connect too.
+        let abort = opening.abort_handle();
+        let _abort_on_drop = AbortOnDrop(abort);
+        opening.await.map_err(|error| McpError::ConnectFailed {
+            server: label,
+            detail: format!("the connecting task failed: {error}"),
+        })?
     }
 
     async fn open(
@@ -237,8 +264,11 @@ impl McpConnection {
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_TOOL_PAGES {
-            let params = PaginatedRequestParams::default().with_cursor(cursor.take());
+            let span = self.request_span("tools/list", None);
+            let mut params = PaginatedRequestParams::default().with_cursor(cursor.take());
+            params.meta = trace_meta(&span);
             let page = tokio::time::timeout(timeout, self.peer.list_tools(Some(params)))
+                .instrument(span)
                 .await
                 .map_err(|_| McpError::Protocol {
                     server: self.label.clone(),
@@ -279,7 +309,9 @@ impl McpConnection {
                 });
             }
         }
-        let call = tokio::time::timeout(timeout, self.peer.call_tool(params));
+        let span = self.request_span("tools/call", Some(tool));
+        params.meta = trace_meta(&span);
+        let call = tokio::time::timeout(timeout, self.peer.call_tool(params)).instrument(span.clone());
         let outcome = tokio::select! {
             // Biased: a cancelled turn wins over a result arriving in the same instant.
             biased;
@@ -291,8 +323,34 @@ impl McpConnection {
                 tool: tool.to_owned(),
                 timeout,
             }),
-            Ok(result) => result.map_err(|error| self.classify(error, "tools/call")),
+            Ok(result) => result.map_err(|error| {
+                span.record("otel.status_code", "ERROR");
+                self.classify(error, "tools/call")
+            }),
         }
+    }
+
+    /// The client span of one request to the server (OpenTelemetry's MCP conventions); disabled while
+    /// traces are not exported.
+    fn request_span(&self, method: &'static str, tool: Option<&str>) -> tracing::Span {
+        if !trueforge_telemetry::enabled() {
+            return tracing::Span::none();
+        }
+        let name = match tool {
+            Some(tool) => format!("{method} {tool}"),
+            None => method.to_owned(),
+        };
+        tracing::info_span!(
+            target: "trueforge::mcp",
+            "mcp.request",
+            otel.name = name,
+            otel.kind = "client",
+            mcp.method.name = method,
+            // The label is the server's URL or command; a query string may hold a key.
+            mcp.server = self.label.split('?').next().unwrap_or_default(),
+            gen_ai.tool.name = tool,
+            otel.status_code = tracing::field::Empty,
+        )
     }
 
     /// Closes the session: for HTTP the session is deleted on the server, a stdio server is told to
@@ -466,5 +524,25 @@ impl McpConnection {
             .as_ref()
             .map(|tail| lock(tail).iter().cloned().collect())
             .unwrap_or_default()
+    }
+}
+
+/// The request's `_meta` with the span's W3C trace context (SEP-414), or none when traces are off.
+fn trace_meta(span: &tracing::Span) -> Option<rmcp::model::RequestMetaObject> {
+    let context = trueforge_telemetry::context_of(span)?;
+    let mut meta = rmcp::model::RequestMetaObject::new();
+    meta.set_traceparent(&context.traceparent);
+    if let Some(state) = &context.tracestate {
+        meta.set_tracestate(state);
+    }
+    Some(meta)
+}
+
+/// Aborts a task when its awaiting future is dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

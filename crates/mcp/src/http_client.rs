@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestParamsMeta as _};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
@@ -188,6 +188,8 @@ impl StreamableHttpClient for RecordingClient {
         if let Some(answer) = self.answer_locally(&message) {
             return answer;
         }
+        let mut custom_headers = custom_headers;
+        add_trace_headers(&message, &mut custom_headers);
         let sent_session = session_id.is_some();
         let result = self
             .inner
@@ -243,5 +245,27 @@ impl StreamableHttpClient for RecordingClient {
                 max_sse_event_size,
             )
             .await
+    }
+}
+
+/// A request whose `_meta` carries W3C trace context (SEP-414) sends it as HTTP headers too, so the
+/// server's HTTP layer (a proxy, a gateway, an instrumented framework) joins the same trace.
+fn add_trace_headers(message: &ClientJsonRpcMessage, headers: &mut HashMap<HeaderName, HeaderValue>) {
+    let JsonRpcMessage::Request(request) = message else {
+        return;
+    };
+    let meta = match &request.request {
+        ClientRequest::CallToolRequest(call) => call.params.meta(),
+        ClientRequest::ListToolsRequest(list) => list.params.as_ref().and_then(|params| params.meta()),
+        _ => None,
+    };
+    let Some(meta) = meta else { return };
+    for (name, value) in [
+        (trueforge_telemetry::TRACEPARENT, meta.get_traceparent()),
+        (trueforge_telemetry::TRACESTATE, meta.get_tracestate()),
+    ] {
+        if let Some(value) = value.and_then(|value| HeaderValue::from_str(value).ok()) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
     }
 }

@@ -175,7 +175,12 @@ def _request(fields: dict[str, Any]) -> Any:
     timeout = _timeout_seconds()
     request_id = next(_request_ids)
     try:
-        line = json.dumps({"token": token, "id": request_id, **fields}, ensure_ascii=False)
+        request = {"token": token, "id": request_id, **fields}
+        # The trace the command was started in (W3C Trace Context), so these calls join it.
+        for key, variable in (("traceparent", "TRACEPARENT"), ("tracestate", "TRACESTATE")):
+            if os.environ.get(variable):
+                request[key] = os.environ[variable]
+        line = json.dumps(request, ensure_ascii=False)
     except (TypeError, ValueError) as error:
         raise ToolError(f"the arguments cannot be sent as JSON: {error}", "caller") from None
     deadline = time.monotonic() + timeout

@@ -579,8 +579,8 @@ pub fn router(state: AppState) -> Router {
         // A request from a host or origin that is not ours reaches nothing, not even the body limit.
         .layer(middleware::from_fn_with_state(hosts, guard_hosts))
         .layer(middleware::from_fn(uri_limit))
-        // Outermost: every answer counts, refusals by the layers above included.
-        .layer(middleware::from_fn(crate::prometheus::track_http))
+        // Outermost: every answer is counted, traced and logged, refusals by the layers above included.
+        .layer(middleware::from_fn(crate::observe::observe_http))
 }
 
 /// Serves the app on `listener` until `shutdown` resolves, then ends running turns (`turn.done` with
@@ -609,6 +609,8 @@ pub async fn serve(
         }
     });
     let (stopping, stopped) = tokio::sync::watch::channel(false);
+    // Every replica dispatches due schedules; the store's claim lets one run each occurrence.
+    let schedules = crate::schedules::dispatch::spawn(state.clone(), stopped.clone());
     let app = router(state);
     // SSE frames are small writes; without TCP_NODELAY, Nagle holds each one until the previous is
     // acknowledged, and a delayed ACK adds ~40 ms per frame.
@@ -637,6 +639,7 @@ pub async fn serve(
     };
     drop(stopped);
     leases.abort();
+    schedules.abort();
     mcp.close_all().await;
     result
 }

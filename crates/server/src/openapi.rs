@@ -19,7 +19,7 @@ use utoipa::openapi::Tag;
 
 use crate::schemas::{
     ListSessionsOrder, ListTurnEventsOrder, TAG_AGENTS, TAG_API_KEYS, TAG_AUTH, TAG_CAPABILITIES, TAG_MCP, TAG_MODELS,
-    TAG_SANDBOXES, TAG_SESSIONS, TAG_SKILLS,
+    TAG_SANDBOXES, TAG_SCHEDULES, TAG_SESSIONS, TAG_SKILLS,
 };
 use crate::state::AppState;
 
@@ -42,12 +42,16 @@ pub const DOCS_PATH: &str = "/api/v1/docs";
 struct ApiDoc;
 
 /// Tags in the order the docs page lists them, each with what it groups.
-const TAGS: [(&str, &str); 9] = [
+const TAGS: [(&str, &str); 10] = [
     (
         TAG_SESSIONS,
         "Sessions, their turns and events: run an agent and follow it.",
     ),
     (TAG_AGENTS, "Agents saved by name and shared by the tenant's users."),
+    (
+        TAG_SCHEDULES,
+        "Saved agents run on a cron as their owner's sessions, and the runs they made.",
+    ),
     (
         TAG_MODELS,
         "Configured models and model providers, and the provider presets.",

@@ -5,11 +5,9 @@
 //! needs an admin (see `auth::identify`), as the settings do.
 
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogram, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -84,23 +82,12 @@ pub async fn metrics() -> Response {
     }
 }
 
-/// Counts every request by method, route (the route's template, never the ids in the path) and status,
-/// with its latency. A streamed answer (SSE) counts when its headers are sent.
-pub async fn track_http(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = request.method().as_str().to_owned();
-    let route = match request.extensions().get::<MatchedPath>() {
-        Some(path) => path.as_str().to_owned(),
-        None if request.uri().path().starts_with("/api/") => "unmatched".to_owned(),
-        None => "app".to_owned(),
-    };
-    let response = next.run(request).await;
-    let status = response.status().as_u16().to_string();
-    counter!("trueforge_http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status)
+/// Counts one answered HTTP request (see [`crate::observe::observe_http`]).
+pub(crate) fn record_http(method: &str, route: &str, status: u16, elapsed: Duration) {
+    counter!("trueforge_http_requests_total", "method" => method.to_owned(), "route" => route.to_owned(), "status" => status.to_string())
         .increment(1);
-    histogram!("trueforge_http_request_duration_seconds", "method" => method, "route" => route)
-        .record(started.elapsed().as_secs_f64());
-    response
+    histogram!("trueforge_http_request_duration_seconds", "method" => method.to_owned(), "route" => route.to_owned())
+        .record(elapsed.as_secs_f64());
 }
 
 /// HELP lines of every metric the crates count.

@@ -27,6 +27,7 @@ pub(crate) const TAG_SKILLS: &str = "Skills";
 pub(crate) const TAG_SANDBOXES: &str = "Sandboxes";
 pub(crate) const TAG_AGENTS: &str = "Agents";
 pub(crate) const TAG_SESSIONS: &str = "Agent Sessions";
+pub(crate) const TAG_SCHEDULES: &str = "Schedules";
 
 // ---- schemas of answers written as JSON literals ----
 
@@ -76,7 +77,7 @@ pub(crate) fn list_of<T: ToSchema>() -> RefOr<Schema> {
 }
 
 /// `{"data": [<T>...], "pagination": {...}}`.
-fn page_of<T: ToSchema>() -> RefOr<Schema> {
+pub(crate) fn page_of<T: ToSchema>() -> RefOr<Schema> {
     ObjectBuilder::new()
         .property("data", ArrayBuilder::new().items(reference::<T>()))
         .required("data")

@@ -1,7 +1,7 @@
 //! The settings stores: agents, model providers, MCP servers with their OAuth client, per-user OAuth
 //! tokens, pending authorizations and MCP sessions, the per-tenant sandbox provider, and skills. One trait
 //! per resource ([`AgentStore`], [`AgentToolApprovalStore`], [`ModelProviderStore`], [`McpServerStore`],
-//! [`McpSessionStore`], [`OAuthTokenStore`], [`SandboxProviderStore`], [`SkillStore`]; [`SettingsStore`]
+//! [`McpSessionStore`], [`OAuthTokenStore`], [`SandboxProviderStore`], [`ScheduleStore`], [`SkillStore`]; [`SettingsStore`]
 //! is all of them), three backends ([`MemorySettingsStore`], [`SqliteSettingsStore`],
 //! [`PostgresSettingsStore`]) held to one contract suite (`tests/suite/settings_contract.rs`).
 //!
@@ -34,6 +34,7 @@ pub(crate) mod delegate;
 mod manifest;
 mod memory;
 mod records;
+mod schedules;
 mod sql;
 mod traits;
 
@@ -45,6 +46,10 @@ pub use records::{
     OAuthClientCredentials, OAuthClientRegistration, OAuthServerMetadata, OAuthToken, OAuthTokenRecord,
     PENDING_AUTHORIZATION_TTL, PendingAuthorization, PendingAuthorizationRecord, SandboxProviderRecord,
     SandboxProviderStatus, SkillRecord,
+};
+pub use schedules::{
+    NewScheduleRun, OccurrenceClaim, ScheduleFields, ScheduleRecord, ScheduleRunOutcome, ScheduleRunRecord,
+    ScheduleRunStatus, ScheduleRunTrigger, ScheduleState, ScheduleStore,
 };
 pub use sql::{PostgresSettingsStore, SqlSettingsStore, SqliteSettingsStore};
 pub use traits::{

@@ -17,7 +17,9 @@ pub mod fake_daytona;
 pub mod fake_llm;
 pub mod oauth_mcp;
 pub mod oidc;
+pub mod otlp;
 pub mod postgres;
+pub mod recording_mcp;
 mod serve;
 
 pub use fake_daytona::{FakeDaytona, FakeDaytonaOptions};

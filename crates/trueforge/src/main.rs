@@ -5,6 +5,8 @@
 mod chat;
 mod doctor;
 mod run;
+mod schedules;
+mod telemetry;
 mod terminal;
 
 use std::process::ExitCode;
@@ -56,6 +58,14 @@ enum Command {
         #[arg(long)]
         server: Option<String>,
     },
+    /// Lists your scheduled agent runs and their runs, runs one now, pauses and resumes them.
+    Schedules {
+        #[command(subcommand)]
+        command: schedules::SchedulesCommand,
+        /// The server (default: TRUEFORGE_URL, else http://127.0.0.1:8790).
+        #[arg(long, global = true)]
+        server: Option<String>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -101,6 +111,7 @@ fn main() -> ExitCode {
             })
             .await
             .map(|()| ExitCode::SUCCESS),
+            Command::Schedules { command, server } => schedules::run(command, server).await,
             Command::Run {
                 prompt,
                 agent,
@@ -151,22 +162,21 @@ fn config(port: Option<u16>) -> Result<ServerConfig, String> {
     Ok(config)
 }
 
-fn init_logging(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(format!("{level},sqlx=warn,hyper=warn"))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false)
-        .init();
-}
-
 async fn serve(port: Option<u16>) -> Result<(), String> {
     let config = config(port)?;
-    init_logging(&config.log_level);
+    let telemetry = telemetry::init(&config.log_level, config.log_format)?;
+    let served = serve_with(config).await;
+    // Spans still queued (the last requests', the shutdown's) leave before the process does.
+    tokio::task::spawn_blocking(move || telemetry.shutdown()).await.ok();
+    served
+}
+
+async fn serve_with(config: ServerConfig) -> Result<(), String> {
     let address = std::net::SocketAddr::new(config.host, config.port);
     let data_dir = config.data_dir.clone();
     let serve_ui = config.serve_ui;
     let hosted = config.hosted.is_some();
+    let login = config.hosted.as_ref().is_some_and(|hosted| hosted.oidc.is_some());
     let state = trueforge_server::state_for(config)
         .await
         .map_err(|error| error.to_string())?;
@@ -189,7 +199,11 @@ async fn serve(port: Option<u16>) -> Result<(), String> {
     println!("  health   http://{address}/healthz (ready: /readyz)");
     if hosted {
         println!("  Postgres and Redis shared with the other replicas");
-        println!("  Login is not built yet: anyone who can reach this port is the admin.");
+        if login {
+            println!("  Login through the OpenID provider (OIDC_*); API keys for programs");
+        } else {
+            println!("  No login configured (OIDC_*): anyone who can reach this port is the admin.");
+        }
     } else {
         println!("  data     {}", data_dir.display());
         println!("  Local mode has no login: anyone who can reach this port is the admin.");

@@ -225,15 +225,7 @@ impl Deployment {
     /// Configures the fake model as provider `fake` (on replica 0; the database is shared) and creates a
     /// session with it; returns the session id.
     async fn session(&self, fake: &FakeLlm) -> String {
-        send(
-            &self.http,
-            reqwest::Method::POST,
-            format!("{}/api/v1/settings/model-providers", self.base(0)),
-            json!({"manifest": {"type": "custom", "name": "fake", "base_url": fake.base_url(Api::Chat),
-                "auth": {"api_key": "fake-key-123456"},
-                "models": [{"model_id": "fake-model", "name": "fake-model", "properties": {}}]}}),
-        )
-        .await;
+        configure_fake(&self.http, self.base(0), fake).await;
         let session = send(
             &self.http,
             reqwest::Method::POST,
@@ -753,4 +745,154 @@ async fn a_replica_that_cannot_reach_redis_or_postgres_exits_naming_the_variable
         let log = replica.log();
         assert!(log.contains(variable) && log.contains("refused"), "{log}");
     }
+}
+
+/// Replicas running every second's occurrence of a schedule, `TRUEFORGE_SCHEDULE_MIN_INTERVAL_SECONDS=1`.
+async fn schedule_deployment(count: usize) -> (Vec<Replica>, Redis, String, reqwest::Client) {
+    let redis = Redis::start();
+    let database_url = fresh_database();
+    let extra = [("TRUEFORGE_SCHEDULE_MIN_INTERVAL_SECONDS", "1".to_owned())];
+    let replicas: Vec<Replica> = (0..count)
+        .map(|_| Replica::spawn_with(&database_url, &redis.url, 30, free_port(), &extra))
+        .collect();
+    let http = reqwest::Client::new();
+    for replica in &replicas {
+        wait_healthy(&http, &replica.base).await;
+    }
+    (replicas, redis, database_url, http)
+}
+
+/// Configures the fake model as provider `fake` (the database is shared: on one replica is on all).
+async fn configure_fake(http: &reqwest::Client, base: &str, fake: &FakeLlm) {
+    send(
+        http,
+        reqwest::Method::POST,
+        format!("{base}/api/v1/settings/model-providers"),
+        json!({"manifest": {"type": "custom", "name": "fake", "base_url": fake.base_url(Api::Chat),
+            "auth": {"api_key": "fake-key-123456"},
+            "models": [{"model_id": "fake-model", "name": "fake-model", "properties": {}}]}}),
+    )
+    .await;
+}
+
+/// The fake model as provider `fake` and a saved agent on it; the agent's id.
+async fn saved_agent(http: &reqwest::Client, base: &str, fake: &FakeLlm) -> String {
+    configure_fake(http, base, fake).await;
+    let agent = send(
+        http,
+        reqwest::Method::POST,
+        format!("{base}/api/v1/agents"),
+        json!({"name": "ticker", "manifest": {"model": {"name": "fake/fake-model"}}}),
+    )
+    .await;
+    agent["data"]["id"].as_str().unwrap().to_owned()
+}
+
+/// A schedule of the agent on `cron`; its id.
+async fn create_schedule(http: &reqwest::Client, base: &str, agent_id: &str, cron: &str) -> String {
+    let schedule = send(
+        http,
+        reqwest::Method::POST,
+        format!("{base}/api/v1/schedules"),
+        json!({"name": "ticker", "agent_id": agent_id, "manifest": {"task": "tick", "cron": cron}}),
+    )
+    .await;
+    schedule["data"]["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_run_each_occurrence_of_a_schedule_exactly_once() {
+    let fake = FakeLlm::start().await;
+    let (replicas, _redis, database_url, http) = schedule_deployment(2).await;
+    let agent_id = saved_agent(&http, &replicas[0].base, &fake).await;
+    let id = create_schedule(&http, &replicas[1].base, &agent_id, "* * * * * *").await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    send(
+        &http,
+        reqwest::Method::POST,
+        format!("{}/api/v1/schedules/{id}/pause", replicas[0].base),
+        Value::Null,
+    )
+    .await;
+    // What was claimed before the pause settles within a moment.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let rows = psql(
+        &database_url,
+        &format!(
+            "SELECT due_at, status, trigger, session_id FROM schedule_run WHERE schedule_id = '{id}' ORDER BY due_at"
+        ),
+    );
+    let runs: Vec<Vec<&str>> = rows.lines().map(|line| line.split('|').collect()).collect();
+    assert!(runs.len() >= 3, "a run per second for five seconds: {rows}");
+    for run in &runs {
+        assert_eq!((run[1], run[2]), ("started", "schedule"), "{rows}");
+    }
+    let due: Vec<i64> = runs.iter().map(|run| run[0].parse().unwrap()).collect();
+    for pair in due.windows(2) {
+        assert_eq!(
+            pair[1] - pair[0],
+            1000,
+            "every second once, none twice, none skipped: {rows}"
+        );
+    }
+    let sessions = psql(
+        &database_url,
+        "SELECT count(*), count(DISTINCT session_id) FROM session",
+    );
+    assert_eq!(
+        sessions,
+        format!("{0}|{0}", runs.len()),
+        "one session per run, no other: {rows}"
+    );
+    let turns = psql(&database_url, "SELECT count(*) FROM turn");
+    assert_eq!(turns, runs.len().to_string(), "one turn per session");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_left_dispatching_by_a_dead_replica_is_taken_over_once() {
+    let fake = FakeLlm::start().await;
+    let (replicas, _redis, database_url, http) = schedule_deployment(2).await;
+    let agent_id = saved_agent(&http, &replicas[0].base, &fake).await;
+    let id = create_schedule(&http, &replicas[0].base, &agent_id, "0 0 1 1 *").await;
+    // A replica claimed a run and died before starting it: the row is dispatching, its lease over.
+    psql(
+        &database_url,
+        &format!(
+            "INSERT INTO schedule_run (tenant_id, id, schedule_id, due_at, status, trigger, missed_occurrences, \
+             lease_until, created_at, updated_at) SELECT 'default', 'schrun_01jtakenover000000000000000', '{id}', \
+             ms, 'dispatching', 'schedule', 0, ms - 1000, ms, ms \
+             FROM (SELECT (extract(epoch from now()) * 1000)::bigint AS ms) AS clock"
+        ),
+    );
+    let started = Instant::now();
+    let run = loop {
+        let run = send(
+            &http,
+            reqwest::Method::GET,
+            format!("{}/api/v1/schedules/{id}/runs", replicas[1].base),
+            Value::Null,
+        )
+        .await["data"][0]
+            .clone();
+        if run["status"] != "dispatching" {
+            break run;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "not taken over: {run}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(run["status"], "started", "{run}");
+    assert_eq!(
+        run["session_id"], "01jtakenover000000000000000",
+        "the session's id is the run's"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(psql(&database_url, "SELECT count(*) FROM session"), "1");
+    assert_eq!(psql(&database_url, "SELECT count(*) FROM turn"), "1");
+    let logs: String = replicas.iter().map(Replica::log).collect();
+    assert_eq!(
+        logs.matches("taking over a scheduled run").count(),
+        1,
+        "one replica took it: {logs}"
+    );
 }

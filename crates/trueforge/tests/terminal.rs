@@ -290,3 +290,85 @@ async fn chat_offers_the_agent_approval_scope_for_a_saved_agent() {
         .collect();
     assert_eq!(tools, ["toggle-simulated-logging"], "{approvals}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_are_listed_and_run_now_from_the_command_line() {
+    let server = server().await;
+    let http = reqwest::Client::new();
+    let agent: Value = http
+        .post(format!("{}/api/v1/agents", server.url))
+        .json(&json!({"name": "reporter", "manifest": {"model": {"name": "fake/fake-model"}}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let schedule: Value = http
+        .post(format!("{}/api/v1/schedules", server.url))
+        .json(&json!({"name": "nightly digest", "agent_id": agent["data"]["id"],
+            "manifest": {"task": "Summarise", "cron": "0 3 * * *", "timezone": "Europe/Paris"}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = schedule["data"]["id"].as_str().unwrap();
+
+    let output = trueforge(&server.url)
+        .args(["schedules", "list"])
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let listed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        listed.starts_with(&format!("{id}  active  next "))
+            && listed.trim_end().ends_with("0 3 * * * (Europe/Paris)  nightly digest"),
+        "{listed}"
+    );
+
+    let output = trueforge(&server.url)
+        .args(["schedules", "run", id, "--json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let run: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!((&run["status"], &run["trigger"]), (&json!("started"), &json!("manual")));
+    let session_id = run["session_id"].as_str().unwrap();
+    let session = http
+        .get(format!("{}/api/v1/sessions/{session_id}", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(session.status().as_u16(), 200, "the run's session opens like any other");
+
+    let output = trueforge(&server.url)
+        .args(["schedules", "runs", id])
+        .output()
+        .await
+        .unwrap();
+    let runs = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        runs.contains("started  manual") && runs.contains(&format!("session {session_id} turn ")),
+        "{runs}"
+    );
+
+    let output = trueforge(&server.url)
+        .args(["schedules", "pause", id])
+        .output()
+        .await
+        .unwrap();
+    assert!(String::from_utf8_lossy(&output.stdout).contains(&format!("{id}  paused  next -")));
+
+    let output = trueforge(&server.url)
+        .args(["schedules", "run", "sch_nope"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("Schedule not found: sch_nope"), "{stderr}");
+}

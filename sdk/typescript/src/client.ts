@@ -6,6 +6,7 @@ import { ApiKeys } from "./resources/api-keys.js";
 import { Auth } from "./resources/auth.js";
 import { Catalogs } from "./resources/catalogs.js";
 import { McpServers } from "./resources/mcp-servers.js";
+import { Schedules } from "./resources/schedules.js";
 import { Sessions } from "./resources/sessions.js";
 import { Settings } from "./resources/settings.js";
 import { type TurnStreamOptions, Turns } from "./resources/turn-streams.js";
@@ -36,6 +37,7 @@ export class TrueForge {
   readonly mcpServers: McpServers;
   readonly auth: Auth;
   readonly apiKeys: ApiKeys;
+  readonly schedules: Schedules;
   readonly models: {
     /** Every model the tenant configured, named `provider/model`. */
     list(options?: RequestOptions): Promise<AvailableModel[]>;
@@ -56,6 +58,7 @@ export class TrueForge {
     this.mcpServers = new McpServers(http);
     this.auth = new Auth(http);
     this.apiKeys = new ApiKeys(http);
+    this.schedules = new Schedules(http);
     this.models = {
       list: async (requestOptions) => (await http.call("get", "/api/v1/models", requestOptions)).data,
     };

@@ -27,6 +27,7 @@ export type { ApiKeys } from "./resources/api-keys.js";
 export type { Auth, LoginCallbackQuery } from "./resources/auth.js";
 export type { Catalogs } from "./resources/catalogs.js";
 export type { McpServers, OAuthCallbackQuery } from "./resources/mcp-servers.js";
+export type { ListScheduleRunsQuery, ListSchedulesQuery, Schedules } from "./resources/schedules.js";
 export type { ListSessionEventsQuery, ListSessionsQuery, Sessions } from "./resources/sessions.js";
 export type { Settings } from "./resources/settings.js";
 export type {

@@ -11,6 +11,7 @@ pub use lifecycle::LeaseTiming;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use futures::StreamExt;
 use serde_json::Value;
@@ -540,8 +541,13 @@ impl Runtime {
         });
         let timeout = self.options.execution_timeout;
         let kept = Some(self.kept.clone()).filter(|_| self.options.kept_context_messages > 0);
-        let task = tokio::spawn(run_turn(env, Arc::new(resources), threads, start, timeout, kept));
-        let end = self.lifecycle.supervise(key.clone(), cancel.clone(), publisher, task);
+        // A child of the current span: the request that started the turn, or none for a resumed one.
+        let span = crate::telemetry::turn_span(key.session_id.as_str(), key.turn_id.as_str());
+        let task =
+            tokio::spawn(run_turn(env, Arc::new(resources), threads, start, timeout, kept).instrument(span.clone()));
+        let end = self
+            .lifecycle
+            .supervise(key.clone(), cancel.clone(), publisher, task, span);
         StartedTurn {
             key,
             cancel,

@@ -178,6 +178,14 @@ impl TurnSandbox {
                 None => client_dir,
             };
             request.env.insert("PYTHONPATH".to_owned(), python_path);
+            // The command's tool calls through the bridge continue the trace of the tool call running it
+            // (OpenTelemetry's variables for a process's parent context).
+            if let Some(trace) = trueforge_telemetry::current_context() {
+                request.env.insert("TRACEPARENT".to_owned(), trace.traceparent);
+                if let Some(state) = trace.tracestate {
+                    request.env.insert("TRACESTATE".to_owned(), state);
+                }
+            }
         }
         Ok(request)
     }

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use tracing::Instrument as _;
 
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
@@ -88,12 +89,23 @@ impl AgentThread {
             .open_message(ModelMessageEvent::placeholder(&message_id, &self.id, &created_at))
             .await;
         let call_started = std::time::Instant::now();
-        let answered = self.stream_answer(env, &request, &message_id, &created_at).await;
+        let span = crate::telemetry::model_span(&self.setup.model.name);
+        let answered = self
+            .stream_answer(env, &request, &message_id, &created_at)
+            .instrument(span.clone())
+            .await;
         let (outcome, usage) = match &answered {
             Ok(response) => ("ok", Some(&response.usage)),
             Err(LlmError::Cancelled) => ("cancelled", None),
             Err(_) => ("error", None),
         };
+        crate::telemetry::model_span_answered(
+            &span,
+            answered
+                .as_ref()
+                .map(|response| (&response.usage, &response.finish_reason))
+                .map_err(|_| outcome),
+        );
         crate::telemetry::model_call(&self.setup.model.name, outcome, call_started.elapsed(), usage);
         self.return_request(request);
         let response = match answered {

@@ -2,6 +2,7 @@
 //! commit the results together.
 
 use std::collections::HashMap;
+use tracing::Instrument as _;
 
 use serde_json::{Value, json};
 use trueforge_protocol::{
@@ -126,7 +127,8 @@ impl AgentThread {
     /// Runs one call, counting it (tool set, outcome, time) for the metrics.
     async fn execute(&self, env: &TurnEnv, call: &ContextToolCall) -> CallOutcome {
         let started = std::time::Instant::now();
-        let outcome = self.run_call(env, call).await;
+        let span = crate::telemetry::tool_span(&call.function.name, &call.id);
+        let outcome = self.run_call(env, call).instrument(span.clone()).await;
         let tool_set = self
             .setup
             .registry
@@ -139,6 +141,7 @@ impl AgentThread {
             CallOutcome::Cancelled => "cancelled",
         };
         crate::telemetry::tool_call(tool_set, label, started.elapsed());
+        crate::telemetry::tool_span_ended(&span, tool_set, label);
         outcome
     }
 

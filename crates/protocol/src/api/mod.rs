@@ -12,12 +12,16 @@
 mod envelope;
 mod health;
 mod models;
+mod schedules;
 mod sessions;
 mod turns;
 
 pub use envelope::{Data, Page, Pagination, SortOrder};
 pub use health::{DatabaseHealth, Health};
 pub use models::{AvailableModel, AvailableModelProvider};
+pub use schedules::{
+    Schedule, ScheduleManifest, ScheduleRequest, ScheduleRun, ScheduleRunStatus, ScheduleRunTrigger, ScheduleState,
+};
 pub use sessions::{
     CreateSessionAgent, CreateSessionRequest, Session, SessionAgentNameRef, SessionAgentSpecBody, SessionEventItem,
 };

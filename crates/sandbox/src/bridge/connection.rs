@@ -12,7 +12,8 @@ use tokio_util::sync::CancellationToken;
 use super::MAX_REQUEST_BYTES;
 use super::handler::{BridgeFailure, BridgeHandler, BridgeServer};
 use super::token::BridgeToken;
-use super::wire::{self, LineRead, Operation, Parsed};
+use super::wire::{self, LineRead, Operation, Parsed, TraceFields};
+use tracing::Instrument as _;
 
 /// How long a connection may sit without sending a whole request. Generous for a script between two
 /// calls; it only reclaims connections a script leaked (the handler's own time is not counted).
@@ -72,10 +73,11 @@ pub(super) async fn serve(stream: UnixStream, shared: Arc<Shared>, cancel: Cance
                         false,
                     )
                 }
-                Parsed::Request { id, operation } => {
+                Parsed::Request { id, operation, trace } => {
+                    let span = request_span(&operation, &trace);
                     let outcome = tokio::select! {
                         () = cancel.cancelled() => return,
-                        outcome = dispatch(&shared.handler, operation) => outcome,
+                        outcome = dispatch(&shared.handler, operation, span) => outcome,
                     };
                     (id, outcome, true)
                 }
@@ -102,13 +104,39 @@ pub(super) async fn serve(stream: UnixStream, shared: Arc<Shared>, cancel: Cance
 }
 
 /// Checks a request against the handler's servers and allowed tools, then lets the handler serve it.
-async fn dispatch(handler: &Arc<dyn BridgeHandler>, operation: Operation) -> Result<Value, BridgeFailure> {
+/// The span of one request from a script, continuing the trace its command was started in; disabled while
+/// traces are not exported.
+fn request_span(operation: &Operation, trace: &TraceFields) -> tracing::Span {
+    if !trueforge_telemetry::enabled() {
+        return tracing::Span::none();
+    }
+    let (op, server, tool) = match operation {
+        Operation::ListTools { server } => ("list_tools", server.as_str(), None),
+        Operation::CallTool { server, tool, .. } => ("call_tool", server.as_str(), Some(tool.as_str())),
+    };
+    let span = tracing::info_span!(
+        target: "trueforge::code_mode",
+        "code_mode.request",
+        otel.name = format!("code_mode {op}"),
+        otel.kind = "server",
+        trueforge.code_mode.server = server,
+        gen_ai.tool.name = tool,
+    );
+    trueforge_telemetry::continue_trace(&span, trace.traceparent.as_deref(), trace.tracestate.as_deref());
+    span
+}
+
+async fn dispatch(
+    handler: &Arc<dyn BridgeHandler>,
+    operation: Operation,
+    span: tracing::Span,
+) -> Result<Value, BridgeFailure> {
     let servers = handler.servers();
     match operation {
         Operation::ListTools { server } => {
             let allowed = find_server(&servers, &server)?.tools.clone();
-            let listed = isolated(Arc::clone(handler), |handler| async move {
-                handler.list_tools(&server).await
+            let listed = isolated(Arc::clone(handler), |handler| {
+                async move { handler.list_tools(&server).await }.instrument(span)
             })
             .await?;
             keep_allowed_tools(listed, &allowed)
@@ -126,8 +154,8 @@ async fn dispatch(handler: &Arc<dyn BridgeHandler>, operation: Operation) -> Res
                 )));
             }
             let arguments = wire::call_arguments(arguments)?;
-            isolated(Arc::clone(handler), |handler| async move {
-                handler.call_tool(&server, &tool, arguments).await
+            isolated(Arc::clone(handler), |handler| {
+                async move { handler.call_tool(&server, &tool, arguments).await }.instrument(span)
             })
             .await
         }

@@ -3,6 +3,8 @@
 //! Request:  `{"token": "<hex>", "id": <any>, "op": "list_tools", "server": "<name>"}`
 //!           `{"token": "<hex>", "id": <any>, "op": "call_tool", "server": "<name>", "tool": "<name>",
 //!             "arguments": {...}}` (`arguments` optional, an object)
+//!           Either may carry the script's W3C trace context (`"traceparent"`, `"tracestate"`: strings), from
+//!           the `TRACEPARENT` / `TRACESTATE` variables its command got, so its tool calls join the trace.
 //! Response: `{"id": <the request's id>, "ok": true, "result": <value>}`
 //!           `{"id": <the request's id or null>, "ok": false, "error": "<message>",
 //!             "source": "caller" | "internal" | "transport"}`
@@ -31,21 +33,24 @@ pub(super) enum Operation {
     },
 }
 
+/// The W3C trace context a request carried (strings only; anything else is ignored).
+#[derive(Debug, Default)]
+pub(super) struct TraceFields {
+    pub(super) traceparent: Option<String>,
+    pub(super) tracestate: Option<String>,
+}
+
 /// What a request line turned out to be.
 pub(super) enum Parsed {
     Request {
         id: Value,
         operation: Operation,
+        trace: TraceFields,
     },
     /// Not a valid request; answered with a caller error and the connection stays open.
-    Invalid {
-        id: Value,
-        message: String,
-    },
+    Invalid { id: Value, message: String },
     /// No token or a wrong one; answered and the connection closed.
-    Unauthorized {
-        id: Value,
-    },
+    Unauthorized { id: Value },
 }
 
 /// Reads a request line. The token is taken out and checked before the rest is looked at, so a peer
@@ -75,8 +80,16 @@ pub(super) fn parse_request(line: &[u8], token: &BridgeToken) -> Parsed {
     if !authorized {
         return Parsed::Unauthorized { id };
     }
+    let mut string = |name: &str| match object.remove(name) {
+        Some(Value::String(value)) => Some(value),
+        _ => None,
+    };
+    let trace = TraceFields {
+        traceparent: string("traceparent"),
+        tracestate: string("tracestate"),
+    };
     match serde_json::from_value::<Operation>(Value::Object(object)) {
-        Ok(operation) => Parsed::Request { id, operation },
+        Ok(operation) => Parsed::Request { id, operation, trace },
         Err(error) => Parsed::Invalid {
             id,
             message: format!("invalid request: {error}"),
@@ -235,6 +248,36 @@ mod tests {
             parse_request(line.as_bytes(), &token),
             Parsed::Request { operation: Operation::ListTools { server }, .. } if server == "a"
         ));
+    }
+
+    #[test]
+    fn a_request_may_carry_trace_context_beside_its_operation() {
+        let token = BridgeToken::generate().unwrap();
+        let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let line = format!(
+            r#"{{"id":1,"token":"{}","op":"call_tool","server":"a","tool":"t","traceparent":"{traceparent}","tracestate":"k=v"}}"#,
+            token.as_str()
+        );
+        let Parsed::Request { operation, trace, .. } = parse_request(line.as_bytes(), &token) else {
+            panic!("not parsed as a request");
+        };
+        assert!(matches!(operation, Operation::CallTool { tool, .. } if tool == "t"));
+        assert_eq!(trace.traceparent.as_deref(), Some(traceparent));
+        assert_eq!(trace.tracestate.as_deref(), Some("k=v"));
+        // Not strings: ignored, and the operation is still read (its fields stay strict).
+        let line = format!(
+            r#"{{"id":2,"token":"{}","op":"list_tools","server":"a","traceparent":7}}"#,
+            token.as_str()
+        );
+        let Parsed::Request { trace, .. } = parse_request(line.as_bytes(), &token) else {
+            panic!("not parsed as a request");
+        };
+        assert_eq!(trace.traceparent, None);
+        let line = format!(
+            r#"{{"id":3,"token":"{}","op":"list_tools","server":"a","extra":1}}"#,
+            token.as_str()
+        );
+        assert!(matches!(parse_request(line.as_bytes(), &token), Parsed::Invalid { .. }));
     }
 
     #[test]

@@ -26,6 +26,13 @@ pub struct ConfigError {
     pub reason: String,
 }
 
+/// How log lines are written to stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
 /// Everything the server reads from its environment.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -72,11 +79,17 @@ pub struct ServerConfig {
     /// How long a model response may stay silent (no byte received) before the call fails
     /// (`TRUEFORGE_MODEL_IDLE_TIMEOUT_SECONDS`).
     pub model_idle_timeout: Duration,
+    /// The shortest time allowed between two occurrences of a schedule's cron
+    /// (`TRUEFORGE_SCHEDULE_MIN_INTERVAL_SECONDS`, one hour by default as in the reference).
+    pub schedule_min_interval: Duration,
     /// The `client_name` registered with MCP servers' authorization servers (`MCP_DCR_OAUTH_CLIENT_NAME`).
     pub oauth_client_name: String,
     /// The time limit of each request to an authorization server (`MCP_OAUTH_HTTP_TIMEOUT_MS`).
     pub oauth_timeout: Duration,
     pub log_level: String,
+    /// `text` (for a terminal) or `json` (one object per line with the trace id, for log collectors)
+    /// (`LOG_FORMAT`).
+    pub log_format: LogFormat,
     pub catalogs: CatalogPaths,
     pub sandbox: SandboxConfig,
     /// Provider API keys found in the environment, configured as providers on first start.
@@ -324,6 +337,11 @@ impl ServerConfig {
         if !["error", "warn", "info", "debug", "trace"].contains(&log_level.as_str()) {
             return Err(vars.error("LOG_LEVEL", "expected one of error, warn, info, debug, trace"));
         }
+        let log_format = match vars.get("LOG_FORMAT").map(str::to_ascii_lowercase).as_deref() {
+            None | Some("text") => LogFormat::Text,
+            Some("json") => LogFormat::Json,
+            Some(_) => return Err(vars.error("LOG_FORMAT", "expected text or json")),
+        };
         let approval_max_scope = match vars.get("TRUEFORGE_APPROVAL_MAX_SCOPE") {
             None => ApprovalScope::Agent,
             Some(text) => ApprovalScope::from_wire(&text.to_ascii_lowercase())
@@ -356,9 +374,11 @@ impl ServerConfig {
                 "TRUEFORGE_MODEL_IDLE_TIMEOUT_SECONDS",
                 trueforge_llm::ClientOptions::default().idle_timeout.as_secs(),
             )?),
+            schedule_min_interval: Duration::from_secs(vars.positive("TRUEFORGE_SCHEDULE_MIN_INTERVAL_SECONDS", 3600)?),
             oauth_client_name: vars.get("MCP_DCR_OAUTH_CLIENT_NAME").unwrap_or("trueforge").to_owned(),
             oauth_timeout: Duration::from_millis(vars.positive("MCP_OAUTH_HTTP_TIMEOUT_MS", 15_000)?),
             log_level,
+            log_format,
             catalogs: CatalogPaths {
                 models: vars.path("MODEL_CATALOG_PATH"),
                 mcp_servers: vars.path("MCP_CATALOG_PATH"),
@@ -435,6 +455,7 @@ mod tests {
         assert_eq!(config.stream_ttl, Duration::from_secs(900));
         assert_eq!(config.heartbeat, Duration::from_secs(15));
         assert_eq!(config.approval_max_scope, ApprovalScope::Agent);
+        assert_eq!(config.schedule_min_interval, Duration::from_secs(3600));
         assert!(config.serve_ui);
     }
 
@@ -533,6 +554,7 @@ mod tests {
             ("SERVER_EXECUTION_TIMEOUT_SECONDS", "ten"),
             ("STANDALONE", "yes"),
             ("LOG_LEVEL", "loud"),
+            ("LOG_FORMAT", "xml"),
             ("TRUEFORGE_APPROVAL_MAX_SCOPE", "forever"),
             ("TRUEFORGE_ALLOWED_HOSTS", "agents.example.com, http://x"),
             ("TRUEFORGE_ALLOWED_ORIGINS", "localhost:5173"),

@@ -4,6 +4,7 @@ pub(crate) mod agents;
 pub(crate) mod api_keys;
 pub(crate) mod mcp;
 pub(crate) mod meta;
+pub(crate) mod schedules;
 pub(crate) mod sessions;
 pub(crate) mod settings;
 pub(crate) mod turns;
@@ -92,6 +93,12 @@ pub(crate) fn documented() -> OpenApiRouter<AppState> {
             settings::put_sandbox_provider,
             settings::delete_sandbox_provider
         ))
+        .routes(routes!(schedules::list, schedules::create))
+        .routes(routes!(schedules::get, schedules::update, schedules::delete))
+        .routes(routes!(schedules::pause))
+        .routes(routes!(schedules::resume))
+        .routes(routes!(schedules::run))
+        .routes(routes!(schedules::runs))
         .routes(routes!(sessions::list, sessions::create))
         .routes(routes!(sessions::get, sessions::patch, sessions::delete))
         .routes(routes!(sessions::cancel))

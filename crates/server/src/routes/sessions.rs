@@ -7,7 +7,7 @@ use serde::Deserialize;
 use trueforge_protocol::api::{
     CreateSessionAgent, CreateSessionRequest, SessionAgentNameRef, SessionAgentSpecBody, SessionEventItem,
 };
-use trueforge_protocol::{CancellationReason, SessionAgent, SessionId, TurnId};
+use trueforge_protocol::{CancellationReason, SessionAgent, SessionId, TenantId, TurnId};
 use trueforge_store::Timestamp;
 use trueforge_store::session::model::{
     NewSession, PageRequest, SessionCost, SessionFilter, SessionRecord, SessionUpdate, SortOrder, TurnKey,
@@ -120,18 +120,35 @@ pub async fn create(
             SessionAgent::Inline { spec }
         }
     };
-    let record = state
-        .sessions
-        .create_session(NewSession {
-            tenant_id: caller.tenant.clone(),
-            session_id: ulid::Ulid::new().to_string().to_lowercase().into(),
-            agent,
-            created_by: caller.user.clone(),
-            custom: None,
-        })
-        .await?;
+    let record = create_session_record(&state, &caller.tenant, &caller.user, new_session_id(), agent).await?;
     // A new session has no turns, so nothing spent.
     Ok(Data::created(record.into_session(SessionCost::default())).into_response())
+}
+
+/// A fresh session id: a lowercase ULID.
+pub(crate) fn new_session_id() -> SessionId {
+    ulid::Ulid::new().to_string().to_lowercase().into()
+}
+
+/// Stores a new session of `user` running `agent`: what `POST /sessions` does once it has read its body,
+/// and what a schedule's run does, so a run's session is like any other.
+pub(crate) async fn create_session_record(
+    state: &AppState,
+    tenant: &TenantId,
+    user: &str,
+    session_id: SessionId,
+    agent: SessionAgent,
+) -> ApiResult<SessionRecord> {
+    Ok(state
+        .sessions
+        .create_session(NewSession {
+            tenant_id: tenant.clone(),
+            session_id,
+            agent,
+            created_by: user.to_owned(),
+            custom: None,
+        })
+        .await?)
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

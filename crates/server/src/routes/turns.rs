@@ -89,31 +89,15 @@ pub async fn create(
     // (422).
     trueforge_protocol::validate_turn_input(&body.input).map_err(|error| ApiError::bad_request(error.to_string()))?;
     let previous_turn_id = previous_turn(body.previous_turn_id)?;
-    let turn_id = TurnId::new(format!(
-        "{}.{}",
-        ulid::Ulid::new().to_string().to_lowercase(),
-        state.executor_id
-    ));
-    // One call: the runtime checks, commits and starts the turn, and answers once `turn.created` is on the
-    // bus, so an immediate subscribe finds the stream. From then on the turn runs whatever the client does.
-    let start = state
-        .runtime
-        .start_turn(TurnRequest {
-            tenant_id: caller.tenant.clone(),
-            session_id: session_id.clone(),
-            turn_id,
-            input: body.input,
-            previous_turn_id,
-            custom: None,
-            // The runtime reads the session once, and refuses a caller who did not create it.
-            requested_by: Some(caller.user.clone()),
-            idempotency_key,
-        })
-        .await
-        .map_err(|error| match error {
-            AgentError::SessionNotFound => ApiError::session_not_found(&session_id),
-            other => ApiError::from(other),
-        })?;
+    let start = start_turn(
+        &state,
+        &caller,
+        &session_id,
+        body.input,
+        previous_turn_id,
+        idempotency_key,
+    )
+    .await?;
     let stream = body.stream.unwrap_or(true);
     let key = match start {
         TurnStart::Started(key) if stream => {
@@ -130,6 +114,43 @@ pub async fn create(
     };
     let turn = turn_summary(&state, &key).await?;
     Ok(Data::ok(Turn::from(turn)).into_response())
+}
+
+/// Starts a turn of `caller` in the session: what `POST …/turns` does once it has read its request, and
+/// what a schedule's run does, so a run's turn is like any other. One call: the runtime checks, commits and
+/// starts the turn, and answers once `turn.created` is on the bus, so an immediate subscribe finds the
+/// stream. From then on the turn runs whatever the client does.
+pub(crate) async fn start_turn(
+    state: &AppState,
+    caller: &Caller,
+    session_id: &SessionId,
+    input: Vec<TurnInputItem>,
+    previous_turn_id: PreviousTurn,
+    idempotency_key: Option<IdempotencyKey>,
+) -> ApiResult<TurnStart> {
+    let turn_id = TurnId::new(format!(
+        "{}.{}",
+        ulid::Ulid::new().to_string().to_lowercase(),
+        state.executor_id
+    ));
+    state
+        .runtime
+        .start_turn(TurnRequest {
+            tenant_id: caller.tenant.clone(),
+            session_id: session_id.clone(),
+            turn_id,
+            input,
+            previous_turn_id,
+            custom: None,
+            // The runtime reads the session once, and refuses a caller who did not create it.
+            requested_by: Some(caller.user.clone()),
+            idempotency_key,
+        })
+        .await
+        .map_err(|error| match error {
+            AgentError::SessionNotFound => ApiError::session_not_found(session_id),
+            other => ApiError::from(other),
+        })
 }
 
 /// The `Idempotency-Key` header, if sent: once, and of the key's form.

@@ -14,6 +14,7 @@ mod oidc;
 mod openapi;
 mod routes;
 mod sandbox;
+mod schedules;
 mod settings_delete;
 mod tenancy;
 mod ui;

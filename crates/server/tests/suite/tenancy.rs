@@ -56,6 +56,7 @@ struct Alices {
     session_id: String,
     turn_id: String,
     key_id: String,
+    schedule_id: String,
 }
 
 impl Alices {
@@ -66,6 +67,7 @@ impl Alices {
             (self.session_id.clone(), false),
             (self.turn_id.clone(), false),
             (self.key_id.clone(), false),
+            (self.schedule_id.clone(), false),
             ("acme-secret".to_owned(), false),
             (self.agent_id.clone(), true),
             ("acme-helper".to_owned(), true),
@@ -83,6 +85,7 @@ fn probe(method: Method, template: &'static str, alices: &Alices, body: Option<V
         .replace("{session_id}", &alices.session_id)
         .replace("{turn_id}", &alices.turn_id)
         .replace("{key_id}", &alices.key_id)
+        .replace("{schedule_id}", &alices.schedule_id)
         .replace("{mcp_server}", "acme-docs")
         .replace("{tool}", "search")
         .replace(
@@ -147,6 +150,7 @@ fn table(alices: &Alices) -> Vec<Probe> {
         probe(Method::GET, "/api/v1/skills", alices, None, anyone),
         probe(Method::GET, "/api/v1/sessions", alices, None, anyone),
         probe(Method::GET, "/api/v1/api-keys", alices, None, anyone),
+        probe(Method::GET, "/api/v1/schedules", alices, None, anyone),
         probe(
             Method::GET,
             "/api/v1/settings/model-providers",
@@ -157,6 +161,8 @@ fn table(alices: &Alices) -> Vec<Probe> {
         probe(Method::GET, "/api/v1/settings/mcp-servers", alices, None, settings_list),
         probe(Method::GET, "/api/v1/settings/skills", alices, None, settings_list),
         // Alice's own and acme's things, read.
+        probe(Method::GET, "/api/v1/schedules/{schedule_id}", alices, None, own),
+        probe(Method::GET, "/api/v1/schedules/{schedule_id}/runs", alices, None, own),
         probe(Method::GET, "/api/v1/agents/{agent_id}", alices, None, shared),
         probe(
             Method::GET,
@@ -256,6 +262,23 @@ fn table(alices: &Alices) -> Vec<Probe> {
         probe(Method::DELETE, "/api/v1/api-keys/{key_id}", alices, None, own),
         probe(
             Method::PUT,
+            "/api/v1/schedules/{schedule_id}",
+            alices,
+            Some(schedule(&alices.agent_id)),
+            own,
+        ),
+        probe(Method::POST, "/api/v1/schedules/{schedule_id}/pause", alices, None, own),
+        probe(
+            Method::POST,
+            "/api/v1/schedules/{schedule_id}/resume",
+            alices,
+            None,
+            own,
+        ),
+        probe(Method::POST, "/api/v1/schedules/{schedule_id}/run", alices, None, own),
+        probe(Method::DELETE, "/api/v1/schedules/{schedule_id}", alices, None, own),
+        probe(
+            Method::PUT,
             "/api/v1/agents/{agent_id}",
             alices,
             Some(json!({"manifest": {"model": {"name": MODEL}, "instructions": "taken over"}})),
@@ -326,6 +349,14 @@ fn table(alices: &Alices) -> Vec<Probe> {
             alices,
             Some(json!({"name": "acme-secret-key"})),
             anyone,
+        ),
+        // A schedule of acme's saved agent: bob's to make, not globex's.
+        probe(
+            Method::POST,
+            "/api/v1/schedules",
+            alices,
+            Some(schedule(&alices.agent_id)),
+            [Allowed, NotFound, NotFound],
         ),
         probe(
             Method::POST,
@@ -398,6 +429,11 @@ fn made_up(id: &str) -> String {
 fn mcp_server(name: &str, host: &str) -> Value {
     json!({"manifest": {"type": "remote", "name": name, "url": format!("https://mcp.{host}/mcp"),
         "description": "Docs search", "auth": {"type": "header", "headers": {"Authorization": "Bearer x"}}}})
+}
+
+fn schedule(agent_id: &str) -> Value {
+    json!({"name": "hourly report", "agent_id": agent_id,
+        "manifest": {"task": "Write the report", "cron": "0 * * * *", "timezone": "Europe/Paris"}})
 }
 
 fn skill(name: &str, owner: &str) -> Value {
@@ -496,11 +532,24 @@ async fn alice_sets_up(server: &TestServer, alice: &str) -> Alices {
     )
     .await;
     ok(status, &key);
+    let agent_id = agent["data"]["id"].as_str().unwrap().to_owned();
+    let (status, created) = send_with_token(
+        server,
+        alice,
+        Method::POST,
+        "/api/v1/schedules",
+        Some(json!({"name": "acme-secret schedule", "agent_id": agent_id,
+            "manifest": {"task": "acme-secret digest", "cron": "0 9 * * *"}})),
+    )
+    .await;
+    ok(status, &created);
+    let schedule_id = created["data"]["id"].as_str().unwrap().to_owned();
     Alices {
-        agent_id: agent["data"]["id"].as_str().unwrap().to_owned(),
+        agent_id,
         session_id,
         turn_id,
         key_id: key["data"]["id"].as_str().unwrap().to_owned(),
+        schedule_id,
     }
 }
 
@@ -513,6 +562,8 @@ async fn alices_view(server: &TestServer, alice: &str, alices: &Alices) -> Vec<(
         format!("/api/v1/agents/{}", alices.agent_id),
         format!("/api/v1/agents/{}/tool-approvals", alices.agent_id),
         "/api/v1/api-keys".to_owned(),
+        format!("/api/v1/schedules/{}", alices.schedule_id),
+        format!("/api/v1/schedules/{}/runs", alices.schedule_id),
         "/api/v1/settings/model-providers".to_owned(),
         "/api/v1/settings/mcp-servers".to_owned(),
         "/api/v1/settings/skills".to_owned(),

@@ -12,7 +12,7 @@ use rusqlite_migration::{M, Migrations};
 use crate::error::{StoreError, StoreResult};
 
 /// Every migration, oldest first. Their position (from 1) is the schema version.
-const MIGRATIONS: [&str; 13] = [
+const MIGRATIONS: [&str; 14] = [
     include_str!("../../migrations/sqlite/20261130000001_session_store.sql"),
     include_str!("../../migrations/sqlite/20261130000002_settings.sql"),
     include_str!("../../migrations/sqlite/20261130000003_step_commit.sql"),
@@ -26,6 +26,7 @@ const MIGRATIONS: [&str; 13] = [
     include_str!("../../migrations/sqlite/20261204000011_batched_fts.sql"),
     include_str!("../../migrations/sqlite/20261205000012_lease_epoch.sql"),
     include_str!("../../migrations/sqlite/20261205000013_api_key.sql"),
+    include_str!("../../migrations/sqlite/20261205000014_schedule.sql"),
 ];
 
 /// The versions sqlx recorded for the first migrations (their file name prefixes), in order.

@@ -11,6 +11,7 @@ mod mcp_sessions;
 mod named;
 mod oauth;
 mod sandbox;
+mod schedules;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -20,6 +21,7 @@ use crate::settings::records::ApiKeyRecord;
 use crate::settings::records::{
     OAuthClientRegistration, OAuthTokenRecord, PendingAuthorizationRecord, SandboxProviderRecord,
 };
+use crate::settings::schedules::{ScheduleRecord, ScheduleRunRecord};
 use trueforge_protocol::sync::lock;
 
 /// Settings stores kept in process memory. `Debug` shows no contents: the rows hold plaintext secrets.
@@ -61,6 +63,10 @@ struct State {
     mcp_sessions: BTreeMap<mcp_sessions::SessionKey, String>,
     /// API key id → (record, the key's SHA-256).
     api_keys: BTreeMap<String, (ApiKeyRecord, String)>,
+    /// (tenant, schedule id) → schedule.
+    schedules: BTreeMap<schedules::Key, ScheduleRecord>,
+    /// (tenant, run id) → run.
+    schedule_runs: BTreeMap<schedules::Key, ScheduleRunRecord>,
 }
 
 impl Default for MemorySettingsStore {

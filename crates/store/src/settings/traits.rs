@@ -22,6 +22,7 @@ use crate::settings::records::{
     OAuthToken, OAuthTokenRecord, PendingAuthorization, PendingAuthorizationRecord, SandboxProviderRecord,
     SandboxProviderStatus, SkillRecord,
 };
+use crate::settings::schedules::ScheduleStore;
 
 /// The read-modify-write step of an `upsert_*_with` call: stored manifest (if any) in, manifest to store out.
 pub type ManifestUpdate<'a, M> = Box<dyn FnOnce(Option<&M>) -> StoreResult<M> + Send + 'a>;
@@ -266,6 +267,7 @@ pub trait SettingsStore:
     + McpSessionStore
     + OAuthTokenStore
     + SandboxProviderStore
+    + ScheduleStore
     + SkillStore
 {
 }
@@ -279,6 +281,7 @@ impl<T> SettingsStore for T where
         + McpSessionStore
         + OAuthTokenStore
         + SandboxProviderStore
+        + ScheduleStore
         + SkillStore
 {
 }

@@ -16,6 +16,7 @@ mod mcp_sessions;
 mod named;
 mod oauth;
 mod sandbox;
+mod schedules;
 mod secrets;
 
 /// One `#[tokio::test]` per `module::case`, on a fresh fixture from `$fixture`.
@@ -79,6 +80,12 @@ macro_rules! contract {
             sandbox::sandbox_provider_singleton,
             sandbox::sandbox_status_update,
             sandbox::sandbox_upsert_with_and_delete,
+            schedules::schedules_crud_per_owner_and_tenant,
+            schedules::schedules_due_are_active_and_at_or_before_now,
+            schedules::schedule_claim_is_a_compare_and_set,
+            schedules::schedule_claim_has_one_winner_among_concurrent_claimers,
+            schedules::schedule_runs_settle_once_and_list_newest_first,
+            schedules::schedule_run_expired_lease_is_taken_over_once,
         );
     };
 }

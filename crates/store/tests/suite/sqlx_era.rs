@@ -86,7 +86,7 @@ async fn a_file_migrated_by_sqlx_is_taken_over_and_keeps_working() {
     assert_eq!(sqlx_rows, 7);
 
     let db = SqliteDb::open(&path, MigrateOnOpen::Yes).await.unwrap();
-    assert_eq!(user_version(&path), 13, "every migration of ours ran");
+    assert_eq!(user_version(&path), 14, "every migration of ours ran");
     let names: Vec<String> = schema(&path).into_iter().map(|(_, name, _)| name).collect();
     for gone in [
         "_sqlx_migrations",

@@ -38,6 +38,21 @@ export type McpServerManifest = Schemas["MCPServerManifest"];
 export type Me = Schemas["GetMeResponse"];
 export type ModelProviderManifest = Schemas["ModelProviderManifest"];
 export type SandboxProviderManifest = Schemas["SandboxProviderManifest"];
+/** A saved agent run on a cron as the caller's sessions: `manifest` (task, cron, timezone), `state`, next and last run. */
+export type Schedule = Schemas["Schedule"];
+export type ScheduleManifest = Schemas["ScheduleManifest"];
+/** A schedule's manifest as sent: `timezone` may be left out (`UTC`). */
+export type ScheduleManifestInput = Omit<ScheduleManifest, "timezone"> &
+  Partial<Pick<ScheduleManifest, "timezone">>;
+/** A new schedule, or the whole of one that replaces it: `name`, `agent_id` (a saved agent) and `manifest`. */
+export type ScheduleRequest = Omit<Schemas["ScheduleRequest"], "manifest"> & {
+  manifest: ScheduleManifestInput;
+};
+/** One run of a schedule: its occurrence (`due_at`), `status`, `trigger`, and the session and turn it started. */
+export type ScheduleRun = Schemas["ScheduleRun"];
+export type ScheduleRunStatus = Schemas["ScheduleRunStatus"];
+export type ScheduleRunTrigger = Schemas["ScheduleRunTrigger"];
+export type ScheduleState = Schemas["ScheduleState"];
 export type Session = Schemas["Session"];
 /** A persisted event with the turn it belongs to; the event typed as a closed union (see `events.ts`). */
 export interface SessionEventItem {

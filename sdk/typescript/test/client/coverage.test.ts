@@ -66,6 +66,15 @@ const COVERED_BY: Readonly<Record<string, string>> = {
   create_skill: "settings.skills.create",
   delete_skill: "settings.skills.delete",
   list_available_skills: "skills.list",
+  list_schedules: "schedules.list",
+  create_schedule: "schedules.create",
+  get_schedule: "schedules.get",
+  update_schedule: "schedules.update",
+  delete_schedule: "schedules.delete",
+  pause_schedule: "schedules.pause",
+  resume_schedule: "schedules.resume",
+  run_schedule: "schedules.run",
+  list_schedule_runs: "schedules.runs",
 };
 
 const METHODS = ["get", "put", "post", "delete", "patch", "head", "options"];

@@ -9,6 +9,7 @@ mod mcp_sessions;
 mod named;
 mod oauth;
 mod sandbox;
+mod schedules;
 
 use super::{SettingsSql, SqlSettingsStore};
 use crate::error::StoreResult;
