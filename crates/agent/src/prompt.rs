@@ -2,12 +2,12 @@
 //! XML-like sections (empty sections are left out).
 
 /// Identity of the root agent.
-pub const ROOT_IDENTITY: &str = "You are an AI agent. You help the user get their task done, using the tools and \
-capabilities described below when they help, and answering directly when they do not.";
+pub const ROOT_IDENTITY: &str = "You are an AI agent: get the user's task done, with the tools below when they \
+help.";
 
 /// What the agent must know about harness notes in the conversation.
-pub const INTERNAL_NOTES: &str = "Text wrapped in <tf-internal> tags is a note from the harness, not something the \
-user wrote or can see. Take it into account, do not quote it to the user, and never write such tags yourself.";
+pub const INTERNAL_NOTES: &str = "<tf-internal> text is a harness note the user did not write and cannot see: heed \
+it, never quote or write it.";
 
 /// The sections of a system prompt, in order.
 #[derive(Debug, Default)]

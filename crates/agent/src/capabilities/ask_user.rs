@@ -9,12 +9,10 @@ use crate::tools::{LocalTool, LocalToolSet, ToolKind, ToolOutput, ToolSpec};
 /// The most options a question may offer; more stops being a quick choice.
 const MAX_OPTIONS: usize = 5;
 
-const DESCRIPTION: &str = "Ask the user one question and wait for the reply. Use it only when the answer \
-     changes what you do next and you cannot find it out yourself; otherwise make a sensible assumption, say \
-     so, and carry on. Keep the question short and specific. You may offer up to 5 options: they must be \
-     mutually exclusive and the user picks exactly one. Put the option you recommend first and end its text \
-     with \" (Recommended)\". Do not add a catch-all option such as \"Other\": the user can always type a \
-     free-text answer instead. Do not ask through a rich UI block; use this tool.";
+const DESCRIPTION: &str = "Ask the user one question and wait for the reply. Only when the answer \
+     changes what you do next and you cannot find it out; otherwise assume, say so, and go on. Options: \
+     at most 5, mutually exclusive, recommended first with \" (Recommended)\", no \"Other\" (the user can \
+     always type an answer).";
 
 /// The `ask-user-question` set with its client-side tool, `ask_user_question`.
 pub fn ask_user_question_tools() -> LocalToolSet {
@@ -24,14 +22,13 @@ pub fn ask_user_question_tools() -> LocalToolSet {
             "question": {
                 "type": "string",
                 "minLength": 1,
-                "description": "The question, in plain language, as the user should read it."
+                "description": "Short and specific."
             },
             "options": {
                 "type": "array",
                 "items": {"type": "string", "minLength": 1},
                 "maxItems": MAX_OPTIONS,
-                "description": "Up to 5 mutually exclusive answers to choose from, recommended one first. \
-                                Omit for an open question."
+                "description": "Omit for an open question."
             }
         },
         "required": ["question"],

@@ -6,9 +6,8 @@ use serde_json::{Value, json};
 use super::args::no_arguments_schema;
 use crate::tools::{LocalTool, LocalToolSet, ToolOutput, ToolSpec};
 
-const DESCRIPTION: &str = "Returns the current date and time in UTC: milliseconds since the Unix epoch, an \
-     ISO 8601 timestamp and the day of the week. Call it whenever an answer depends on today's date or the \
-     current time; do not assume them.";
+const DESCRIPTION: &str = "The current UTC date, time and weekday. Call it whenever an answer depends on \
+     them; never assume them.";
 
 /// The `current-datetime` set with its one tool, `get_current_datetime`.
 pub fn current_datetime_tools() -> LocalToolSet {

@@ -161,8 +161,7 @@ buttons = Buttons([Button("Send report", null, "primary"), Button("Cancel", Acti
 pub fn openui_tools() -> LocalToolSet {
     let spec = ToolSpec::new(
         "get_openui_instructions",
-        "Returns the guide to OpenUI, the language of ```openui blocks that the user's client renders as \
-         interactive components: syntax, every component's signature, functions, examples and rules.",
+        "The OpenUI guide: syntax, components, examples and rules of ```openui blocks.",
         no_arguments_schema(),
     );
     let tool = LocalTool::new(spec, |_arguments, _cx| async { Ok(ToolOutput::text(OPENUI_GUIDE)) });
@@ -171,12 +170,9 @@ pub fn openui_tools() -> LocalToolSet {
 
 /// The instruction section announcing generative UI.
 pub fn openui_instructions() -> String {
-    "The user's client can render rich UI. Besides Markdown, you may answer with ```openui fenced blocks \
-     that become interactive components: tables, charts, tabs, cards and forms. Use them only when the \
-     content is clearer as UI than as text, such as tabular data, numbers to compare, several views of one \
-     topic, or input you need from the user in a structured form. Before writing your first ```openui block in \
-     this conversation, call `get_openui_instructions` (arguments {}) once and follow the guide it returns; \
-     never write the block from memory."
+    "Besides Markdown you may answer with ```openui blocks the client renders as tables, charts, tabs, \
+     cards or forms, when that is clearer than text. Call `get_openui_instructions` once before your first \
+     block and follow it; never write one from memory."
         .to_owned()
 }
 

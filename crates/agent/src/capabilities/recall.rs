@@ -29,19 +29,17 @@ pub fn recall_tools(store: Arc<dyn SessionStore>) -> LocalToolSet {
     let search_store = store.clone();
     let search = ToolSpec::new(
         "search_history",
-        "Search everything said and returned earlier in this conversation, including parts that were \
-         summarised away and tool outputs that were shortened. Matches entries containing every word of \
-         `query` (case-insensitive, whole words). Returns each hit's message_id, kind and a snippet; read a \
-         hit in full with read_history.",
+        "Search this conversation, summarised and shortened parts included, for entries with every word of \
+         `query` (case-insensitive). Returns message_ids with snippets.",
         json!({
             "type": "object",
             "properties": {
-                "query": {"type": "string", "minLength": 1, "description": "The words to look for."},
+                "query": {"type": "string", "minLength": 1},
                 "limit": {
                     "type": "integer",
                     "minimum": 1,
                     "maximum": MAX_SEARCH_LIMIT,
-                    "description": "The most hits to return (default 10)."
+                    "description": "Default 10."
                 }
             },
             "required": ["query"],
@@ -50,24 +48,23 @@ pub fn recall_tools(store: Arc<dyn SessionStore>) -> LocalToolSet {
     );
     let read = ToolSpec::new(
         "read_history",
-        "Read the full text of one earlier entry of this conversation, by its message_id (from \
-         search_history) or, for a tool result, by the tool_call_id of its call. Long texts are returned in \
-         parts: pass `offset` (in characters) to continue where the previous part ended.",
+        "Read an earlier entry in full, by message_id or, for a tool result, tool_call_id. Long texts come in \
+         parts: pass `offset` to continue.",
         json!({
             "type": "object",
             "properties": {
-                "message_id": {"type": "integer", "description": "The entry's message_id."},
-                "tool_call_id": {"type": "string", "description": "The id of the tool call whose result to read."},
+                "message_id": {"type": "integer"},
+                "tool_call_id": {"type": "string"},
                 "offset": {
                     "type": "integer",
                     "minimum": 0,
-                    "description": "The character to start from (default 0)."
+                    "description": "In characters, default 0."
                 },
                 "max_chars": {
                     "type": "integer",
                     "minimum": 1,
                     "maximum": MAX_READ_CHARS,
-                    "description": "The most characters to return (default 20000)."
+                    "description": "Default 20000."
                 }
             },
             "additionalProperties": false
@@ -98,11 +95,9 @@ pub fn recall_tools(store: Arc<dyn SessionStore>) -> LocalToolSet {
 
 /// The instruction section telling the agent that nothing it saw is lost.
 pub fn recall_instructions() -> String {
-    "To keep the context small, older parts of this conversation may have been replaced by a summary, and \
-     large tool outputs may show only their beginning and end. Nothing is lost: the original text of every \
-     message and tool result stays available. Use `search_history` to find it and `read_history` to read \
-     it in full (by message_id, or by the tool_call_id of a tool result) before relying on details the \
-     summary or a shortened output does not show."
+    "Older parts of this conversation may be summarised and large tool outputs shortened, but nothing is \
+     lost: `search_history` finds the original text and `read_history` reads it. Check there before relying \
+     on details a summary or shortened output does not show."
         .to_owned()
 }
 

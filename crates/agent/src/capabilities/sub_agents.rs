@@ -26,10 +26,8 @@ pub const SUB_AGENT_IDENTITY: &str = "You are a sub-agent. Another agent delegat
      the result the task asks for, the key facts behind it, and any sources you relied on. Your final answer \
      is all the delegating agent receives.";
 
-const DESCRIPTION: &str = "Start a sub-agent that carries out one well-defined task and returns its result \
-     to you. Delegate a piece of the work, not the whole request. The sub-agent has your tools but none of \
-     this conversation: `input` must contain everything it needs (goal, relevant facts, constraints, the \
-     form the answer should take). Several calls in one step run in parallel.";
+const DESCRIPTION: &str = "Start a sub-agent on one well-defined part of the work; its final answer is \
+     the result. Calls in one step run in parallel.";
 
 /// The `sub_agents` set with its thread-creating tool, `create_sub_agent`. `models` lists the models the
 /// agent may choose from; when empty, sub-agents use the agent's own model and no choice is offered.
@@ -38,13 +36,12 @@ pub fn sub_agent_tools(models: &[SubAgentModel]) -> LocalToolSet {
         "name": {
             "type": "string",
             "minLength": 1,
-            "description": "A short display name for the sub-agent, a few words describing its task."
+            "description": "A few words naming its task."
         },
         "input": {
             "type": "string",
             "minLength": 1,
-            "description": "The complete, self-contained task: what to do, all the context needed, and \
-                            what to return."
+            "description": "A self-contained brief: goal, facts, constraints, form of the result."
         }
     });
     if !models.is_empty() {
@@ -110,19 +107,11 @@ fn parse_request(arguments: &Value, models: &[String]) -> Result<AgentInfo, Stri
 
 /// The instruction section explaining when and how to delegate.
 pub fn sub_agents_instructions() -> String {
-    "You can hand a task to a sub-agent with `create_sub_agent`; its final answer comes back as the tool \
-     result. Delegating pays off when:\n\
-     - the work splits into independent parts: start one sub-agent per part in the same step and they run in \
-     parallel;\n\
-     - a part would fill your context with material you do not need to keep, such as reading many documents \
-     or pages to extract a few facts;\n\
-     - a tool returns output too large to handle here: a sub-agent can call the tool itself, process the \
-     output and return only what matters.\n\
-     Do simple or tightly coupled work yourself; a sub-agent costs a full agent run.\n\
-     A sub-agent sees none of this conversation and cannot ask questions. Write `input` as a complete brief: \
-     the goal, every fact, name, identifier and constraint it needs, and the exact form of the result you \
-     want back. When the result will be used as evidence, ask it to cite its sources (links, documents, tool \
-     results). Check what sub-agents return before relying on it."
+    "`create_sub_agent` hands a task to a sub-agent and returns its final answer. Use it for independent \
+     parts (one per part, in one step: they run in parallel) and for reading a lot to extract a little \
+     (large tool outputs included); do simple or tightly coupled work yourself. A sub-agent sees none of \
+     this conversation and cannot ask: its `input` must carry the goal, every fact and identifier it needs \
+     and the form of the answer (with sources, when they matter). Check what it returns."
         .to_owned()
 }
 
@@ -243,10 +232,10 @@ mod tests {
         let section = sub_agents_instructions();
         for needle in [
             "parallel",
-            "context",
-            "too large",
+            "extract",
+            "large tool outputs",
             "sees none of this conversation",
-            "cite",
+            "sources",
         ] {
             assert!(section.contains(needle), "{needle}");
         }

@@ -12,6 +12,7 @@ mod metrics;
 mod models;
 mod oidc;
 mod openapi;
+mod prompt_budget;
 mod routes;
 mod sandbox;
 mod schedules;
