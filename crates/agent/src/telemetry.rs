@@ -90,13 +90,15 @@ pub(crate) fn sandbox_exec(provider: &str, outcome: &'static str, elapsed: Durat
     histogram!("trueforge_sandbox_exec_duration_seconds", &labels).record(elapsed.as_secs_f64());
 }
 
-/// The span of one turn, a child of the current span (the request that started it, when there is one).
+/// The span of one turn: in the trace of the current span (the request that started it, when there is one)
+/// but not its tracing child, so the request's span ends with the response, not with the turn.
 pub(crate) fn turn_span(session_id: &str, turn_id: &str) -> Span {
     if !trueforge_telemetry::enabled() {
         return Span::none();
     }
-    tracing::info_span!(
+    let span = tracing::info_span!(
         target: "trueforge::turn",
+        parent: None,
         "turn",
         otel.name = "invoke_agent",
         otel.kind = "internal",
@@ -105,7 +107,9 @@ pub(crate) fn turn_span(session_id: &str, turn_id: &str) -> Span {
         trueforge.turn.id = turn_id,
         trueforge.turn.status = tracing::field::Empty,
         otel.status_code = tracing::field::Empty,
-    )
+    );
+    trueforge_telemetry::adopt_under_current(&span);
+    span
 }
 
 /// A turn's span learns how the turn ended.

@@ -103,6 +103,20 @@ impl Extractor for Carrier<'_> {
     }
 }
 
+/// Makes `span`, made without a tracing parent, an OpenTelemetry child of the current span. For work that
+/// outlives the current span (a turn outlives the request that started it): a tracing parent stays open
+/// until its last child closes, so the request's span would end, and be exported, only with the turn.
+pub fn adopt_under_current(span: &tracing::Span) {
+    if !enabled() {
+        return;
+    }
+    let parent = tracing::Span::current().context();
+    if parent.span().span_context().is_valid() {
+        // Fails only when the span was already started; callers pass one just made.
+        let _ = span.set_parent(parent);
+    }
+}
+
 /// The trace id of `span` in hex, for log lines; `None` with tracing off.
 pub fn trace_id_of(span: &tracing::Span) -> Option<String> {
     if !enabled() {

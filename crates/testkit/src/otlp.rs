@@ -36,6 +36,8 @@ pub struct ReceivedSpan {
     pub service_name: Option<String>,
     /// `http` or `grpc`: how the span arrived.
     pub transport: &'static str,
+    pub start_unix_nanos: u64,
+    pub end_unix_nanos: u64,
 }
 
 impl ReceivedSpan {
@@ -84,6 +86,8 @@ impl Received {
                         status_code: span.status.map_or(0, |status| status.code),
                         service_name: service_name.clone(),
                         transport,
+                        start_unix_nanos: span.start_time_unix_nano,
+                        end_unix_nanos: span.end_time_unix_nano,
                     });
                 }
             }

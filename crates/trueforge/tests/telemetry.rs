@@ -252,6 +252,14 @@ async fn a_turn_with_a_tool_call_is_one_trace_from_the_callers_request_to_the_mc
     assert_eq!(turn.str_attribute("gen_ai.conversation.id"), Some(session_id.as_str()));
     assert_eq!(turn.str_attribute("trueforge.turn.id"), Some(turn_id.as_str()));
     assert_eq!(turn.str_attribute("trueforge.turn.status"), Some("done"));
+    // The request answered at once (`stream: false`): its span ends, and leaves, with the answer, before
+    // the turn's (a turn is not its tracing child, which would hold it open until the turn ends).
+    assert!(request.end_unix_nanos < turn.end_unix_nanos);
+    let arrival = |span: &ReceivedSpan| spans.iter().position(|received| received.span_id == span.span_id);
+    assert!(
+        arrival(request) < arrival(turn),
+        "the request's span was exported only after the turn's"
+    );
 
     let chats: Vec<&ReceivedSpan> = trace.iter().filter(|span| span.name == "chat fake-model").collect();
     assert_eq!(chats.len(), 2, "the call asking for the tool, then the answer");

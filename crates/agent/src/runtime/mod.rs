@@ -541,7 +541,7 @@ impl Runtime {
         });
         let timeout = self.options.execution_timeout;
         let kept = Some(self.kept.clone()).filter(|_| self.options.kept_context_messages > 0);
-        // A child of the current span: the request that started the turn, or none for a resumed one.
+        // In the trace of the request that started the turn (none for a resumed one).
         let span = crate::telemetry::turn_span(key.session_id.as_str(), key.turn_id.as_str());
         let task =
             tokio::spawn(run_turn(env, Arc::new(resources), threads, start, timeout, kept).instrument(span.clone()));
