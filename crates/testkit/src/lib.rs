@@ -13,8 +13,10 @@
 //! [`oauth_mcp`]: an OAuth-protected MCP server that is also its own authorisation server, for
 //! testing the OAuth client flow over loopback.
 
+pub mod enterprise_mcp;
 pub mod fake_daytona;
 pub mod fake_llm;
+pub mod mcp_http;
 pub mod oauth_mcp;
 pub mod oidc;
 pub mod otlp;
