@@ -17,8 +17,14 @@ pub fn server_url(flag: Option<String>) -> String {
         .unwrap_or_else(|| "http://127.0.0.1:8790".to_owned())
 }
 
+/// A client for `url`, sending `TRUEFORGE_API_KEY` (when set) as its bearer token: a hosted server with login
+/// takes an API key (`tfk_…`) or an ID token there.
 pub fn client(url: &str) -> Result<Client, String> {
-    Client::new(url).map_err(|error| error.to_string())
+    let client = Client::new(url).map_err(|error| error.to_string())?;
+    Ok(match std::env::var("TRUEFORGE_API_KEY") {
+        Ok(key) if !key.trim().is_empty() => client.with_token(key.trim()),
+        _ => client,
+    })
 }
 
 /// A client error as one line, with a hint when nothing answers.

@@ -699,6 +699,30 @@ async fn a_login_started_on_one_replica_finishes_on_another_and_holds_on_both() 
         200,
         "a key made on A works on B"
     );
+    // The CLI sends TRUEFORGE_API_KEY: with it, it reaches a replica with login; without, it is refused.
+    let cli = |key: Option<&str>| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_trueforge"));
+        command
+            .args(["schedules", "list", "--server", &b.base])
+            .env_remove("TRUEFORGE_API_KEY");
+        if let Some(key) = key {
+            command.env("TRUEFORGE_API_KEY", key);
+        }
+        command.output().unwrap()
+    };
+    let with_key = cli(Some(key));
+    assert!(
+        with_key.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with_key.stderr)
+    );
+    let without = cli(None);
+    assert!(!without.status.success());
+    assert!(
+        String::from_utf8_lossy(&without.stderr).contains("401"),
+        "{}",
+        String::from_utf8_lossy(&without.stderr)
+    );
     let revoked = http
         .delete(format!(
             "{}/api/v1/api-keys/{}",
