@@ -134,13 +134,18 @@ impl Orchestrator {
                         running_children += 1;
                     }
                     let env = self.env.clone();
-                    // In the turn's span: the thread's model and tool call spans belong to its trace.
+                    // In the turn's span (a sub-agent in one of its own under it): the thread's model and
+                    // tool call spans belong to the turn's trace.
+                    let span = match &thread.agent_info {
+                        Some(info) => crate::telemetry::sub_agent_span(&info.name, thread.id.as_str()),
+                        None => tracing::Span::current(),
+                    };
                     running.spawn(
                         async move {
                             let exit = thread.run(&env).await;
                             (thread, exit)
                         }
-                        .in_current_span(),
+                        .instrument(span),
                     );
                 }
             }

@@ -112,6 +112,22 @@ pub(crate) fn turn_span(session_id: &str, turn_id: &str) -> Span {
     span
 }
 
+/// The span of one run of a sub-agent's thread, under the current span (the turn's, or its parent agent's).
+pub(crate) fn sub_agent_span(name: &str, thread_id: &str) -> Span {
+    if !trueforge_telemetry::enabled() {
+        return Span::none();
+    }
+    tracing::info_span!(
+        target: "trueforge::turn",
+        "sub_agent",
+        otel.name = format!("invoke_agent {name}"),
+        otel.kind = "internal",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = name,
+        trueforge.thread.id = thread_id,
+    )
+}
+
 /// A turn's span learns how the turn ended.
 pub(crate) fn turn_span_ended(span: &Span, state: &str) {
     span.record("trueforge.turn.status", state);

@@ -457,3 +457,42 @@ async fn code_mode_tool_calls_continue_the_trace_of_the_command_that_made_them()
         Some(format!("00-{}-{}-01", mcp_call.trace_id, mcp_call.span_id))
     );
 }
+
+#[tokio::test]
+async fn a_sub_agent_has_its_own_span_under_the_turn() {
+    let receiver = OtlpReceiver::start().await.unwrap();
+    let fake = FakeLlm::start().await;
+    let mcp = RecordingMcpServer::start().await.unwrap();
+    let server = Server::start(Some((&receiver.endpoint, "http/protobuf"))).await;
+    let http = reqwest::Client::new();
+    let session_id = session_with_tool(&http, &server, &fake, &mcp).await;
+    let response = http
+        .post(format!("{}/api/v1/sessions/{session_id}/turns", server.base))
+        .json(&json!({"input": [{"type": "user.message",
+            "content": r#"#steps=1 #tool=create_sub_agent #args={"name":"helper","input":"count"}"#}],
+            "stream": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let spans = receiver
+        .wait_for(Duration::from_secs(20), |spans| {
+            spans.iter().any(|span| span.name == "invoke_agent")
+                && spans.iter().filter(|span| span.name == "chat fake-model").count() == 3
+        })
+        .await;
+    let turn = one(&spans, "turn", |span| span.name == "invoke_agent");
+    let sub_agent = one(&spans, "sub-agent", |span| span.name == "invoke_agent helper");
+    assert_eq!(sub_agent.parent_span_id.as_deref(), Some(turn.span_id.as_str()));
+    assert_eq!(sub_agent.str_attribute("gen_ai.agent.name"), Some("helper"));
+    let chats: Vec<&ReceivedSpan> = spans.iter().filter(|span| span.name == "chat fake-model").collect();
+    let under_sub_agent = chats
+        .iter()
+        .filter(|chat| chat.parent_span_id.as_deref() == Some(sub_agent.span_id.as_str()))
+        .count();
+    let under_turn = chats
+        .iter()
+        .filter(|chat| chat.parent_span_id.as_deref() == Some(turn.span_id.as_str()))
+        .count();
+    assert_eq!((under_turn, under_sub_agent), (2, 1), "{chats:?}");
+}
