@@ -1,0 +1,213 @@
+//! One task run through a server's public HTTP API: a new session, one streamed turn, read to `turn.done`,
+//! measured and graded.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::task::Task;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("could not talk to the server: {0}")]
+    Http(#[from] reqwest::Error),
+    #[error("the server answered {status}: {body}")]
+    Status { status: u16, body: String },
+    #[error("the turn's stream ended without turn.done")]
+    NoEnd,
+}
+
+/// One JSON line of results.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub task: String,
+    pub config: String,
+    pub run: usize,
+    /// `pass`, `fail`, `paused` (the turn waits for an approval or an answer) or `error`.
+    pub outcome: String,
+    pub missing_facts: Vec<String>,
+    /// Scripted runs: evidence the model was never sent.
+    pub missing_evidence: Vec<String>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_tokens: u64,
+    pub reasoning_tokens: u64,
+    pub cost_usd: Option<f64>,
+    pub wall_ms: f64,
+    pub first_token_ms: Option<f64>,
+    pub model_calls: u64,
+    pub tool_calls: u64,
+    pub compactions: u64,
+    pub sub_agents: u64,
+    pub session_id: String,
+}
+
+/// Where the turn is sent, and the agent it runs.
+pub struct Target<'a> {
+    pub http: &'a reqwest::Client,
+    pub server: &'a str,
+    pub spec: &'a Value,
+}
+
+async fn post(target: &Target<'_>, path: &str, body: Value) -> Result<reqwest::Response, RunError> {
+    let response = target
+        .http
+        .post(format!("{}{path}", target.server))
+        .json(&body)
+        .send()
+        .await?;
+    if !response.status().is_success() {
+        let status = response.status().as_u16();
+        return Err(RunError::Status {
+            status,
+            body: response.text().await.unwrap_or_default(),
+        });
+    }
+    Ok(response)
+}
+
+/// The events of one streamed turn, in order, with when the first text arrived.
+struct Streamed {
+    events: Vec<Value>,
+    first_token: Option<Duration>,
+}
+
+async fn read_stream(mut response: reqwest::Response, started: Instant) -> Result<Streamed, RunError> {
+    let mut events = Vec::new();
+    let mut first_token = None;
+    let mut buffer = String::new();
+    while let Some(chunk) = response.chunk().await? {
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let Some(data) = block.lines().find_map(|line| line.strip_prefix("data: ")) else {
+                continue;
+            };
+            let Ok(event) = serde_json::from_str::<Value>(data) else {
+                continue;
+            };
+            if first_token.is_none() && event["type"] == "model.message.delta" {
+                first_token = Some(started.elapsed());
+            }
+            let done = event["type"] == "turn.done";
+            events.push(event);
+            if done {
+                return Ok(Streamed { events, first_token });
+            }
+        }
+    }
+    Err(RunError::NoEnd)
+}
+
+/// The root agent's last answer: the text of its last message, from the complete `model.message` when the
+/// stream carries one, else from that message's `model.message.delta` chunks (live streams carry deltas).
+fn final_answer(events: &[Value]) -> String {
+    let root = |event: &&Value| event["thread_id"] == "main";
+    let Some(last) = events
+        .iter()
+        .filter(root)
+        .rev()
+        .find(|event| event["type"] == "model.message" || event["type"] == "model.message.delta")
+    else {
+        return String::new();
+    };
+    if last["type"] == "model.message" {
+        return match &last["content"] {
+            Value::String(text) => text.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|part| part["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        };
+    }
+    events
+        .iter()
+        .filter(root)
+        .filter(|event| event["type"] == "model.message.delta" && event["id"] == last["id"])
+        .filter_map(|event| event["content"].as_str())
+        .collect()
+}
+
+/// How many messages the root and its sub-agents received from the model (each complete message, or each
+/// distinct message id among the deltas of a live stream).
+fn model_messages(events: &[Value]) -> u64 {
+    let ids: std::collections::HashSet<&str> = events
+        .iter()
+        .filter(|event| event["type"] == "model.message" || event["type"] == "model.message.delta")
+        .filter_map(|event| event["id"].as_str())
+        .collect();
+    u64::try_from(ids.len()).unwrap_or(u64::MAX)
+}
+
+pub async fn run_task(target: &Target<'_>, task: &Task, config: &str, run: usize) -> Result<RunResult, RunError> {
+    let session: Value = post(target, "/api/v1/sessions", json!({"agent": {"spec": target.spec}}))
+        .await?
+        .json()
+        .await?;
+    let session_id = session["data"]["id"].as_str().unwrap_or_default().to_owned();
+    let started = Instant::now();
+    let response = post(
+        target,
+        &format!("/api/v1/sessions/{session_id}/turns"),
+        json!({"input": [{"type": "user.message", "content": task.prompt}], "stream": true}),
+    )
+    .await?;
+    let streamed = read_stream(response, started).await?;
+    let wall = started.elapsed();
+    let done = streamed.events.last().cloned().unwrap_or(Value::Null);
+    let state = &done["state"];
+    let metrics = &state["metrics"];
+    let number = |key: &str| metrics[key].as_u64().unwrap_or(0);
+    let answer = final_answer(&streamed.events);
+    let grade = task.criteria.grade(&answer);
+    let outcome = match state["status"].as_str() {
+        Some("done")
+            if state["required_actions"]
+                .as_array()
+                .is_some_and(|actions| !actions.is_empty()) =>
+        {
+            "paused"
+        }
+        Some("done") if grade.passed => "pass",
+        Some("done") => "fail",
+        _ => "error",
+    };
+    Ok(RunResult {
+        task: task.name.clone(),
+        config: config.to_owned(),
+        run,
+        outcome: outcome.to_owned(),
+        missing_facts: grade.missing,
+        missing_evidence: Vec::new(),
+        input_tokens: number("total_input_tokens"),
+        output_tokens: number("total_output_tokens"),
+        cached_tokens: number("total_cache_read_tokens"),
+        reasoning_tokens: number("total_reasoning_tokens"),
+        cost_usd: metrics["total_cost_in_usd"].as_f64(),
+        wall_ms: wall.as_secs_f64() * 1000.0,
+        first_token_ms: streamed.first_token.map(|at| at.as_secs_f64() * 1000.0),
+        model_calls: model_messages(&streamed.events),
+        tool_calls: number("total_tool_calls"),
+        compactions: number("total_summarizations"),
+        sub_agents: number("total_sub_agents"),
+        session_id,
+    })
+}
+
+impl RunResult {
+    /// Fails a passing run whose evidence never reached the scripted model: `last_request` is the body of the
+    /// last request the model received.
+    pub fn check_evidence(&mut self, evidence: &[String], last_request: &str) {
+        self.missing_evidence = evidence
+            .iter()
+            .filter(|fact| !last_request.contains(fact.as_str()))
+            .cloned()
+            .collect();
+        if !self.missing_evidence.is_empty() && self.outcome == "pass" {
+            "fail".clone_into(&mut self.outcome);
+        }
+    }
+}

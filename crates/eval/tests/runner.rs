@@ -1,0 +1,92 @@
+//! The runner as a process against a real server on a socket: the bundled tasks run through the HTTP API
+//! with the scripted model and the fake enterprise servers, and each writes a graded JSON line with its
+//! figures. Bad input (no task directory, a task without facts) stops the runner with a clear message.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+use serde_json::Value;
+use trueforge_server::ServerConfig;
+
+async fn start_server() -> (String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = ServerConfig::for_data_dir(dir.path()).unwrap();
+    let state = trueforge_server::state_for(config).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(trueforge_server::serve(listener, state, std::future::pending::<()>()));
+    (base, dir)
+}
+
+fn tasks_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/eval/tasks")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bundled_tasks_pass_with_the_scripted_model_and_report_their_figures() {
+    let (server, _dir) = start_server().await;
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_trueforge-eval"))
+            .args(["--server", &server, "--runs", "2", "--tasks"])
+            .arg(tasks_dir())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<Value> = stdout.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let lookup: Vec<&Value> = lines.iter().filter(|line| line["task"] == "lookup").collect();
+    assert_eq!(lookup.len(), 2, "two runs: {stdout}");
+    for line in lookup {
+        assert_eq!(line["outcome"], "pass", "{line}");
+        assert_eq!(line["tool_calls"], 1, "get_issue ran: {line}");
+        assert_eq!(line["model_calls"], 2, "{line}");
+        assert!(line["input_tokens"].as_u64().unwrap() > 0, "{line}");
+        assert!(line["output_tokens"].as_u64().unwrap() > 0, "{line}");
+        assert!(line["wall_ms"].as_f64().unwrap() > 0.0, "{line}");
+        assert!(line["first_token_ms"].as_f64().is_some(), "{line}");
+        assert!(line["session_id"].as_str().is_some_and(|id| !id.is_empty()));
+    }
+    // The large report: read (and shortened by the harness), searched, read back in part.
+    let report = lines.iter().find(|line| line["task"] == "large-report").unwrap();
+    assert_eq!(report["outcome"], "pass", "{report}");
+    assert_eq!(report["tool_calls"], 3, "{report}");
+    assert_eq!(report["model_calls"], 4, "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_task_directories_stop_the_runner_with_a_message() {
+    let (server, _dir) = start_server().await;
+    let empty = tempfile::tempdir().unwrap();
+    let factless = tempfile::tempdir().unwrap();
+    let task = factless.path().join("vague");
+    std::fs::create_dir(&task).unwrap();
+    std::fs::write(task.join("prompt.txt"), "Say something.").unwrap();
+    std::fs::write(task.join("criteria.yaml"), "required: []\n").unwrap();
+    for (dir, says) in [
+        (empty.path().to_owned(), "no task in"),
+        (factless.path().to_owned(), "lists no fact"),
+        (empty.path().join("missing"), "cannot read"),
+    ] {
+        let server = server.clone();
+        let output = tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_trueforge-eval"))
+                .args(["--server", &server, "--tasks"])
+                .arg(&dir)
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{says}: {stderr}");
+    }
+}
