@@ -59,6 +59,10 @@ async fn the_bundled_tasks_pass_with_the_scripted_model_and_report_their_figures
     assert_eq!(report["outcome"], "pass", "{report}");
     assert_eq!(report["tool_calls"], 3, "{report}");
     assert_eq!(report["model_calls"], 4, "{report}");
+    // Two pages of a list: both calls ran and the second page reached the model.
+    let pages = lines.iter().find(|line| line["task"] == "multi-page").unwrap();
+    assert_eq!(pages["outcome"], "pass", "{pages}");
+    assert_eq!(pages["tool_calls"], 2, "{pages}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
