@@ -63,6 +63,10 @@ async fn the_bundled_tasks_pass_with_the_scripted_model_and_report_their_figures
     let pages = lines.iter().find(|line| line["task"] == "multi-page").unwrap();
     assert_eq!(pages["outcome"], "pass", "{pages}");
     assert_eq!(pages["tool_calls"], 2, "{pages}");
+    // Three sub-agents in one step, their answers back to the root.
+    let parallel = lines.iter().find(|line| line["task"] == "parallel-sub-agents").unwrap();
+    assert_eq!(parallel["outcome"], "pass", "{parallel}");
+    assert_eq!(parallel["sub_agents"], 3, "{parallel}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
