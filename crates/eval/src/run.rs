@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::task::Task;
+use crate::task::{Answers, Task};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -142,38 +142,98 @@ fn model_messages(events: &[Value]) -> u64 {
     u64::try_from(ids.len()).unwrap_or(u64::MAX)
 }
 
+/// Most turns one task runs: its first, then one per answered pause.
+const MAX_TURNS: usize = 5;
+
+/// The input that answers a paused turn's required actions, or `None` when the task has no answer for one
+/// of them (a question without `answers.yaml`, an OAuth authorization).
+fn answer_actions(state: &Value, answers: &Answers) -> Option<Vec<Value>> {
+    let mut input = Vec::new();
+    for action in state["required_actions"].as_array()? {
+        let thread_id = action["thread_id"].clone();
+        let calls = action["tool_calls"].as_array()?;
+        for call in calls {
+            let tool_call_id = call["id"].clone();
+            match action["type"].as_str()? {
+                "tool.approval_required" => {
+                    let approval = if answers.approve {
+                        json!({"status": "allow"})
+                    } else {
+                        json!({"status": "deny", "reason": answers.deny_reason})
+                    };
+                    input.push(json!({"type": "user.tool_approval", "thread_id": thread_id,
+                        "tool_call_id": tool_call_id, "approval": approval}));
+                }
+                "tool.response_required" => {
+                    input.push(json!({"type": "user.tool_response", "thread_id": thread_id,
+                        "tool_call_id": tool_call_id, "content": answers.question.as_ref()?}));
+                }
+                _ => return None,
+            }
+        }
+    }
+    Some(input)
+}
+
 pub async fn run_task(target: &Target<'_>, task: &Task, config: &str, run: usize) -> Result<RunResult, RunError> {
-    let session: Value = post(target, "/api/v1/sessions", json!({"agent": {"spec": target.spec}}))
+    let mut spec = target.spec.clone();
+    if let (Some(spec), Some(overrides)) = (spec.as_object_mut(), &task.spec) {
+        spec.extend(overrides.clone());
+    }
+    let session: Value = post(target, "/api/v1/sessions", json!({"agent": {"spec": spec}}))
         .await?
         .json()
         .await?;
     let session_id = session["data"]["id"].as_str().unwrap_or_default().to_owned();
     let started = Instant::now();
-    let response = post(
-        target,
-        &format!("/api/v1/sessions/{session_id}/turns"),
-        json!({"input": [{"type": "user.message", "content": task.prompt}], "stream": true}),
-    )
-    .await?;
-    let streamed = read_stream(response, started).await?;
-    let wall = started.elapsed();
-    let done = streamed.events.last().cloned().unwrap_or(Value::Null);
-    let state = &done["state"];
-    let metrics = &state["metrics"];
-    let number = |key: &str| metrics[key].as_u64().unwrap_or(0);
-    let answer = final_answer(&streamed.events);
-    let grade = task.criteria.grade(&answer);
-    let outcome = match state["status"].as_str() {
-        Some("done")
-            if state["required_actions"]
-                .as_array()
-                .is_some_and(|actions| !actions.is_empty()) =>
-        {
-            "paused"
+    let mut input = vec![json!({"type": "user.message", "content": task.prompt})];
+    let mut events = Vec::new();
+    let mut first_token = None;
+    let mut totals = Totals::default();
+    let mut outcome = "error";
+    for _ in 0..MAX_TURNS {
+        let response = post(
+            target,
+            &format!("/api/v1/sessions/{session_id}/turns"),
+            json!({"input": input, "stream": true}),
+        )
+        .await?;
+        let streamed = read_stream(response, started).await?;
+        first_token = first_token.or(streamed.first_token);
+        let state = streamed
+            .events
+            .last()
+            .map(|done| done["state"].clone())
+            .unwrap_or(Value::Null);
+        totals.add(&state["metrics"]);
+        events.extend(streamed.events);
+        let paused = state["required_actions"]
+            .as_array()
+            .is_some_and(|actions| !actions.is_empty());
+        match state["status"].as_str() {
+            Some("done") if paused => match answer_actions(&state, &task.answers) {
+                Some(answers) => {
+                    input = answers;
+                    outcome = "paused";
+                    continue;
+                }
+                None => {
+                    outcome = "paused";
+                    break;
+                }
+            },
+            Some("done") => outcome = "done",
+            _ => outcome = "error",
         }
-        Some("done") if grade.passed => "pass",
-        Some("done") => "fail",
-        _ => "error",
+        break;
+    }
+    let wall = started.elapsed();
+    let answer = final_answer(&events);
+    let grade = task.criteria.grade(&answer);
+    let outcome = match outcome {
+        "done" if grade.passed => "pass",
+        "done" => "fail",
+        other => other,
     };
     Ok(RunResult {
         task: task.name.clone(),
@@ -182,19 +242,53 @@ pub async fn run_task(target: &Target<'_>, task: &Task, config: &str, run: usize
         outcome: outcome.to_owned(),
         missing_facts: grade.missing,
         missing_evidence: Vec::new(),
-        input_tokens: number("total_input_tokens"),
-        output_tokens: number("total_output_tokens"),
-        cached_tokens: number("total_cache_read_tokens"),
-        reasoning_tokens: number("total_reasoning_tokens"),
-        cost_usd: metrics["total_cost_in_usd"].as_f64(),
+        input_tokens: totals.input,
+        output_tokens: totals.output,
+        cached_tokens: totals.cached,
+        reasoning_tokens: totals.reasoning,
+        cost_usd: totals.cost,
         wall_ms: wall.as_secs_f64() * 1000.0,
-        first_token_ms: streamed.first_token.map(|at| at.as_secs_f64() * 1000.0),
-        model_calls: model_messages(&streamed.events),
-        tool_calls: number("total_tool_calls"),
-        compactions: number("total_summarizations"),
-        sub_agents: number("total_sub_agents"),
+        first_token_ms: first_token.map(|at| at.as_secs_f64() * 1000.0),
+        model_calls: model_messages(&events),
+        tool_calls: totals.tool_calls,
+        compactions: totals.compactions,
+        sub_agents: totals.sub_agents,
         session_id,
     })
+}
+
+/// The metrics of a task's turns, summed; the cost is unknown once one turn's is.
+#[derive(Default)]
+struct Totals {
+    input: u64,
+    output: u64,
+    cached: u64,
+    reasoning: u64,
+    tool_calls: u64,
+    compactions: u64,
+    sub_agents: u64,
+    cost: Option<f64>,
+    cost_unknown: bool,
+}
+
+impl Totals {
+    fn add(&mut self, metrics: &Value) {
+        let number = |key: &str| metrics[key].as_u64().unwrap_or(0);
+        self.input += number("total_input_tokens");
+        self.output += number("total_output_tokens");
+        self.cached += number("total_cache_read_tokens");
+        self.reasoning += number("total_reasoning_tokens");
+        self.tool_calls += number("total_tool_calls");
+        self.compactions += number("total_summarizations");
+        self.sub_agents += number("total_sub_agents");
+        match metrics["total_cost_in_usd"].as_f64() {
+            Some(cost) if !self.cost_unknown => self.cost = Some(self.cost.unwrap_or(0.0) + cost),
+            _ => {
+                self.cost_unknown = true;
+                self.cost = None;
+            }
+        }
+    }
 }
 
 impl RunResult {

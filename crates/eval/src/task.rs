@@ -32,6 +32,35 @@ pub struct Criteria {
     pub evidence: Vec<String>,
 }
 
+/// How the runner answers a turn that pauses (`answers.yaml`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Answers {
+    /// The reply to an `ask_user_question`; without one, a question leaves the run `paused`.
+    #[serde(default)]
+    pub question: Option<String>,
+    /// Whether tool calls waiting for approval are allowed (default) or denied.
+    #[serde(default = "yes")]
+    pub approve: bool,
+    /// The reason given with a denial.
+    #[serde(default)]
+    pub deny_reason: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for Answers {
+    fn default() -> Self {
+        Self {
+            question: None,
+            approve: true,
+            deny_reason: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Task {
     pub name: String,
@@ -39,6 +68,9 @@ pub struct Task {
     pub criteria: Criteria,
     /// The scripted model's trajectory; `None` for tasks only a real model can run.
     pub script: Option<Script>,
+    pub answers: Answers,
+    /// `spec.json`: agent spec fields that replace the runner's defaults for this task.
+    pub spec: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// The grade of one answer.
@@ -109,11 +141,33 @@ impl Task {
         } else {
             None
         };
+        let answers_path = dir.join("answers.yaml");
+        let answers = if answers_path.exists() {
+            serde_norway::from_str(&read(&answers_path)?).map_err(|error| TaskError::Invalid {
+                path: answers_path,
+                detail: error.to_string(),
+            })?
+        } else {
+            Answers::default()
+        };
+        let spec_path = dir.join("spec.json");
+        let spec = if spec_path.exists() {
+            Some(
+                serde_json::from_str(&read(&spec_path)?).map_err(|error| TaskError::Invalid {
+                    path: spec_path,
+                    detail: format!("expected a JSON object of agent spec fields: {error}"),
+                })?,
+            )
+        } else {
+            None
+        };
         Ok(Self {
             name,
             prompt,
             criteria,
             script,
+            answers,
+            spec,
         })
     }
 
