@@ -67,8 +67,8 @@ async fn the_bundled_tasks_pass_with_the_scripted_model_and_report_their_figures
     let parallel = lines.iter().find(|line| line["task"] == "parallel-sub-agents").unwrap();
     assert_eq!(parallel["outcome"], "pass", "{parallel}");
     assert_eq!(parallel["sub_agents"], 3, "{parallel}");
-    // Paused turns answered by the runner: a question, an approval, a denial.
-    for task in ["question", "approval", "denial"] {
+    // Paused turns answered by the runner (a question, an approval, a denial) and a Code Mode script.
+    for task in ["question", "approval", "denial", "code-mode"] {
         let line = lines.iter().find(|line| line["task"] == task).unwrap();
         assert_eq!(line["outcome"], "pass", "{line}");
     }
