@@ -8,6 +8,7 @@
 //! servers `tracker`, `crm` and `files` (replacing settings of those names).
 
 mod run;
+mod table;
 mod task;
 
 use std::io::Write;
@@ -41,6 +42,30 @@ struct Args {
     /// Where the JSON lines go (default: stdout).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// The configurations to compare, comma-separated: defaults, no-offload (large tool results kept
+    /// whole), no-recall (no compaction and no offload, hence no recall tools), no-sub-agents.
+    #[arg(long, default_value = "defaults", value_delimiter = ',')]
+    configs: Vec<String>,
+    /// Also print a Markdown table (per task and configuration: pass rate, input tokens, wall time p50 / p90)
+    /// on stderr.
+    #[arg(long)]
+    table: bool,
+}
+
+/// The agent spec fields a configuration changes.
+fn configuration(name: &str) -> Result<Value, String> {
+    Ok(match name {
+        "defaults" => json!({}),
+        "no-offload" => json!({"config": {"context_management": {"large_tool_response": {"enabled": false}}}}),
+        "no-recall" => json!({"config": {"context_management": {
+            "large_tool_response": {"enabled": false}, "compaction": {"enabled": false}}}}),
+        "no-sub-agents" => json!({"config": {"dynamic_sub_agents": {"enabled": false}}}),
+        other => {
+            return Err(format!(
+                "unknown configuration {other}: expected defaults, no-offload, no-recall or no-sub-agents"
+            ));
+        }
+    })
 }
 
 /// The fake model and enterprise servers, alive while the runner runs.
@@ -111,14 +136,14 @@ async fn evaluate(args: Args) -> Result<bool, String> {
     let http = reqwest::Client::new();
     let server = args.server.trim_end_matches('/');
     let fakes = set_up(&http, server).await?;
-    let spec = json!({"model": {"name": "eval/scripted"},
+    let base = json!({"model": {"name": "eval/scripted"},
         "mcp_servers": [{"name": "tracker", "preload": true}, {"name": "crm", "preload": true},
             {"name": "files", "preload": true}]});
-    let target = Target {
-        http: &http,
-        server,
-        spec: &spec,
-    };
+    let configs = args
+        .configs
+        .iter()
+        .map(|name| configuration(name).map(|patch| (name.clone(), patch)))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut out: Box<dyn Write> = match &args.out {
         Some(path) => {
             Box::new(std::fs::File::create(path).map_err(|error| format!("cannot write {}: {error}", path.display()))?)
@@ -126,26 +151,42 @@ async fn evaluate(args: Args) -> Result<bool, String> {
         None => Box::new(std::io::stdout()),
     };
     let mut all_passed = true;
-    for task in &tasks {
-        for run in 1..=args.runs {
-            let Some(script) = task.script.clone() else {
-                return Err(format!("task {} has no script.json for the scripted model", task.name));
-            };
-            fakes.model.load(script);
-            let mut result = run_task(&target, task, "defaults", run)
-                .await
-                .map_err(|error| format!("task {} run {run}: {error}", task.name))?;
-            let last_request = fakes
-                .model
-                .requests()
-                .last()
-                .map(|request| request.body.to_string())
-                .unwrap_or_default();
-            result.check_evidence(&task.criteria.evidence, &last_request);
-            all_passed &= result.outcome == "pass";
-            let line = serde_json::to_string(&result).map_err(|error| error.to_string())?;
-            writeln!(out, "{line}").map_err(|error| error.to_string())?;
+    let mut results = Vec::new();
+    for (config, patch) in &configs {
+        let mut spec = base.clone();
+        run::merge(&mut spec, patch);
+        let target = Target {
+            http: &http,
+            server,
+            spec: &spec,
+        };
+        for task in &tasks {
+            for run in 1..=args.runs {
+                let Some(script) = task.script.clone() else {
+                    return Err(format!("task {} has no script.json for the scripted model", task.name));
+                };
+                // A run that ended early (a tool refused under this configuration) leaves responses behind.
+                fakes.model.clear();
+                fakes.model.load(script);
+                let mut result = run_task(&target, task, config, run)
+                    .await
+                    .map_err(|error| format!("task {} run {run}: {error}", task.name))?;
+                let last_request = fakes
+                    .model
+                    .requests()
+                    .last()
+                    .map(|request| request.body.to_string())
+                    .unwrap_or_default();
+                result.check_evidence(&task.criteria.evidence, &last_request);
+                all_passed &= result.outcome == "pass";
+                let line = serde_json::to_string(&result).map_err(|error| error.to_string())?;
+                writeln!(out, "{line}").map_err(|error| error.to_string())?;
+                results.push(result);
+            }
         }
+    }
+    if args.table {
+        eprint!("{}", table::markdown(&results));
     }
     Ok(all_passed)
 }

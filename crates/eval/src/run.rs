@@ -177,8 +177,8 @@ fn answer_actions(state: &Value, answers: &Answers) -> Option<Vec<Value>> {
 
 pub async fn run_task(target: &Target<'_>, task: &Task, config: &str, run: usize) -> Result<RunResult, RunError> {
     let mut spec = target.spec.clone();
-    if let (Some(spec), Some(overrides)) = (spec.as_object_mut(), &task.spec) {
-        spec.extend(overrides.clone());
+    if let Some(overrides) = &task.spec {
+        merge(&mut spec, &Value::Object(overrides.clone()));
     }
     let session: Value = post(target, "/api/v1/sessions", json!({"agent": {"spec": spec}}))
         .await?
@@ -303,5 +303,35 @@ impl RunResult {
         if !self.missing_evidence.is_empty() && self.outcome == "pass" {
             "fail".clone_into(&mut self.outcome);
         }
+    }
+}
+
+/// Merges `patch` into `target`: objects key by key, anything else replaced.
+pub fn merge(target: &mut Value, patch: &Value) {
+    match (target, patch) {
+        (Value::Object(target), Value::Object(patch)) => {
+            for (key, value) in patch {
+                merge(target.entry(key.clone()).or_insert(Value::Null), value);
+            }
+        }
+        (target, patch) => *target = patch.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_fields_merge_object_by_object() {
+        let mut spec = json!({"model": {"name": "a"}, "config": {"sandbox": {"enabled": false}, "x": 1}});
+        merge(
+            &mut spec,
+            &json!({"config": {"sandbox": {"enabled": true}}, "mcp_servers": []}),
+        );
+        assert_eq!(
+            spec,
+            json!({"model": {"name": "a"}, "config": {"sandbox": {"enabled": true}, "x": 1}, "mcp_servers": []})
+        );
     }
 }

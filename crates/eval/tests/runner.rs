@@ -6,7 +6,7 @@
 
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use trueforge_server::ServerConfig;
 
 async fn start_server() -> (String, tempfile::TempDir) {
@@ -102,4 +102,54 @@ async fn bad_task_directories_stop_the_runner_with_a_message() {
         assert_eq!(output.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(says), "{says}: {stderr}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configurations_are_compared_and_offloading_saves_tokens() {
+    let (server, _dir) = start_server().await;
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_trueforge-eval"))
+            .args([
+                "--server",
+                &server,
+                "--configs",
+                "defaults,no-offload,no-sub-agents",
+                "--table",
+                "--tasks",
+            ])
+            .arg(tasks_dir())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let lines: Vec<Value> = stdout.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let find = |task: &str, config: &str| {
+        lines
+            .iter()
+            .find(|line| line["task"] == task && line["config"] == config)
+            .unwrap_or_else(|| panic!("no {task} line for {config}: {stdout}\n{stderr}"))
+            .clone()
+    };
+    // The report kept whole in context still answers, at several times the tokens.
+    let (offloaded, whole) = (find("large-report", "defaults"), find("large-report", "no-offload"));
+    assert_eq!(
+        (&offloaded["outcome"], &whole["outcome"]),
+        (&json!("pass"), &json!("pass"))
+    );
+    assert!(
+        whole["input_tokens"].as_u64().unwrap() > 3 * offloaded["input_tokens"].as_u64().unwrap(),
+        "the whole report in context costs far more: {whole} vs {offloaded}"
+    );
+    // Without sub-agents the parallel task cannot be done: it fails, and so does the run.
+    let alone = find("parallel-sub-agents", "no-sub-agents");
+    assert_eq!(alone["outcome"], "fail", "{alone}");
+    assert_eq!(output.status.code(), Some(1), "a run failed: {stderr}");
+    assert!(stderr.contains("| task | configuration | pass |"), "{stderr}");
+    assert!(
+        stderr.contains("| parallel-sub-agents | no-sub-agents | 0/1 |"),
+        "{stderr}"
+    );
 }

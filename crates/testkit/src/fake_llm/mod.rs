@@ -239,6 +239,11 @@ impl FakeLlm {
         self.state.script(|queues| queues.append(script));
     }
 
+    /// Drops every queued response no request has consumed.
+    pub fn clear(&self) {
+        self.state.script(|queues| *queues = Script::default());
+    }
+
     /// How many queued responses no request has consumed yet.
     pub fn pending(&self) -> usize {
         self.state.pending()
