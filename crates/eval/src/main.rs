@@ -46,6 +46,14 @@ struct Args {
     /// whole), no-recall (no compaction and no offload, hence no recall tools), no-sub-agents.
     #[arg(long, default_value = "defaults", value_delimiter = ',')]
     configs: Vec<String>,
+    /// A JSON object of input-token budgets by task (`bench/eval/budgets.json`): a run over its task's
+    /// budget by more than `--margin` fails as `over_budget`, so a change that makes the harness send more
+    /// fails the run that gates it.
+    #[arg(long)]
+    budgets: Option<PathBuf>,
+    /// How far over its budget a run may go (0.10: ten percent).
+    #[arg(long, default_value_t = 0.10)]
+    margin: f64,
     /// Also print a Markdown table (per task and configuration: pass rate, input tokens, wall time p50 / p90)
     /// on stderr.
     #[arg(long)]
@@ -130,6 +138,22 @@ async fn set_up(http: &reqwest::Client, server: &str) -> Result<Fakes, String> {
 
 async fn evaluate(args: Args) -> Result<bool, String> {
     let tasks = Task::load_all(&args.tasks).map_err(|error| error.to_string())?;
+    let budgets: std::collections::BTreeMap<String, u64> = match &args.budgets {
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+            serde_json::from_str(&text).map_err(|error| {
+                format!(
+                    "{} is not a JSON object of token counts by task: {error}",
+                    path.display()
+                )
+            })?
+        }
+        None => std::collections::BTreeMap::new(),
+    };
+    if !(0.0..=10.0).contains(&args.margin) {
+        return Err(format!("--margin must be from 0 to 10, not {}", args.margin));
+    }
     if tasks.is_empty() {
         return Err(format!("no task in {}", args.tasks.display()));
     }
@@ -178,6 +202,9 @@ async fn evaluate(args: Args) -> Result<bool, String> {
                     .map(|request| request.body.to_string())
                     .unwrap_or_default();
                 result.check_evidence(&task.criteria.evidence, &last_request);
+                if let Some(budget) = budgets.get(&task.name) {
+                    result.check_budget(*budget, args.margin);
+                }
                 all_passed &= result.outcome == "pass";
                 let line = serde_json::to_string(&result).map_err(|error| error.to_string())?;
                 writeln!(out, "{line}").map_err(|error| error.to_string())?;

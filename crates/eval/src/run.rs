@@ -292,6 +292,14 @@ impl Totals {
 }
 
 impl RunResult {
+    /// Fails a run that sent more input tokens than `budget` × (1 + `margin`).
+    pub fn check_budget(&mut self, budget: u64, margin: f64) {
+        let allowed = budget as f64 * (1.0 + margin);
+        if self.input_tokens as f64 > allowed {
+            "over_budget".clone_into(&mut self.outcome);
+        }
+    }
+
     /// Fails a passing run whose evidence never reached the scripted model: `last_request` is the body of the
     /// last request the model received.
     pub fn check_evidence(&mut self, evidence: &[String], last_request: &str) {

@@ -28,7 +28,9 @@ async fn the_bundled_tasks_pass_with_the_scripted_model_and_report_their_figures
     let (server, _dir) = start_server().await;
     let output = tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_trueforge-eval"))
-            .args(["--server", &server, "--runs", "2", "--tasks"])
+            .args(["--server", &server, "--runs", "2", "--budgets"])
+            .arg(tasks_dir().join("../budgets.json"))
+            .arg("--tasks")
             .arg(tasks_dir())
             .output()
             .unwrap()
@@ -151,5 +153,41 @@ async fn configurations_are_compared_and_offloading_saves_tokens() {
     assert!(
         stderr.contains("| parallel-sub-agents | no-sub-agents | 0/1 |"),
         "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_over_its_token_budget_fails_the_gate() {
+    let (server, _dir) = start_server().await;
+    let budgets = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(budgets.path(), r#"{"lookup": 1000}"#).unwrap();
+    let path = budgets.path().to_owned();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_trueforge-eval"))
+            .args(["--server", &server, "--margin", "0.1", "--budgets"])
+            .arg(&path)
+            .arg("--tasks")
+            .arg(tasks_dir())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lookup: Value = stdout
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|line| line["task"] == "lookup")
+        .unwrap();
+    assert_eq!(lookup["outcome"], "over_budget", "{lookup}");
+    assert_eq!(output.status.code(), Some(1));
+    let multi_page: Value = stdout
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|line| line["task"] == "multi-page")
+        .unwrap();
+    assert_eq!(
+        multi_page["outcome"], "pass",
+        "tasks without a budget are not held to one: {multi_page}"
     );
 }
