@@ -428,15 +428,6 @@ async fn code_mode_tool_calls_continue_the_trace_of_the_command_that_made_them()
                 && spans.iter().any(|span| span.name == "tools/call echo")
         })
         .await;
-    let events = http
-        .get(format!("{base}/api/v1/sessions/{session_id}/events"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    eprintln!("EVENTS {events}");
     let exec = one(&spans, "exec tool call", |span| span.name == "execute_tool exec");
     let bridged = one(&spans, "Code Mode request", |span| span.name == "code_mode call_tool");
     assert_eq!(
