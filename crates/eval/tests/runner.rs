@@ -19,6 +19,21 @@ async fn start_server() -> (String, tempfile::TempDir) {
     (base, dir)
 }
 
+/// Runs the runner against `server` with `args` (paths as given), off the async runtime.
+async fn eval(server: &str, args: Vec<std::ffi::OsString>) -> std::process::Output {
+    let server = server.to_owned();
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_trueforge-eval"))
+            .arg("--server")
+            .arg(server)
+            .args(args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
 fn tasks_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/eval/tasks")
 }
@@ -26,17 +41,18 @@ fn tasks_dir() -> std::path::PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bundled_tasks_pass_with_the_scripted_model_and_report_their_figures() {
     let (server, _dir) = start_server().await;
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_trueforge-eval"))
-            .args(["--server", &server, "--runs", "2", "--budgets"])
-            .arg(tasks_dir().join("../budgets.json"))
-            .arg("--tasks")
-            .arg(tasks_dir())
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let output = eval(
+        &server,
+        vec![
+            "--runs".into(),
+            "2".into(),
+            "--budgets".into(),
+            tasks_dir().join("../budgets.json").into(),
+            "--tasks".into(),
+            tasks_dir().into(),
+        ],
+    )
+    .await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -90,16 +106,7 @@ async fn bad_task_directories_stop_the_runner_with_a_message() {
         (factless.path().to_owned(), "lists no fact"),
         (empty.path().join("missing"), "cannot read"),
     ] {
-        let server = server.clone();
-        let output = tokio::task::spawn_blocking(move || {
-            Command::new(env!("CARGO_BIN_EXE_trueforge-eval"))
-                .args(["--server", &server, "--tasks"])
-                .arg(&dir)
-                .output()
-                .unwrap()
-        })
-        .await
-        .unwrap();
+        let output = eval(&server, vec!["--tasks".into(), dir.into()]).await;
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(says), "{says}: {stderr}");
@@ -109,22 +116,10 @@ async fn bad_task_directories_stop_the_runner_with_a_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn configurations_are_compared_and_offloading_saves_tokens() {
     let (server, _dir) = start_server().await;
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_trueforge-eval"))
-            .args([
-                "--server",
-                &server,
-                "--configs",
-                "defaults,no-offload,no-sub-agents",
-                "--table",
-                "--tasks",
-            ])
-            .arg(tasks_dir())
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let args = ["--configs", "defaults,no-offload,no-sub-agents", "--table", "--tasks"];
+    let mut args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    args.push(tasks_dir().into());
+    let output = eval(&server, args).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let lines: Vec<Value> = stdout.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
@@ -161,18 +156,15 @@ async fn a_run_over_its_token_budget_fails_the_gate() {
     let (server, _dir) = start_server().await;
     let budgets = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(budgets.path(), r#"{"lookup": 1000}"#).unwrap();
-    let path = budgets.path().to_owned();
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_trueforge-eval"))
-            .args(["--server", &server, "--margin", "0.1", "--budgets"])
-            .arg(&path)
-            .arg("--tasks")
-            .arg(tasks_dir())
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let args = vec![
+        "--margin".into(),
+        "0.1".into(),
+        "--budgets".into(),
+        budgets.path().into(),
+        "--tasks".into(),
+        tasks_dir().into(),
+    ];
+    let output = eval(&server, args).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let lookup: Value = stdout
         .lines()
