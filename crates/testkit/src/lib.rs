@@ -13,6 +13,7 @@
 //! [`oauth_mcp`]: an OAuth-protected MCP server that is also its own authorisation server, for
 //! testing the OAuth client flow over loopback.
 
+pub mod busy;
 pub mod enterprise_mcp;
 pub mod fake_daytona;
 pub mod fake_llm;

@@ -12,6 +12,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
 
+use crate::busy::BusyClock;
+
 /// What a testkit MCP server offers.
 pub trait ToolServer: Send + Sync + 'static {
     /// `serverInfo.name`.
@@ -27,11 +29,22 @@ pub trait ToolServer: Send + Sync + 'static {
 /// Tools per `tools/list` page.
 const TOOLS_PAGE: usize = 50;
 
-/// Serves `server` at `http://127.0.0.1:<port>/mcp` until the returned task is aborted.
-pub(crate) async fn serve(server: Arc<dyn ToolServer>) -> std::io::Result<(String, tokio::task::JoinHandle<()>)> {
+/// A served [`ToolServer`] and the clock its tool calls keep busy.
+#[derive(Clone)]
+struct Served {
+    server: Arc<dyn ToolServer>,
+    clock: Arc<BusyClock>,
+}
+
+/// Serves `server` at `http://127.0.0.1:<port>/mcp` until the returned task is aborted; `clock` is busy while a
+/// `tools/call` runs.
+pub(crate) async fn serve(
+    server: Arc<dyn ToolServer>,
+    clock: Arc<BusyClock>,
+) -> std::io::Result<(String, tokio::task::JoinHandle<()>)> {
     let app = Router::new()
         .route("/mcp", post(message).get(no_stream).delete(no_stream))
-        .with_state(server);
+        .with_state(Served { server, clock });
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
     let task = tokio::spawn(async move {
@@ -45,7 +58,8 @@ async fn no_stream() -> StatusCode {
     StatusCode::METHOD_NOT_ALLOWED
 }
 
-async fn message(State(server): State<Arc<dyn ToolServer>>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+async fn message(State(served): State<Served>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    let server = &served.server;
     let Ok(request) = serde_json::from_slice::<Value>(&body) else {
         return (StatusCode::BAD_REQUEST, "not JSON").into_response();
     };
@@ -78,6 +92,7 @@ async fn message(State(server): State<Arc<dyn ToolServer>>, headers: HeaderMap, 
         "tools/call" => {
             let tool = params["name"].as_str().unwrap_or_default();
             let arguments = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
+            let _busy = served.clock.enter();
             match server.call(tool, &arguments) {
                 Ok(text) => json!({"content": [{"type": "text", "text": text}]}),
                 Err(text) => json!({"content": [{"type": "text", "text": text}], "isError": true}),

@@ -74,7 +74,7 @@ pub struct RecordingMcpServer {
 impl RecordingMcpServer {
     pub async fn start() -> std::io::Result<Self> {
         let recorder = Arc::new(Recorder::default());
-        let (url, server) = serve(recorder.clone()).await?;
+        let (url, server) = serve(recorder.clone(), crate::busy::BusyClock::new()).await?;
         Ok(Self { url, recorder, server })
     }
 

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use common::{answer, ask, body, post, url};
 use serde_json::json;
 use trueforge_testkit::fake_llm::{
-    Api, FakeLlm, Script, ScriptError, ScriptedError, ScriptedResponse, ScriptedStream, ScriptedToolCall,
+    Api, DEFAULT_TEXT, FakeLlm, Script, ScriptError, ScriptedError, ScriptedResponse, ScriptedStream, ScriptedToolCall,
 };
 
 const SCRIPT: &str = r#"{
@@ -152,4 +152,70 @@ async fn responses_base_url_points_at_the_served_paths() {
     );
     let reply = post(&url(&server, Api::Responses, "gpt-test"), &body(Api::Responses, "hi")).await;
     assert_eq!(reply.status, 200);
+}
+
+#[tokio::test]
+async fn chat_matching_rules_answer_by_content_without_shifting_the_queue() {
+    let server = FakeLlm::start().await;
+    server.load(
+        Script::from_json(
+            r#"{
+              "matching": [
+                {"request_contains": "summarise this", "response": {"stream": {"text": "a summary"}}},
+                {"request_contains": "title please", "times": 1, "response": {"stream": {"text": "a title"}}}
+              ],
+              "shared": [{"stream": {"text": "first"}}, {"stream": {"text": "second"}}]
+            }"#,
+        )
+        .unwrap(),
+    );
+    assert_eq!(server.pending(), 2, "rules are not queued responses");
+
+    let mut texts = Vec::new();
+    for prompt in [
+        "hello",
+        "please summarise this",
+        "title please",
+        "again",
+        "summarise this too",
+        "title please",
+    ] {
+        let reply = ask(&server, Api::Chat, prompt).await;
+        texts.push(answer(Api::Chat, &reply.body).text);
+    }
+
+    assert_eq!(
+        texts,
+        [
+            "first",
+            "a summary",
+            "a title",
+            "second",
+            "a summary",
+            // The one-time rule is spent and the queue is empty: the default rules answer.
+            DEFAULT_TEXT,
+        ]
+    );
+    assert_eq!(server.pending(), 0);
+}
+
+#[tokio::test]
+async fn chat_the_clock_is_busy_while_answers_stream_and_counts_overlaps_once() {
+    let server = FakeLlm::start().await;
+    let delayed = || ScriptedResponse::from(ScriptedStream::text("slow").delays(150, 0));
+    server.push(delayed());
+    server.push(delayed());
+
+    let (first, second) = tokio::join!(ask(&server, Api::Chat, "a"), ask(&server, Api::Chat, "b"));
+    assert_eq!(first.status, 200);
+    assert_eq!(second.status, 200);
+
+    let summed = server.busy();
+    let clock = server.clock().busy();
+    assert!(summed >= std::time::Duration::from_millis(300), "{summed:?}");
+    assert!(clock >= std::time::Duration::from_millis(150), "{clock:?}");
+    assert!(
+        clock < summed,
+        "overlapping answers counted twice: {clock:?} of {summed:?}"
+    );
 }

@@ -16,6 +16,7 @@ pub use crm::{Account, Contact, Crm, Deal};
 pub use files::{FileServer, StoredFile};
 pub use tracker::{Issue, Project, Tracker};
 
+use crate::busy::BusyClock;
 use crate::mcp_http::{ToolServer, serve};
 
 /// Objects per page when a list call names no `page_size`.
@@ -27,14 +28,17 @@ pub const MAX_PAGE_SIZE: usize = 100;
 pub struct EnterpriseMcpServer {
     /// `http://127.0.0.1:<port>/mcp`.
     pub url: String,
+    /// Busy while a tool call runs (the JSON-RPC transport excluded).
+    pub clock: Arc<BusyClock>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl EnterpriseMcpServer {
     /// Serves `server` (a [`Tracker`], [`Crm`] or [`FileServer`]) on a free local port.
     pub async fn start(server: Arc<dyn ToolServer>) -> std::io::Result<Self> {
-        let (url, task) = serve(server).await?;
-        Ok(Self { url, task })
+        let clock = BusyClock::new();
+        let (url, task) = serve(server, clock.clone()).await?;
+        Ok(Self { url, clock, task })
     }
 }
 

@@ -96,8 +96,8 @@ pub use plan::FAKE_CREATED;
 pub use record::{Outcome, RecordedRequest, RequestLog};
 pub use rules::DEFAULT_TEXT;
 pub use script::{
-    Script, ScriptError, ScriptedError, ScriptedFinish, ScriptedResponse, ScriptedStream, ScriptedToolCall,
-    ScriptedUsage,
+    MatchingResponse, Script, ScriptError, ScriptedError, ScriptedFinish, ScriptedResponse, ScriptedStream,
+    ScriptedToolCall, ScriptedUsage,
 };
 
 use record::State;
@@ -259,6 +259,12 @@ impl FakeLlm {
     /// turn's wall time to get the harness's own time.
     pub fn busy(&self) -> std::time::Duration {
         self.state.busy()
+    }
+
+    /// Busy while at least one request is being answered, over the same span as [`FakeLlm::busy`] but with
+    /// overlapping requests counted once: what parallel calls (sub-agents) cost in wall time.
+    pub fn clock(&self) -> Arc<crate::busy::BusyClock> {
+        self.state.clock.clone()
     }
 
     /// Stops accepting connections and waits (a few seconds at most) for open ones to finish.

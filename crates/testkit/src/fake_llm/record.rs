@@ -3,13 +3,14 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::Api;
 use super::script::Script;
+use crate::busy::BusyClock;
 use trueforge_protocol::sync::lock;
 
 /// One request as received.
@@ -75,6 +76,8 @@ pub(crate) struct State {
     inner: Mutex<Inner>,
     /// Nanoseconds spent answering requests, summed (see [`State::add_busy`]).
     busy_nanos: AtomicU64,
+    /// Busy while at least one request is being answered (overlaps counted once).
+    pub clock: Arc<BusyClock>,
 }
 
 #[derive(Default)]
@@ -110,8 +113,8 @@ impl State {
         update(&mut self.lock().script);
     }
 
-    pub fn take_next(&self, api: Api) -> Option<super::ScriptedResponse> {
-        self.lock().script.next_for(api)
+    pub fn take_next(&self, api: Api, raw_body: &[u8]) -> Option<super::ScriptedResponse> {
+        self.lock().script.next_for(api, &String::from_utf8_lossy(raw_body))
     }
 
     pub fn pending(&self) -> usize {

@@ -258,16 +258,33 @@ impl ScriptedError {
     }
 }
 
-/// A script file: queues of responses, consumed one per request. A request first takes from the queue of
-/// its own wire format, then from `shared`.
+/// A script file: queues of responses, consumed one per request. A request whose body matches a rule of
+/// `matching` takes that rule's response; any other takes from the queue of its own wire format, then from
+/// `shared`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Script {
+    /// Answers chosen by what a request says rather than by when it comes: for calls a harness makes on its
+    /// own schedule (a summary for compaction, a title), which would otherwise take a queued answer meant for
+    /// the agent and shift every later one.
+    pub matching: Vec<MatchingResponse>,
     pub shared: VecDeque<ScriptedResponse>,
     pub responses: VecDeque<ScriptedResponse>,
     pub chat: VecDeque<ScriptedResponse>,
     pub anthropic: VecDeque<ScriptedResponse>,
     pub gemini: VecDeque<ScriptedResponse>,
+}
+
+/// A response for every request whose raw body contains `request_contains` (JSON-escaped as sent), or for the
+/// first `times` of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatchingResponse {
+    pub request_contains: String,
+    pub response: ScriptedResponse,
+    /// How many requests the rule answers before it is dropped; absent, every matching one.
+    #[serde(default)]
+    pub times: Option<usize>,
 }
 
 /// Why a script could not be loaded.
@@ -307,8 +324,25 @@ impl Script {
         }
     }
 
-    /// Takes the next response for a request of `api`: its own queue first, then the shared one.
-    pub(crate) fn next_for(&mut self, api: Api) -> Option<ScriptedResponse> {
+    /// Takes the next response for a request of `api` whose raw body is `body`: the first matching rule's,
+    /// else its own queue's, else the shared queue's.
+    pub(crate) fn next_for(&mut self, api: Api, body: &str) -> Option<ScriptedResponse> {
+        if let Some(index) = self
+            .matching
+            .iter()
+            .position(|rule| body.contains(rule.request_contains.as_str()))
+        {
+            let rule = &mut self.matching[index];
+            let response = rule.response.clone();
+            match &mut rule.times {
+                Some(left) if *left <= 1 => {
+                    self.matching.remove(index);
+                }
+                Some(left) => *left -= 1,
+                None => {}
+            }
+            return Some(response);
+        }
         self.queue_mut(Some(api))
             .pop_front()
             .or_else(|| self.shared.pop_front())
@@ -317,12 +351,14 @@ impl Script {
     /// Appends every queue of `other` to this script's queues.
     pub(crate) fn append(&mut self, other: Script) {
         let Script {
+            matching,
             shared,
             responses,
             chat,
             anthropic,
             gemini,
         } = other;
+        self.matching.extend(matching);
         self.shared.extend(shared);
         self.responses.extend(responses);
         self.chat.extend(chat);
@@ -330,6 +366,7 @@ impl Script {
         self.gemini.extend(gemini);
     }
 
+    /// Queued responses; matching rules are not counted (a rule without `times` never runs out).
     pub(crate) fn len(&self) -> usize {
         self.shared.len() + self.responses.len() + self.chat.len() + self.anthropic.len() + self.gemini.len()
     }

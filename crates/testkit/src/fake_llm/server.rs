@@ -17,6 +17,7 @@ use super::plan::Plan;
 use super::record::{Outcome, RecordedRequest, RequestLog, State};
 use super::script::{ScriptedError, ScriptedResponse, ScriptedStream};
 use super::{Api, encode, rules};
+use crate::busy::BusyGuard;
 
 /// Bodies above this size are refused; no test needs more.
 const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
@@ -64,6 +65,7 @@ async fn handle(Extract(state): Extract<Arc<State>>, request: Request) -> Respon
         state: state.clone(),
         seq,
         started,
+        busy: Some(state.clock.enter()),
         done: false,
     };
     let Some(api) = api else {
@@ -82,7 +84,7 @@ async fn handle(Extract(state): Extract<Arc<State>>, request: Request) -> Respon
         Err(error) => return error_response(&mut guard, api, &error),
     };
     let answer = state
-        .take_next(api)
+        .take_next(api, &bytes)
         .unwrap_or_else(|| rules::answer(api, &body, attempt));
     match answer {
         ScriptedResponse::Error(error) => {
@@ -264,12 +266,15 @@ struct OutcomeGuard {
     seq: usize,
     /// When the request's body had been read: the answer's time counts from here (`FakeLlm::busy`).
     started: Instant,
+    /// Keeps [`FakeLlm::clock`](super::FakeLlm::clock) busy until the answer ends.
+    busy: Option<BusyGuard>,
     done: bool,
 }
 
 impl OutcomeGuard {
     fn finish(&mut self, outcome: Outcome) {
         self.done = true;
+        self.busy = None;
         self.state.set_outcome(self.seq, outcome);
         self.state.add_busy(self.started.elapsed());
     }
