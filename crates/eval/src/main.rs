@@ -1,12 +1,17 @@
 //! `trueforge-eval --server URL [--tasks DIR] [--runs N] [--out FILE]`: runs every task of a directory as a
-//! session through the HTTP API of a running TrueForge-compatible server, against the scripted model and the
-//! fake enterprise MCP servers (a project tracker, a CRM, a file server) it runs in its own process, and
-//! writes one JSON line per task and run: outcome, tokens, cost, wall time, time to first token, calls.
+//! session through the HTTP API of a running TrueForge-compatible server, with the fake enterprise MCP servers
+//! (a project tracker, a CRM, a file server) it runs in its own process, on the scripted model (default) or a
+//! real one (`--model PROVIDER/MODEL`), and writes one JSON line per task and run: outcome, tokens, cost, wall
+//! time, time to first token, calls, and for scripted runs the harness's own time.
 //!
 //! The server must be reachable from this process's loopback addresses (the fake model and MCP servers
 //! listen on 127.0.0.1). The runner configures them on the server as the provider `eval` and the MCP
-//! servers `tracker`, `crm` and `files` (replacing settings of those names).
+//! servers `tracker`, `crm` and `files` (replacing settings of those names); a real model's provider is
+//! configured with the runner's key when it has one.
 
+mod fakes;
+mod judge;
+mod model;
 mod run;
 mod table;
 mod task;
@@ -14,14 +19,12 @@ mod task;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Parser;
 use serde_json::{Value, json};
-use trueforge_testkit::enterprise_mcp::{Crm, EnterpriseMcpServer, FileServer, Tracker};
-use trueforge_testkit::fake_llm::{Api, FakeLlm};
 
-use run::{RunError, Target, run_task};
+use model::{ModelChoice, RealModel};
+use run::{Target, run_task};
 use task::Task;
 
 #[derive(Parser)]
@@ -54,6 +57,23 @@ struct Args {
     /// How far over its budget a run may go (0.10: ten percent).
     #[arg(long, default_value_t = 0.10)]
     margin: f64,
+    /// `scripted` (the fake model plays each task's `script.json`; deterministic, offline) or
+    /// PROVIDER/MODEL (such as `openai/gpt-5.4-mini`, or `custom/NAME` with `--model-base-url`). A real
+    /// provider is configured on the server with the key in `TRUEFORGE_EVAL_API_KEY` or the provider's usual
+    /// variable (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`, …); without one, the server's own
+    /// setting for that provider is used.
+    #[arg(long, default_value = "scripted")]
+    model: String,
+    /// The endpoint of a real model's provider (required for `custom`).
+    #[arg(long)]
+    model_base_url: Option<String>,
+    /// A model (PROVIDER/MODEL) that also grades each answer against its task's `judge` rubric; a FAIL fails
+    /// the run. The fact check stays in force.
+    #[arg(long)]
+    judge: Option<String>,
+    /// The endpoint of the judge's provider (required for `custom`).
+    #[arg(long)]
+    judge_base_url: Option<String>,
     /// Also print a Markdown table (per task and configuration: pass rate, input tokens, wall time p50 / p90)
     /// on stderr.
     #[arg(long)]
@@ -73,66 +93,6 @@ fn configuration(name: &str) -> Result<Value, String> {
                 "unknown configuration {other}: expected defaults, no-offload, no-recall or no-sub-agents"
             ));
         }
-    })
-}
-
-/// The fake model and enterprise servers, alive while the runner runs.
-struct Fakes {
-    model: FakeLlm,
-    _servers: Vec<EnterpriseMcpServer>,
-}
-
-async fn put(http: &reqwest::Client, server: &str, path: &str, body: Value) -> Result<(), RunError> {
-    let response = http.put(format!("{server}{path}")).json(&body).send().await?;
-    if !response.status().is_success() {
-        return Err(RunError::Status {
-            status: response.status().as_u16(),
-            body: response.text().await.unwrap_or_default(),
-        });
-    }
-    Ok(())
-}
-
-/// Starts the fakes and configures them on the server.
-async fn set_up(http: &reqwest::Client, server: &str) -> Result<Fakes, String> {
-    let model = FakeLlm::start().await;
-    let mut servers = Vec::new();
-    let configured = [
-        (
-            "tracker",
-            Arc::new(Tracker::seeded()) as Arc<dyn trueforge_testkit::mcp_http::ToolServer>,
-        ),
-        ("crm", Arc::new(Crm::seeded())),
-        ("files", Arc::new(FileServer::seeded())),
-    ];
-    for (name, tools) in configured {
-        let started = EnterpriseMcpServer::start(tools)
-            .await
-            .map_err(|error| format!("cannot start the {name} server: {error}"))?;
-        put(
-            http,
-            server,
-            "/api/v1/settings/mcp-servers",
-            json!({"manifest": {"type": "remote", "name": name, "url": started.url,
-                "description": format!("The evaluation's fake {name}.")}}),
-        )
-        .await
-        .map_err(|error| format!("cannot configure the MCP server {name}: {error}"))?;
-        servers.push(started);
-    }
-    put(
-        http,
-        server,
-        "/api/v1/settings/model-providers",
-        json!({"manifest": {"type": "custom", "name": "eval", "base_url": model.base_url(Api::Chat),
-            "auth": {"api_key": "eval-scripted"},
-            "models": [{"model_id": "scripted", "name": "scripted", "properties": {"context_length": 128000}}]}}),
-    )
-    .await
-    .map_err(|error| format!("cannot configure the scripted model: {error}"))?;
-    Ok(Fakes {
-        model,
-        _servers: servers,
     })
 }
 
@@ -157,10 +117,25 @@ async fn evaluate(args: Args) -> Result<bool, String> {
     if tasks.is_empty() {
         return Err(format!("no task in {}", args.tasks.display()));
     }
+    let env = |name: &str| std::env::var(name).ok();
+    let model = ModelChoice::parse(&args.model, args.model_base_url.as_deref(), env)?;
+    let judge = args
+        .judge
+        .as_deref()
+        .map(|judge| RealModel::parse(judge, args.judge_base_url.as_deref(), "eval-judge", env))
+        .transpose()?;
+    let mut real: Vec<&RealModel> = judge.iter().collect();
+    if let ModelChoice::Real(model) = &model {
+        real.push(model);
+    }
     let http = reqwest::Client::new();
     let server = args.server.trim_end_matches('/');
-    let fakes = set_up(&http, server).await?;
-    let base = json!({"model": {"name": "eval/scripted"},
+    let fakes = fakes::set_up(&http, server, &real, matches!(model, ModelChoice::Scripted)).await?;
+    let model_name = match &model {
+        ModelChoice::Scripted => fakes::SCRIPTED_MODEL.to_owned(),
+        ModelChoice::Real(model) => model.spec_name(),
+    };
+    let base = json!({"model": {"name": model_name},
         "mcp_servers": [{"name": "tracker", "preload": true}, {"name": "crm", "preload": true},
             {"name": "files", "preload": true}]});
     let configs = args
@@ -186,24 +161,37 @@ async fn evaluate(args: Args) -> Result<bool, String> {
         };
         for task in &tasks {
             for run in 1..=args.runs {
-                let Some(script) = task.script.clone() else {
-                    return Err(format!("task {} has no script.json for the scripted model", task.name));
-                };
-                // A run that ended early (a tool refused under this configuration) leaves responses behind.
-                fakes.model.clear();
-                fakes.model.load(script);
+                if let Some(scripted) = &fakes.model {
+                    let Some(script) = task.script.clone() else {
+                        return Err(format!("task {} has no script.json for the scripted model", task.name));
+                    };
+                    // A run that ended early (a tool refused under this configuration) leaves responses behind.
+                    scripted.clear();
+                    scripted.load(script);
+                }
+                let before = fakes.busy();
                 let mut result = run_task(&target, task, config, run)
                     .await
                     .map_err(|error| format!("task {} run {run}: {error}", task.name))?;
-                let last_request = fakes
-                    .model
-                    .requests()
-                    .last()
-                    .map(|request| request.body.to_string())
-                    .unwrap_or_default();
-                result.check_evidence(&task.criteria.evidence, &last_request);
-                if let Some(budget) = budgets.get(&task.name) {
-                    result.check_budget(*budget, args.margin);
+                if let Some(scripted) = &fakes.model {
+                    let busy = fakes.busy().since(before);
+                    result.set_busy(busy.model, busy.tools, busy.either);
+                    let last_request = scripted
+                        .requests()
+                        .last()
+                        .map(|request| request.body.to_string())
+                        .unwrap_or_default();
+                    result.check_evidence(&task.criteria.evidence, &last_request);
+                    // Budgets are the scripted model's token counts; a real model's tokenizer differs.
+                    if let Some(budget) = budgets.get(&task.name) {
+                        result.check_budget(*budget, args.margin);
+                    }
+                }
+                if let (Some(judge), Some(rubric)) = (&judge, &task.criteria.judge) {
+                    let verdict = judge::judge(&target, &judge.spec_name(), &task.prompt, rubric, &result.answer)
+                        .await
+                        .map_err(|error| format!("task {} run {run}: the judge: {error}", task.name))?;
+                    result.set_verdict(verdict);
                 }
                 all_passed &= result.outcome == "pass";
                 let line = serde_json::to_string(&result).map_err(|error| error.to_string())?;

@@ -39,8 +39,21 @@ pub struct RunResult {
     pub model_calls: u64,
     pub tool_calls: u64,
     pub compactions: u64,
+    /// Tool results the harness shortened and kept whole elsewhere (a sandbox file, recall).
+    pub offloads: u64,
     pub sub_agents: u64,
+    /// Scripted runs: time the fake model was answering, and the fake MCP servers were running tools
+    /// (overlapping calls, such as parallel sub-agents', counted once).
+    pub model_ms: Option<f64>,
+    pub tool_ms: Option<f64>,
+    /// Scripted runs: the harness's own time, the wall time minus the time the model or a tool was busy.
+    pub overhead_ms: Option<f64>,
+    /// With `--judge` and a task `judge` rubric: the model judge's verdict (a failing one fails the run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge: Option<crate::judge::Verdict>,
     pub session_id: String,
+    /// The root agent's final answer (the judge reads it; kept for reading failures).
+    pub answer: String,
 }
 
 /// Where the turn is sent, and the agent it runs.
@@ -140,6 +153,50 @@ fn model_messages(events: &[Value]) -> u64 {
         .filter_map(|event| event["id"].as_str())
         .collect();
     u64::try_from(ids.len()).unwrap_or(u64::MAX)
+}
+
+/// Markers of a shortened tool result: ours (kept in recall, or saved to a sandbox file) and the
+/// reference's, so runs against either server count offloads.
+const OFFLOAD_MARKERS: [&str; 4] = [
+    "is too large to show in full",
+    "The complete output is saved in the sandbox at",
+    "Content too big",
+    "Content too large",
+];
+
+/// How many tool results, of the root and its sub-agents, the harness shortened.
+fn offloads(events: &[Value]) -> u64 {
+    let shortened = events
+        .iter()
+        .filter(|event| event["type"] == "tool.response")
+        .filter(|event| {
+            let content = match &event["content"] {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            let head: String = content.chars().take(300).collect();
+            OFFLOAD_MARKERS.iter().any(|marker| head.contains(marker))
+        })
+        .count();
+    u64::try_from(shortened).unwrap_or(u64::MAX)
+}
+
+/// Runs `text` as the first turn of a new session with `spec` and returns the final answer (the judge's
+/// way of asking a model through the server).
+pub async fn ask_once(target: &Target<'_>, spec: &Value, text: &str) -> Result<String, RunError> {
+    let session: Value = post(target, "/api/v1/sessions", json!({"agent": {"spec": spec}}))
+        .await?
+        .json()
+        .await?;
+    let session_id = session["data"]["id"].as_str().unwrap_or_default();
+    let response = post(
+        target,
+        &format!("/api/v1/sessions/{session_id}/turns"),
+        json!({"input": [{"type": "user.message", "content": text}], "stream": true}),
+    )
+    .await?;
+    let streamed = read_stream(response, Instant::now()).await?;
+    Ok(final_answer(&streamed.events))
 }
 
 /// Most turns one task runs: its first, then one per answered pause.
@@ -252,8 +309,14 @@ pub async fn run_task(target: &Target<'_>, task: &Task, config: &str, run: usize
         model_calls: model_messages(&events),
         tool_calls: totals.tool_calls,
         compactions: totals.compactions,
+        offloads: offloads(&events),
         sub_agents: totals.sub_agents,
+        model_ms: None,
+        tool_ms: None,
+        overhead_ms: None,
+        judge: None,
         session_id,
+        answer,
     })
 }
 
@@ -292,6 +355,23 @@ impl Totals {
 }
 
 impl RunResult {
+    /// Records the fakes' busy time over the run (scripted runs): `busy` is the time the model or a tool was
+    /// busy, overlaps counted once.
+    pub fn set_busy(&mut self, model: Duration, tools: Duration, busy: Duration) {
+        let ms = |duration: Duration| duration.as_secs_f64() * 1000.0;
+        self.model_ms = Some(ms(model));
+        self.tool_ms = Some(ms(tools));
+        self.overhead_ms = Some((self.wall_ms - ms(busy)).max(0.0));
+    }
+
+    /// Applies a judge's verdict: a failing one fails a run that passed the fact check.
+    pub fn set_verdict(&mut self, verdict: crate::judge::Verdict) {
+        if !verdict.passed && self.outcome == "pass" {
+            "fail".clone_into(&mut self.outcome);
+        }
+        self.judge = Some(verdict);
+    }
+
     /// Fails a run that sent more input tokens than `budget` × (1 + `margin`).
     pub fn check_budget(&mut self, budget: u64, margin: f64) {
         let allowed = budget as f64 * (1.0 + margin);

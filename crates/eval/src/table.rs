@@ -1,5 +1,5 @@
-//! The comparison table: per task and configuration, the pass rate, mean input tokens and wall time p50 / p90
-//! (with the spread, max − min) over the runs.
+//! The comparison table: per task and configuration, the pass rate, mean input tokens, wall time p50 / p90
+//! (with the spread, max − min) over the runs, and the harness's own time (p50; scripted runs only).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -21,7 +21,8 @@ pub fn markdown(results: &[RunResult]) -> String {
         groups.entry((&result.task, &result.config)).or_default().push(result);
     }
     let mut table = String::from(
-        "| task | configuration | pass | input tokens (mean) | wall p50 ms | wall p90 ms | spread ms |\n|---|---|---|---|---|---|---|\n",
+        "| task | configuration | pass | input tokens (mean) | wall p50 ms | wall p90 ms | spread ms | harness p50 ms |\n\
+         |---|---|---|---|---|---|---|---|\n",
     );
     for ((task, config), runs) in groups {
         let passed = runs.iter().filter(|run| run.outcome == "pass").count();
@@ -29,9 +30,16 @@ pub fn markdown(results: &[RunResult]) -> String {
         let mut walls: Vec<f64> = runs.iter().map(|run| run.wall_ms).collect();
         walls.sort_by(f64::total_cmp);
         let spread = walls.last().copied().unwrap_or(0.0) - walls.first().copied().unwrap_or(0.0);
+        let mut overheads: Vec<f64> = runs.iter().filter_map(|run| run.overhead_ms).collect();
+        overheads.sort_by(f64::total_cmp);
+        let overhead = if overheads.is_empty() {
+            "–".to_owned()
+        } else {
+            format!("{:.0}", percentile(&overheads, 0.5))
+        };
         let _ = writeln!(
             table,
-            "| {task} | {config} | {passed}/{} | {tokens} | {:.0} | {:.0} | {spread:.0} |",
+            "| {task} | {config} | {passed}/{} | {tokens} | {:.0} | {:.0} | {spread:.0} | {overhead} |",
             runs.len(),
             percentile(&walls, 0.5),
             percentile(&walls, 0.9),

@@ -30,6 +30,9 @@ pub struct Criteria {
     /// scripted answer is fixed, so this is what shows the harness delivered what the answer relies on.
     #[serde(default)]
     pub evidence: Vec<String>,
+    /// What a model judge checks (with `--judge`), in words: for what a list of facts cannot express.
+    #[serde(default)]
+    pub judge: Option<String>,
 }
 
 /// How the runner answers a turn that pauses (`answers.yaml`).
@@ -197,6 +200,7 @@ mod tests {
             required: vec!["Dev Shah".to_owned(), "blocked".to_owned()],
             forbidden: vec!["I don't know".to_owned()],
             evidence: Vec::new(),
+            judge: None,
         };
         assert!(criteria.grade("ISS-0042 is BLOCKED, assigned to dev shah.").passed);
         let grade = criteria.grade("It is assigned to Dev Shah. I don't know its status.");

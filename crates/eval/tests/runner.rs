@@ -85,11 +85,43 @@ async fn the_bundled_tasks_pass_with_the_scripted_model_and_report_their_figures
     let parallel = lines.iter().find(|line| line["task"] == "parallel-sub-agents").unwrap();
     assert_eq!(parallel["outcome"], "pass", "{parallel}");
     assert_eq!(parallel["sub_agents"], 3, "{parallel}");
-    // Paused turns answered by the runner (a question, an approval, a denial) and a Code Mode script.
-    for task in ["question", "approval", "denial", "code-mode"] {
+    // Paused turns answered by the runner (a question, an approval, a denial), a Code Mode script, two
+    // servers in one step, a search then a read, and an account with its deals.
+    for task in [
+        "question",
+        "approval",
+        "denial",
+        "code-mode",
+        "two-servers",
+        "search-then-read",
+        "account-deals",
+    ] {
         let line = lines.iter().find(|line| line["task"] == task).unwrap();
         assert_eq!(line["outcome"], "pass", "{line}");
     }
+    // The large results were shortened (and the export saved for the script that counts it); the long task
+    // compacted once and recalled what the summary left out.
+    let shortened = |task: &str| {
+        let line = lines.iter().find(|line| line["task"] == task).unwrap();
+        assert_eq!(line["outcome"], "pass", "{line}");
+        line["offloads"].as_u64().unwrap()
+    };
+    assert_eq!(shortened("large-report"), 1);
+    assert_eq!(shortened("large-export"), 1);
+    assert_eq!(shortened("lookup"), 0);
+    let recall = lines.iter().find(|line| line["task"] == "compaction-recall").unwrap();
+    assert_eq!(recall["outcome"], "pass", "{recall}");
+    assert_eq!(recall["compactions"], 1, "{recall}");
+    // Scripted runs split the wall time into the model's, the tools' and the harness's own.
+    for line in &lines {
+        let wall = line["wall_ms"].as_f64().unwrap();
+        let overhead = line["overhead_ms"].as_f64().unwrap();
+        let model = line["model_ms"].as_f64().unwrap();
+        assert!(model > 0.0 && overhead > 0.0 && overhead <= wall, "{line}");
+        assert!(line["tool_ms"].as_f64().is_some(), "{line}");
+    }
+    let tools: f64 = lines.iter().map(|line| line["tool_ms"].as_f64().unwrap()).sum();
+    assert!(tools > 0.0, "the fake servers' tool time is measured");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -116,7 +148,12 @@ async fn bad_task_directories_stop_the_runner_with_a_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn configurations_are_compared_and_offloading_saves_tokens() {
     let (server, _dir) = start_server().await;
-    let args = ["--configs", "defaults,no-offload,no-sub-agents", "--table", "--tasks"];
+    let args = [
+        "--configs",
+        "defaults,no-offload,no-recall,no-sub-agents",
+        "--table",
+        "--tasks",
+    ];
     let mut args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
     args.push(tasks_dir().into());
     let output = eval(&server, args).await;
@@ -140,6 +177,26 @@ async fn configurations_are_compared_and_offloading_saves_tokens() {
         whole["input_tokens"].as_u64().unwrap() > 3 * offloaded["input_tokens"].as_u64().unwrap(),
         "the whole report in context costs far more: {whole} vs {offloaded}"
     );
+    // Compaction with recall answers from a fraction of the context the whole conversation would take.
+    let (compacted, kept) = (
+        find("compaction-recall", "defaults"),
+        find("compaction-recall", "no-recall"),
+    );
+    assert_eq!(
+        (&compacted["outcome"], &kept["outcome"]),
+        (&json!("pass"), &json!("pass"))
+    );
+    assert_eq!(
+        (&compacted["compactions"], &kept["compactions"]),
+        (&json!(1), &json!(0))
+    );
+    assert!(
+        kept["input_tokens"].as_u64().unwrap() > compacted["input_tokens"].as_u64().unwrap() * 3 / 2,
+        "{kept} vs {compacted}"
+    );
+    // The export kept whole is never saved, so the script that counts it finds no file: the scripted
+    // trajectory depends on the offload.
+    assert_eq!(find("large-export", "no-offload")["outcome"], "fail");
     // Without sub-agents the parallel task cannot be done: it fails, and so does the run.
     let alone = find("parallel-sub-agents", "no-sub-agents");
     assert_eq!(alone["outcome"], "fail", "{alone}");
@@ -182,4 +239,141 @@ async fn a_run_over_its_token_budget_fails_the_gate() {
         multi_page["outcome"], "pass",
         "tasks without a budget are not held to one: {multi_page}"
     );
+}
+
+/// A task for real-model mode: no script, a fact and a rubric.
+fn real_task() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("real-lookup");
+    std::fs::create_dir(&task).unwrap();
+    std::fs::write(task.join("prompt.txt"), "Who is ISS-0042 assigned to?").unwrap();
+    std::fs::write(
+        task.join("criteria.yaml"),
+        "required: [Ines Costa]\njudge: Names the assignee and says where it was found.\n",
+    )
+    .unwrap();
+    dir
+}
+
+/// Real-model mode, offline: a fake model stands in for the provider's endpoint (a `custom` provider the
+/// runner configures with the key from its environment), and for the judge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_model_runs_tasks_without_scripts_and_a_judge_grades_them() {
+    use trueforge_testkit::fake_llm::{Api, FakeLlm, ScriptedStream, ScriptedToolCall};
+
+    let (server, _dir) = start_server().await;
+    let provider = FakeLlm::start().await;
+    let tasks = real_task();
+    let run = |judge_says: &'static str| {
+        provider
+            .push(ScriptedStream::default().tool_call(ScriptedToolCall::new("get_issue", json!({"id": "ISS-0042"}))));
+        provider.push(ScriptedStream::text(
+            "ISS-0042 is assigned to Ines Costa, per the tracker.",
+        ));
+        provider.push(ScriptedStream::text(judge_says));
+        let server = server.clone();
+        let base_url = provider.base_url(Api::Chat);
+        let tasks = tasks.path().to_owned();
+        tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_trueforge-eval"))
+                .env("TRUEFORGE_EVAL_API_KEY", "real-key")
+                .args([
+                    "--server",
+                    &server,
+                    "--model",
+                    "custom/real-model",
+                    "--model-base-url",
+                    &base_url,
+                ])
+                .args([
+                    "--judge",
+                    "custom/judge-model",
+                    "--judge-base-url",
+                    &base_url,
+                    "--tasks",
+                ])
+                .arg(tasks)
+                .output()
+                .unwrap()
+        })
+    };
+
+    let passed = run("PASS - it names Ines Costa and the tracker.").await.unwrap();
+    let stdout = String::from_utf8_lossy(&passed.stdout);
+    assert!(
+        passed.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&passed.stderr)
+    );
+    let line: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(line["outcome"], "pass", "{line}");
+    assert_eq!(
+        line["judge"],
+        json!({"passed": true, "reason": "it names Ines Costa and the tracker."})
+    );
+    assert_eq!(line["tool_calls"], 1, "the real model's tool call ran: {line}");
+    assert_eq!(
+        line["overhead_ms"],
+        Value::Null,
+        "a real model's time is not known to the runner"
+    );
+
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 3);
+    for request in &requests {
+        assert_eq!(
+            request.header("authorization"),
+            Some("Bearer real-key"),
+            "the runner's key configured"
+        );
+    }
+    assert_eq!(requests[0].body["model"], "real-model");
+    assert!(
+        requests[0].body.to_string().contains("get_issue"),
+        "the agent had the tracker's tools"
+    );
+    let judged = &requests[2].body;
+    assert_eq!(judged["model"], "judge-model");
+    let judged_text = judged.to_string();
+    assert!(
+        judged_text.contains("Names the assignee and says where it was found."),
+        "{judged_text}"
+    );
+    assert!(judged_text.contains("ISS-0042 is assigned to Ines Costa, per the tracker."));
+    assert!(
+        !judged_text.contains("get_issue"),
+        "the judge has no tools: {judged_text}"
+    );
+
+    // A failing verdict fails a run whose facts were all there.
+    let failed = run("FAIL: it does not say where the fact came from.").await.unwrap();
+    let line: Value = serde_json::from_str(String::from_utf8_lossy(&failed.stdout).trim()).unwrap();
+    assert_eq!(line["outcome"], "fail", "{line}");
+    assert_eq!(line["missing_facts"], json!([]));
+    assert_eq!(failed.status.code(), Some(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_mode_bad_input_is_refused_with_a_message() {
+    let (server, _dir) = start_server().await;
+    let tasks = real_task();
+    for (args, says) in [
+        (vec!["--model", "gpt-5"], "--model must be"),
+        (vec!["--model", "nosuch/model"], "unknown provider"),
+        (vec!["--model", "custom/x"], "--model-base-url"),
+        (vec!["--judge", "custom/x"], "--judge-base-url"),
+    ] {
+        let mut all: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        all.push("--tasks".into());
+        all.push(tasks.path().into());
+        let output = eval(&server, all).await;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{says}: {stderr}");
+    }
+    // The scripted model cannot run a task without a script.
+    let output = eval(&server, vec!["--tasks".into(), tasks.path().into()]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr.contains("has no script.json"), "{stderr}");
 }
