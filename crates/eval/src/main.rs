@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 use model::{ModelChoice, RealModel};
 use run::{Target, run_task};
 use task::Task;
+use trueforge_testkit::fake_llm::FakeLlm;
 
 #[derive(Parser)]
 #[command(
@@ -170,14 +171,18 @@ async fn evaluate(args: Args) -> Result<bool, String> {
                     scripted.load(script);
                 }
                 let before = fakes.busy();
+                let requests_before = fakes.model.as_ref().map_or(0, FakeLlm::request_count);
                 let mut result = run_task(&target, task, config, run)
                     .await
                     .map_err(|error| format!("task {} run {run}: {error}", task.name))?;
                 if let Some(scripted) = &fakes.model {
                     let busy = fakes.busy().since(before);
                     result.set_busy(busy.model, busy.tools, busy.either);
-                    let last_request = scripted
-                        .requests()
+                    let requests = scripted.requests_since(requests_before);
+                    if let Some(first) = requests.first() {
+                        result.measure_fixed_prompt(&first.body);
+                    }
+                    let last_request = requests
                         .last()
                         .map(|request| request.body.to_string())
                         .unwrap_or_default();

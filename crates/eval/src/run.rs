@@ -48,6 +48,10 @@ pub struct RunResult {
     pub tool_ms: Option<f64>,
     /// Scripted runs: the harness's own time, the wall time minus the time the model or a tool was busy.
     pub overhead_ms: Option<f64>,
+    /// Scripted runs: the fixed part of the run's first model call, in characters: the system prompt and
+    /// the tool definitions (as JSON; the task's MCP tools included).
+    pub system_prompt_chars: Option<usize>,
+    pub tool_definitions_chars: Option<usize>,
     /// With `--judge` and a task `judge` rubric: the model judge's verdict (a failing one fails the run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judge: Option<crate::judge::Verdict>,
@@ -314,6 +318,8 @@ pub async fn run_task(target: &Target<'_>, task: &Task, config: &str, run: usize
         model_ms: None,
         tool_ms: None,
         overhead_ms: None,
+        system_prompt_chars: None,
+        tool_definitions_chars: None,
         judge: None,
         session_id,
         answer,
@@ -362,6 +368,26 @@ impl RunResult {
         self.model_ms = Some(ms(model));
         self.tool_ms = Some(ms(tools));
         self.overhead_ms = Some((self.wall_ms - ms(busy)).max(0.0));
+    }
+
+    /// Measures the fixed prompt of a Chat Completions request body (the scripted model's wire format): the
+    /// leading system message's text and the `tools` array as JSON.
+    pub fn measure_fixed_prompt(&mut self, body: &Value) {
+        let first = &body["messages"][0];
+        if first["role"] == "system" {
+            self.system_prompt_chars = match &first["content"] {
+                Value::String(text) => Some(text.chars().count()),
+                Value::Array(parts) => Some(
+                    parts
+                        .iter()
+                        .filter_map(|part| part["text"].as_str())
+                        .map(|text| text.chars().count())
+                        .sum(),
+                ),
+                _ => None,
+            };
+        }
+        self.tool_definitions_chars = body.get("tools").map(|tools| tools.to_string().chars().count());
     }
 
     /// Applies a judge's verdict: a failing one fails a run that passed the fact check.

@@ -119,7 +119,13 @@ async fn the_bundled_tasks_pass_with_the_scripted_model_and_report_their_figures
         let model = line["model_ms"].as_f64().unwrap();
         assert!(model > 0.0 && overhead > 0.0 && overhead <= wall, "{line}");
         assert!(line["tool_ms"].as_f64().is_some(), "{line}");
+        // The fixed prompt of the run's first call is measured on every task.
+        assert!(line["system_prompt_chars"].as_u64().unwrap() > 0, "{line}");
+        assert!(line["tool_definitions_chars"].as_u64().unwrap() > 0, "{line}");
     }
+    // Without a sandbox the default agent's system prompt is the budgeted one (prompt_budget.rs).
+    let lookup_prompt = lines.iter().find(|line| line["task"] == "lookup").unwrap()["system_prompt_chars"].clone();
+    assert!(lookup_prompt.as_u64().unwrap() <= 1_751, "{lookup_prompt}");
     let tools: f64 = lines.iter().map(|line| line["tool_ms"].as_f64().unwrap()).sum();
     assert!(tools > 0.0, "the fake servers' tool time is measured");
 }

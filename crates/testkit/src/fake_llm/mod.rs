@@ -254,6 +254,17 @@ impl FakeLlm {
         self.state.requests()
     }
 
+    /// The requests received after the first `skip`, oldest first: a long-lived server's latest requests
+    /// without copying the whole log (`request_count` before, `requests_since` after).
+    pub fn requests_since(&self, skip: usize) -> Vec<RecordedRequest> {
+        self.state.requests_since(skip)
+    }
+
+    /// How many requests were received so far.
+    pub fn request_count(&self) -> usize {
+        self.state.request_count()
+    }
+
     /// The time spent answering requests so far, summed over requests: from a request's body read to its
     /// answer's last byte handed to the connection (or the client leaving). Load tests subtract it from a
     /// turn's wall time to get the harness's own time.

@@ -142,6 +142,14 @@ impl State {
         self.lock().requests.clone()
     }
 
+    pub fn requests_since(&self, skip: usize) -> Vec<RecordedRequest> {
+        self.lock().requests.iter().skip(skip).cloned().collect()
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.lock().requests.len()
+    }
+
     pub fn add_busy(&self, elapsed: Duration) {
         let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
         self.busy_nanos.fetch_add(nanos, Ordering::Relaxed);
