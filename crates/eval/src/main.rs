@@ -97,6 +97,22 @@ fn configuration(name: &str) -> Result<Value, String> {
     })
 }
 
+/// The HTTP client; with an API key (`TRUEFORGE_API_KEY`, as the CLI reads it) every request carries it as
+/// its bearer token, so the runner reaches a hosted server with login.
+fn client(api_key: Option<&str>) -> Result<reqwest::Client, String> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(key) = api_key.filter(|key| !key.is_empty()) {
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
+            .map_err(|_| "TRUEFORGE_API_KEY is not a valid header value".to_owned())?;
+        value.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .map_err(|error| format!("cannot make the HTTP client: {error}"))
+}
+
 async fn evaluate(args: Args) -> Result<bool, String> {
     let tasks = Task::load_all(&args.tasks).map_err(|error| error.to_string())?;
     let budgets: std::collections::BTreeMap<String, u64> = match &args.budgets {
@@ -129,7 +145,7 @@ async fn evaluate(args: Args) -> Result<bool, String> {
     if let ModelChoice::Real(model) = &model {
         real.push(model);
     }
-    let http = reqwest::Client::new();
+    let http = client(env("TRUEFORGE_API_KEY").as_deref())?;
     let server = args.server.trim_end_matches('/');
     let fakes = fakes::set_up(&http, server, &real, matches!(model, ModelChoice::Scripted)).await?;
     let model_name = match &model {

@@ -383,3 +383,37 @@ async fn real_mode_bad_input_is_refused_with_a_message() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr.contains("has no script.json"), "{stderr}");
 }
+
+/// With `TRUEFORGE_API_KEY` set, the runner's requests carry it as their bearer token (a hosted server with
+/// login needs it); a listener that reads the first request and hangs up sees the header.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_key_goes_with_every_request() {
+    use tokio::io::AsyncReadExt;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = format!("http://{}", listener.local_addr().unwrap());
+    let tasks = real_task();
+    let tasks_path = tasks.path().to_owned();
+    let runner = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_trueforge-eval"))
+            .env("TRUEFORGE_API_KEY", "tfk_runner_key")
+            .args(["--server", &server, "--tasks"])
+            .arg(tasks_path)
+            .output()
+            .unwrap()
+    });
+    let (mut socket, _) = listener.accept().await.unwrap();
+    let mut head = Vec::new();
+    let mut buffer = [0_u8; 4096];
+    while !head.windows(4).any(|window| window == b"\r\n\r\n") {
+        let read = socket.read(&mut buffer).await.unwrap();
+        assert!(read > 0, "the runner closed before sending a request");
+        head.extend_from_slice(&buffer[..read]);
+    }
+    drop(socket);
+    drop(listener);
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    assert!(head.contains("authorization: bearer tfk_runner_key"), "{head}");
+    let output = runner.await.unwrap();
+    assert_eq!(output.status.code(), Some(2), "a server that hangs up is an error");
+}
