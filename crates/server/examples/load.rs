@@ -33,6 +33,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
+mod common;
+use common::send;
+
 struct Args {
     server: String,
     fake: String,
@@ -55,10 +58,8 @@ fn args() -> Args {
         trivial: 5,
         tail: 0,
     };
-    let mut iter = std::env::args().skip(1);
     // (`--server` may name several replicas, comma-separated.)
-    while let Some(flag) = iter.next() {
-        let value = iter.next().unwrap_or_else(|| panic!("{flag} needs a value"));
+    for (flag, value) in common::flag_pairs() {
         match flag.as_str() {
             "--server" => args.server = value,
             "--fake" => args.fake = value,
@@ -72,14 +73,6 @@ fn args() -> Args {
         }
     }
     args
-}
-
-async fn send(http: &reqwest::Client, method: reqwest::Method, url: String, body: Value) -> Value {
-    let response = http.request(method, url).json(&body).send().await.unwrap();
-    let status = response.status();
-    let text = response.text().await.unwrap();
-    assert!(status.is_success(), "{status}: {text}");
-    serde_json::from_str(&text).unwrap()
 }
 
 /// One turn streamed from the replica running it and followed by a subscriber on another; returns whether

@@ -21,6 +21,9 @@ use chrono::{DateTime, Timelike as _, Utc};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
+mod common;
+use common::send;
+
 struct Args {
     server: String,
     fake: String,
@@ -35,9 +38,7 @@ fn args() -> Args {
         schedules: 1000,
         lead: 20,
     };
-    let mut iter = std::env::args().skip(1);
-    while let Some(flag) = iter.next() {
-        let value = iter.next().unwrap_or_else(|| panic!("{flag} needs a value"));
+    for (flag, value) in common::flag_pairs() {
         match flag.as_str() {
             "--server" => args.server = value,
             "--fake" => args.fake = value,
@@ -47,18 +48,6 @@ fn args() -> Args {
         }
     }
     args
-}
-
-async fn send(http: &reqwest::Client, method: reqwest::Method, url: String, body: Value) -> Value {
-    let mut request = http.request(method, url);
-    if !body.is_null() {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    let text = response.text().await.unwrap();
-    assert!(status.is_success(), "{status}: {text}");
-    serde_json::from_str(&text).unwrap()
 }
 
 fn millis(iso: &Value) -> i64 {
