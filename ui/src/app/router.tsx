@@ -1,56 +1,12 @@
 // Where the shell is: the chat of a session (or a new one), the agents library, the agent builder, a
-// settings section, the user's API keys. The bundled app keeps it in the address bar (links, back button, refresh); an embedding
-// host may keep it in memory so the UI never touches its URL.
+// settings section, the user's API keys, the user's schedules (the routes themselves are in routes.ts). The
+// bundled app keeps it in the address bar (links, back button, refresh); an embedding host may keep it in
+// memory so the UI never touches its URL.
 
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useMemo, useState } from "react";
+import { parseRoute, type Route, routePath } from "./routes.js";
 
-export type SettingsSection = "models" | "mcp" | "skills" | "sandbox";
-
-export type Route =
-  | { readonly name: "chat"; readonly sessionId: string | null }
-  | { readonly name: "agents" }
-  | { readonly name: "agent"; readonly agentId: string | null }
-  | { readonly name: "settings"; readonly section: SettingsSection }
-  | { readonly name: "apiKeys" };
-
-const SECTIONS: readonly SettingsSection[] = ["models", "mcp", "skills", "sandbox"];
-
-export function parseRoute(pathname: string): Route {
-  const parts = pathname.split("/").filter((part) => part.length > 0);
-  const [head, second] = parts;
-  if (head === "sessions" && second) {
-    return { name: "chat", sessionId: decodeURIComponent(second) };
-  }
-  if (head === "agents") {
-    if (second === "new") {
-      return { name: "agent", agentId: null };
-    }
-    return second ? { name: "agent", agentId: decodeURIComponent(second) } : { name: "agents" };
-  }
-  if (head === "api-keys") {
-    return { name: "apiKeys" };
-  }
-  if (head === "settings") {
-    const section = SECTIONS.find((candidate) => candidate === second) ?? "models";
-    return { name: "settings", section };
-  }
-  return { name: "chat", sessionId: null };
-}
-
-export function routePath(route: Route): string {
-  switch (route.name) {
-    case "chat":
-      return route.sessionId === null ? "/" : `/sessions/${encodeURIComponent(route.sessionId)}`;
-    case "agents":
-      return "/agents";
-    case "agent":
-      return route.agentId === null ? "/agents/new" : `/agents/${encodeURIComponent(route.agentId)}`;
-    case "settings":
-      return `/settings/${route.section}`;
-    case "apiKeys":
-      return "/api-keys";
-  }
-}
+export { parseRoute, type Route, routePath, type SettingsSection } from "./routes.js";
 
 export interface Navigation {
   readonly route: Route;

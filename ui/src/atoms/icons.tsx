@@ -60,4 +60,5 @@ export const BotIcon = (p: P) => (
 export const EditIcon = (p: P) => <Icon d="M4 20h4L19 9l-4-4L4 16v4zM13.5 6.5l4 4" {...p} />;
 export const CopyIcon = (p: P) => <Icon d="M9 9h11v11H9zM5 15H4V4h11v1" {...p} />;
 export const DownloadIcon = (p: P) => <Icon d="M12 4v11M7 10l5 5 5-5M5 20h14" {...p} />;
+export const ClockIcon = (p: P) => <Icon d="M12 21a9 9 0 100-18 9 9 0 000 18zM12 7v5l3 2" {...p} />;
 export const HistoryIcon = (p: P) => <Icon d="M3 12a9 9 0 103-6.7L3 8M3 3v5h5M12 7v5l3 3" {...p} />;

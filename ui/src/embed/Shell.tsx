@@ -1,10 +1,19 @@
 // The shell around the chat: a layout (sidebar, drawer, dock, widget or the host's own) holding the session
-// list, the navigation to agents and settings, the signed-in user's menu, and the current screen.
+// list, the navigation to agents, schedules and settings, the signed-in user's menu, and the current screen.
 
 import * as Dialog from "@radix-ui/react-dialog";
 import { type ComponentType, lazy, type ReactNode, Suspense, useState } from "react";
 import { useNavigation } from "../app/router.js";
-import { BotIcon, GearIcon, MenuIcon, MoonIcon, PlusIcon, SunIcon, XIcon } from "../atoms/icons.js";
+import {
+  BotIcon,
+  ClockIcon,
+  GearIcon,
+  MenuIcon,
+  MoonIcon,
+  PlusIcon,
+  SunIcon,
+  XIcon,
+} from "../atoms/icons.js";
 import { ChatView } from "../containers/ChatView.js";
 import { SessionList } from "../containers/SessionList.js";
 import { useTheme } from "../theme/theme.js";
@@ -15,6 +24,7 @@ const AgentsLibrary = lazy(() => import("../agents/AgentsLibrary.js"));
 const AgentBuilder = lazy(() => import("../agents/AgentBuilder.js"));
 const SettingsView = lazy(() => import("../settings/SettingsView.js"));
 const ApiKeysView = lazy(() => import("../account/ApiKeysView.js"));
+const SchedulesView = lazy(() => import("../schedules/SchedulesView.js"));
 
 /** What a user who is not an admin sees at a settings address. */
 function AdminsOnly() {
@@ -32,9 +42,9 @@ export type LayoutName = "sidebar" | "drawer" | "dock" | "widget";
 
 /** What a custom layout receives: the parts to place. */
 export interface LayoutParts {
-  /** The chat history with its navigation (new chat, agents, settings, theme). */
+  /** The chat history with its navigation (new chat, agents, schedules, settings, theme). */
   readonly navigation: ReactNode;
-  /** The current screen (a chat, the agents, the builder, the settings). */
+  /** The current screen (a chat, the agents, the builder, the schedules, the settings). */
   readonly screen: ReactNode;
 }
 
@@ -66,6 +76,9 @@ function Screen() {
       break;
     case "apiKeys":
       screen = <ApiKeysView />;
+      break;
+    case "schedules":
+      screen = <SchedulesView />;
       break;
   }
   return (
@@ -126,6 +139,15 @@ function Navigation({ onNavigate }: { readonly onNavigate?: () => void }) {
           onClick={() => go({ name: "agents" })}
         >
           <BotIcon /> Agents
+        </button>
+      )}
+      {server.agents && server.schedules && (
+        <button
+          type="button"
+          className={`tf-nav-link${route.name === "schedules" ? " tf-active" : ""}`}
+          onClick={() => go({ name: "schedules" })}
+        >
+          <ClockIcon /> Schedules
         </button>
       )}
       <SessionList

@@ -26,6 +26,9 @@ import type {
   ModelProviderManifest,
   Page,
   SandboxProviderManifest,
+  Schedule,
+  ScheduleRequest,
+  ScheduleRun,
   SequencedEvent,
   Session,
   SessionEventItem,
@@ -148,6 +151,33 @@ export interface ApiKeysPort {
   revoke(keyId: string): Promise<void>;
 }
 
+export interface ScheduleRunQuery {
+  readonly limit?: number;
+  readonly pageToken?: string;
+}
+
+/**
+ * The signed-in user's schedules: saved agents run on a cron (read in a time zone) as the user's own
+ * sessions. Saves are refused (and the refusal shown) when the cron or zone is invalid, the cron runs more
+ * often than the server allows, or the saved agent does not exist.
+ */
+export interface SchedulesPort {
+  /** All the user's schedules, oldest first. */
+  list(): Promise<Schedule[]>;
+  create(request: ScheduleRequest): Promise<Schedule>;
+  /** Replaces the name, agent and manifest of a schedule. */
+  update(scheduleId: string, request: ScheduleRequest): Promise<Schedule>;
+  /** Deletes the schedule and its runs; the sessions the runs started stay. */
+  delete(scheduleId: string): Promise<void>;
+  pause(scheduleId: string): Promise<Schedule>;
+  /** Active again from now: what passed while it was paused does not run. */
+  resume(scheduleId: string): Promise<Schedule>;
+  /** Runs it now, paused or not: the run, `started` with its session, or `failed` with why. */
+  run(scheduleId: string): Promise<ScheduleRun>;
+  /** One page of the schedule's runs, newest first. */
+  runs(scheduleId: string, query: ScheduleRunQuery): Promise<Page<ScheduleRun>>;
+}
+
 export interface AgentUIServer {
   readonly chat: ChatPort;
   readonly agents?: AgentsPort;
@@ -156,6 +186,8 @@ export interface AgentUIServer {
   readonly auth?: AuthPort;
   /** Absent: no API keys page. */
   readonly apiKeys?: ApiKeysPort;
+  /** Absent (or without `agents`): no schedules page. */
+  readonly schedules?: SchedulesPort;
   /** The largest request body the server takes, when known: attachments over it are refused before sending. */
   readonly maxRequestBytes?: number;
 }

@@ -3,6 +3,7 @@
 import {
   type AgentSpec,
   type FetchFunction,
+  type Schedule,
   type TokenSupplier,
   TrueForge,
   TrueForgeApiError,
@@ -166,6 +167,26 @@ export function createTrueForgeServer(options: TrueForgeServerOptions): AgentUIS
       list: () => client.apiKeys.list(),
       create: (name) => client.apiKeys.create(name),
       revoke: (keyId) => client.apiKeys.revoke(keyId),
+    },
+    schedules: {
+      list: async () => {
+        const all: Schedule[] = [];
+        for await (const page of client.schedules.pages({ limit: 100 })) {
+          all.push(...page.data);
+        }
+        return all;
+      },
+      create: (request) => client.schedules.create(request),
+      update: (scheduleId, request) => client.schedules.update(scheduleId, request),
+      delete: (scheduleId) => client.schedules.delete(scheduleId),
+      pause: (scheduleId) => client.schedules.pause(scheduleId),
+      resume: (scheduleId) => client.schedules.resume(scheduleId),
+      run: (scheduleId) => client.schedules.run(scheduleId),
+      runs: (scheduleId, query) =>
+        client.schedules.runs(scheduleId, {
+          limit: query.limit ?? 20,
+          ...(query.pageToken ? { page_token: query.pageToken } : {}),
+        }),
     },
   };
 }

@@ -73,6 +73,8 @@ export interface TextFieldProps extends FieldProps {
   readonly monospace?: boolean;
   readonly min?: number;
   readonly name?: string;
+  /** The id of a `<datalist>` of suggestions (a one-line input only). */
+  readonly list?: string;
 }
 
 export function TextField(props: TextFieldProps) {
@@ -105,6 +107,7 @@ export function TextField(props: TextFieldProps) {
           type={props.type ?? "text"}
           autoComplete={props.autoComplete ?? (props.type === "password" ? "new-password" : "off")}
           min={props.min}
+          list={props.list}
           onChange={(event) => props.onChange(event.target.value)}
         />
       )}

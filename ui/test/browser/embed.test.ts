@@ -80,7 +80,8 @@ test("the example host embeds the chat with its own layout and tool card", async
   await page.getByTestId("host-header").waitFor();
   assert.equal(await page.getByTestId("host-header").innerText(), "Acme support");
   // The embedded session list shows the session; open it and run a tool through the custom card.
-  await page.locator(".tf-session").first().click();
+  // Its link, not the row: the row also holds the session's menu button, which its middle may fall on.
+  await page.locator(".tf-session a").first().click();
   await page.getByLabel("Message", { exact: true }).waitFor();
   assert.equal(await page.locator(".tf-chat").getAttribute("data-session-id"), sessionId);
   await send(page, 'Look it up. #steps=1 #tool=lookup #args={"word":"embed"}');
