@@ -4,7 +4,7 @@ import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { TrueForgeUI } from "../embed/TrueForgeUI.js";
 import { completeAuthorizationPopup } from "../state/mcp-auth.js";
-import "../theme/app.css";
+import "./page.css";
 
 const root = document.getElementById("root");
 if (root !== null) {

@@ -20,6 +20,9 @@ import {
 } from "./context.js";
 import { type Layout, Shell } from "./Shell.js";
 import { defaultSlots, type SlotOverrides } from "./slots.js";
+// The UI's tokens and component styles travel with the component (after its parts' own, as the app always had
+// them), so `@trueforge/ui/style.css` carries them too.
+import "../theme/app.css";
 
 export interface TrueForgeUIProps {
   /** Our server (its URL and credentials) or a port of the host's own. */

@@ -92,5 +92,18 @@ test("the example host embeds the chat with its own layout and tool card", async
   assert.equal(await page.locator(".tf-tool").count(), 0, "the default card is replaced");
   assert.equal(await page.getByRole("button", { name: "Settings" }).count(), 0, "settings are switched off");
   assert.equal(new URL(page.url()).pathname, "/", "memory routing leaves the host's address alone");
+  // `@trueforge/ui/style.css` styles the UI (its tokens and type on the UI's root) and leaves the
+  // host's own page alone (no rule for the host's body).
+  const styles = await page.evaluate(() => {
+    const root = document.querySelector(".tf-root");
+    return {
+      accent: root ? getComputedStyle(root).getPropertyValue("--tf-accent").trim() : "",
+      rootFont: root ? getComputedStyle(root).fontSize : "",
+      bodyMargin: getComputedStyle(document.body).margin,
+    };
+  });
+  assert.notEqual(styles.accent, "", "the UI's tokens are in the package's stylesheet");
+  assert.equal(styles.rootFont, "15px");
+  assert.equal(styles.bodyMargin, "8px", "the host's body keeps the browser's margin");
   await harness.screenshot(page, "embed-example");
 });
