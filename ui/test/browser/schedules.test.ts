@@ -204,6 +204,7 @@ describe("schedules", () => {
       await run.getByTestId("schedule-run-session").getAttribute("href"),
       `/sessions/${sessionId}`,
     );
+    await harness.screenshot(page, "schedules");
     await run.getByRole("link", { name: /Open the chat/ }).click();
     await page.waitForURL(new RegExp(`/sessions/${sessionId}$`));
     await page.locator(".tf-message-user", { hasText: "Write the nightly report." }).waitFor();
