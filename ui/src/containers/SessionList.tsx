@@ -6,7 +6,7 @@ import type { Agent, Session } from "@trueforge/sdk";
 import { useCallback, useEffect, useRef, useState } from "react";
 import { toast } from "sonner";
 import { useNavigation } from "../app/router.js";
-import { relativeTime } from "../atoms/format.js";
+import { formatCost, relativeTime } from "../atoms/format.js";
 import { MoreIcon } from "../atoms/icons.js";
 import { usePortalContainer, useServer } from "../embed/context.js";
 import { describeError } from "../state/errors.js";
@@ -139,6 +139,11 @@ export function SessionList({
               <span className="tf-session-meta">
                 {session.agent.type === "reference" && session.agent.name ? `${session.agent.name} · ` : ""}
                 {relativeTime(session.updated_at)}
+                {typeof session.total_cost_in_usd === "number" && session.total_cost_in_usd > 0 && (
+                  <span className="tf-session-cost" title="What this chat's turns cost">
+                    {` · ${formatCost(session.total_cost_in_usd)}`}
+                  </span>
+                )}
               </span>
             </a>
             {(rename || remove) && (

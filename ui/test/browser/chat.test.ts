@@ -54,6 +54,40 @@ describe("chat", () => {
     assert.equal(await page.locator(".tf-message-user").count(), 1);
   });
 
+  test("a chat whose model has prices shows what it cost in the history", async () => {
+    const pricing = { input_per_mtok: 2000, output_per_mtok: 8000 };
+    await harness.api("PUT", "/api/v1/settings/model-providers", {
+      manifest: {
+        type: "custom",
+        name: "costly",
+        base_url: `${harness.server.fakeLlmUrl}/v1`,
+        models: [
+          { model_id: "costly-model", name: "costly-model", properties: { context_length: 8000, pricing } },
+        ],
+      },
+    });
+    const session = await harness.api<{ data: { id: string } }>("POST", "/api/v1/sessions", {
+      agent: { spec: { model: { name: "costly/costly-model" } } },
+    });
+    const page = await openSession(session.data.id);
+    await send(page, "What does this cost? #echo");
+    await waitForTurnEnd(page);
+    const read = await harness.api<{ data: { total_cost_in_usd: number | null } }>(
+      "GET",
+      `/api/v1/sessions/${session.data.id}`,
+    );
+    const cost = read.data.total_cost_in_usd;
+    assert.ok(
+      typeof cost === "number" && cost >= 0.01,
+      `the session has a cost: ${JSON.stringify(read.data)}`,
+    );
+    // The history shows the session's total once the list is read again.
+    await page.goto("/");
+    const row = page.locator(".tf-session", { has: page.locator(`a[href="/sessions/${session.data.id}"]`) });
+    await row.locator(".tf-session-cost").waitFor();
+    assert.equal((await row.locator(".tf-session-cost").innerText()).trim(), `· $${cost.toFixed(2)}`);
+  });
+
   test("a tool call shows as a card with its MCP server, arguments, result and time", async () => {
     const page = await openSession(await harness.toolSession());
     await send(page, 'Look it up. #steps=1 #tool=lookup #args={"word":"fold"}');
