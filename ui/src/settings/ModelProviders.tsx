@@ -202,8 +202,53 @@ interface ModelRow {
   readonly contextLength: string;
   readonly maxOutputTokens: string;
   readonly efforts: readonly ReasoningEffort[];
-  /** Prices set through the API: the form has no fields for them, so it keeps them as they are. */
+  /** The four common prices (USD per million tokens), as typed; empty means none. */
+  readonly prices: Readonly<Record<PriceField, string>>;
+  /** The stored prices: the form keeps those it has no fields for (reasoning, long prompts) as they are. */
   readonly pricing?: ModelPricing;
+}
+
+/** The prices the form edits; the others of `ModelPricing` (reasoning, long prompts) are set through the API. */
+const PRICE_FIELDS = [
+  { field: "input_per_mtok", label: "Input, USD per million tokens" },
+  { field: "output_per_mtok", label: "Output, USD per million tokens" },
+  { field: "cache_read_per_mtok", label: "Cache read, USD per million tokens" },
+  { field: "cache_write_per_mtok", label: "Cache write, USD per million tokens" },
+] as const;
+
+type PriceField = (typeof PRICE_FIELDS)[number]["field"];
+
+function pricesFrom(pricing: ModelPricing | undefined): Record<PriceField, string> {
+  const text = (value: number | undefined) => (value === undefined ? "" : value.toString());
+  return {
+    input_per_mtok: text(pricing?.input_per_mtok),
+    output_per_mtok: text(pricing?.output_per_mtok),
+    cache_read_per_mtok: text(pricing?.cache_read_per_mtok),
+    cache_write_per_mtok: text(pricing?.cache_write_per_mtok),
+  };
+}
+
+/** The stored prices with the form's four replaced (an emptied field removes that price); `undefined` when
+ * no price is left. */
+function pricingFromRow(row: ModelRow): ModelPricing | undefined {
+  const pricing: ModelPricing = { ...row.pricing };
+  for (const { field } of PRICE_FIELDS) {
+    const typed = row.prices[field].trim();
+    if (typed === "") {
+      delete pricing[field];
+    } else {
+      pricing[field] = Number(typed);
+    }
+  }
+  return Object.keys(pricing).length > 0 ? pricing : undefined;
+}
+
+function priceError(value: string): string | null {
+  if (value.trim() === "") {
+    return null;
+  }
+  const number = Number(value);
+  return Number.isFinite(number) && number >= 0 ? null : "Use a number of 0 or more.";
 }
 
 let nextRowKey = 1;
@@ -217,6 +262,7 @@ function rowFromModel(model: ConfiguredModel): ModelRow {
     contextLength: model.properties.context_length?.toString() ?? "",
     maxOutputTokens: model.properties.max_output_tokens?.toString() ?? "",
     efforts: model.properties.reasoning_efforts ?? [],
+    prices: pricesFrom(model.properties.pricing),
     ...(model.properties.pricing ? { pricing: model.properties.pricing } : {}),
   };
 }
@@ -230,10 +276,12 @@ function emptyRow(): ModelRow {
     contextLength: "",
     maxOutputTokens: "",
     efforts: [],
+    prices: pricesFrom(undefined),
   };
 }
 
 function modelFromRow(row: ModelRow): ConfiguredModel {
+  const pricing = pricingFromRow(row);
   return {
     model_id: row.modelId.trim(),
     name: row.name,
@@ -241,7 +289,7 @@ function modelFromRow(row: ModelRow): ConfiguredModel {
       ...(row.contextLength.trim() ? { context_length: Number(row.contextLength) } : {}),
       ...(row.maxOutputTokens.trim() ? { max_output_tokens: Number(row.maxOutputTokens) } : {}),
       ...(row.efforts.length > 0 ? { reasoning_efforts: [...row.efforts] } : {}),
-      ...(row.pricing ? { pricing: row.pricing } : {}),
+      ...(pricing ? { pricing } : {}),
     },
   };
 }
@@ -250,7 +298,9 @@ function optionalCount(value: string): string | null {
   return value.trim() === "" ? null : integerError(value, 1);
 }
 
-function rowErrors(row: ModelRow, rows: readonly ModelRow[]) {
+type RowErrors = Record<"modelId" | "name" | "contextLength" | "maxOutputTokens" | PriceField, string | null>;
+
+function rowErrors(row: ModelRow, rows: readonly ModelRow[]): RowErrors {
   const sameId = rows.filter((other) => other.modelId.trim() === row.modelId.trim()).length > 1;
   const sameName = rows.filter((other) => other.name === row.name).length > 1;
   return {
@@ -258,6 +308,10 @@ function rowErrors(row: ModelRow, rows: readonly ModelRow[]) {
     name: resourceNameError(row.name) ?? (sameName ? "Used by another model." : null),
     contextLength: optionalCount(row.contextLength),
     maxOutputTokens: optionalCount(row.maxOutputTokens),
+    input_per_mtok: priceError(row.prices.input_per_mtok),
+    output_per_mtok: priceError(row.prices.output_per_mtok),
+    cache_read_per_mtok: priceError(row.prices.cache_read_per_mtok),
+    cache_write_per_mtok: priceError(row.prices.cache_write_per_mtok),
   };
 }
 
@@ -468,6 +522,23 @@ export function ProviderForm({
                       />
                     ))}
                   </div>
+                  <Fieldset legend="Prices (for the cost of each turn)" plain>
+                    <div className="tf-grid-2">
+                      {PRICE_FIELDS.map(({ field, label }) => (
+                        <TextField
+                          key={field}
+                          label={label}
+                          type="number"
+                          min={0}
+                          step="any"
+                          value={row.prices[field]}
+                          onChange={(value) => change(row.key, { prices: { ...row.prices, [field]: value } })}
+                          testId={`provider-model-${field}`}
+                          error={show(rowError[field])}
+                        />
+                      ))}
+                    </div>
+                  </Fieldset>
                   <Fieldset legend="Reasoning efforts the model accepts" plain>
                     <div className="tf-check-row">
                       {supportedEfforts.map((effort) => (

@@ -72,6 +72,8 @@ export interface TextFieldProps extends FieldProps {
   readonly rows?: number;
   readonly monospace?: boolean;
   readonly min?: number;
+  /** A number input's step; `any` for prices and other fractions (the browser's default is 1). */
+  readonly step?: number | "any";
   readonly name?: string;
   /** The id of a `<datalist>` of suggestions (a one-line input only). */
   readonly list?: string;
@@ -107,6 +109,7 @@ export function TextField(props: TextFieldProps) {
           type={props.type ?? "text"}
           autoComplete={props.autoComplete ?? (props.type === "password" ? "new-password" : "off")}
           min={props.min}
+          step={props.step}
           list={props.list}
           onChange={(event) => props.onChange(event.target.value)}
         />

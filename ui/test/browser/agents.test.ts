@@ -88,8 +88,13 @@ describe("settings", () => {
     );
   });
 
-  test("a model's prices, set through the API, survive an edit of its provider in settings", async () => {
-    const pricing = { input_per_mtok: 0.5, output_per_mtok: 1.5, cache_read_per_mtok: 0.05 };
+  test("a model's prices are edited in settings, and those the form has no field for are kept", async () => {
+    const pricing = {
+      input_per_mtok: 0.5,
+      output_per_mtok: 1.5,
+      cache_read_per_mtok: 0.05,
+      reasoning_per_mtok: 2,
+    };
     await harness.api("PUT", "/api/v1/settings/model-providers", {
       manifest: {
         type: "custom",
@@ -104,6 +109,14 @@ describe("settings", () => {
     await row.getByRole("button", { name: "Edit priced" }).click();
     const form = page.getByTestId("provider-form");
     await form.getByLabel("Model 1: name for agents").fill("model-b");
+    await form.getByText("Properties").click();
+    assert.equal(await form.getByTestId("provider-model-input_per_mtok").inputValue(), "0.5");
+    // A negative price is refused in the form, nothing sent.
+    await form.getByTestId("provider-model-output_per_mtok").fill("-3");
+    await form.getByRole("button", { name: "Save" }).click();
+    await form.getByText("Use a number of 0 or more.").waitFor();
+    await form.getByTestId("provider-model-output_per_mtok").fill("3.25");
+    await form.getByTestId("provider-model-cache_read_per_mtok").fill("");
     await form.getByRole("button", { name: "Save" }).click();
     await row.locator(".tf-chip", { hasText: "model-b" }).waitFor();
     const providers = await harness.api<{
@@ -112,7 +125,7 @@ describe("settings", () => {
     const models = providers.data.find((provider) => provider.name === "priced")?.manifest.models ?? [];
     assert.deepEqual(
       models.map((model) => [model.name, model.properties.pricing]),
-      [["model-b", pricing]],
+      [["model-b", { input_per_mtok: 0.5, output_per_mtok: 3.25, reasoning_per_mtok: 2 }]],
     );
   });
 });
