@@ -126,13 +126,46 @@ pub async fn set_up(
     })
 }
 
-/// Configures each real provider the runner has a key for, once, with every model of it that is used.
+/// The names of the model providers the server already has.
+async fn configured_providers(http: &reqwest::Client, server: &str) -> Result<Vec<String>, String> {
+    let failed = |error: String| format!("cannot list the server's model providers: {error}");
+    let response = http
+        .get(format!("{server}/api/v1/settings/model-providers"))
+        .send()
+        .await
+        .map_err(|error| failed(error.to_string()))?;
+    if !response.status().is_success() {
+        return Err(failed(format!("the server answered {}", response.status())));
+    }
+    let listed: Value = response.json().await.map_err(|error| failed(error.to_string()))?;
+    Ok(listed["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|provider| provider["name"].as_str().map(str::to_owned))
+        .collect())
+}
+
+/// Configures each real provider the runner has a key for, once, with every model of it that is used. A
+/// well-known provider the server already has is the operator's (its name is its type, so the runner cannot
+/// add one of its own beside it): it is used as it is, never replaced.
 async fn configure_real(http: &reqwest::Client, server: &str, real: &[&RealModel]) -> Result<(), String> {
+    if real.iter().all(|model| model.provider_manifest().is_none()) {
+        return Ok(());
+    }
+    let existing = configured_providers(http, server).await?;
     let mut manifests: BTreeMap<String, Value> = BTreeMap::new();
     for model in real {
         let Some(body) = model.provider_manifest() else {
             continue;
         };
+        if model.provider != "custom" && existing.iter().any(|name| name == model.provider_name()) {
+            eprintln!(
+                "trueforge-eval: using the server's own {} provider as it is (the runner's key is not used)",
+                model.provider_name()
+            );
+            continue;
+        }
         match manifests.get_mut(model.provider_name()) {
             Some(existing) => {
                 if existing["manifest"]["base_url"] != body["manifest"]["base_url"] {

@@ -417,3 +417,59 @@ async fn the_api_key_goes_with_every_request() {
     let output = runner.await.unwrap();
     assert_eq!(output.status.code(), Some(2), "a server that hangs up is an error");
 }
+
+/// A well-known provider the server already has is the operator's: with a key of its own in the environment,
+/// the runner still uses the server's setting as it is and says so, instead of replacing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_providers_existing_setting_is_used_not_replaced() {
+    use trueforge_testkit::fake_llm::{Api, FakeLlm, ScriptedStream, ScriptedToolCall};
+
+    let (server, _dir) = start_server().await;
+    let provider = FakeLlm::start().await;
+    let operators = json!({"manifest": {"type": "openai", "auth": {"api_key": "operator-key"},
+        "base_url": provider.base_url(Api::Responses),
+        "models": [{"model_id": "gpt-x", "name": "gpt-x", "properties": {}},
+            {"model_id": "gpt-y", "name": "gpt-y", "properties": {}}]}});
+    let put = reqwest::Client::new()
+        .put(format!("{server}/api/v1/settings/model-providers"))
+        .json(&operators)
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success(), "{}", put.text().await.unwrap());
+    provider.push(ScriptedStream::default().tool_call(ScriptedToolCall::new("get_issue", json!({"id": "ISS-0042"}))));
+    provider.push(ScriptedStream::text("Ines Costa has it."));
+    let tasks = real_task();
+    let tasks_path = tasks.path().to_owned();
+    let server_url = server.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_trueforge-eval"))
+            .env("OPENAI_API_KEY", "runner-key")
+            .env_remove("TRUEFORGE_EVAL_API_KEY")
+            .args(["--server", &server_url, "--model", "openai/gpt-x", "--tasks"])
+            .arg(tasks_path)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("using the server's own openai provider"), "{stderr}");
+    for request in provider.requests() {
+        assert_eq!(request.header("authorization"), Some("Bearer operator-key"));
+    }
+    let listed: Value = reqwest::get(format!("{server}/api/v1/settings/model-providers"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let openai = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|provider| provider["name"] == "openai")
+        .unwrap();
+    assert_eq!(openai["manifest"]["models"].as_array().unwrap().len(), 2, "{openai}");
+}
