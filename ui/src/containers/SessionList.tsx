@@ -21,7 +21,7 @@ export function SessionList({
   refreshKey,
   onNavigate,
 }: {
-  readonly refreshKey: number;
+  readonly refreshKey: number | string;
   readonly onNavigate?: () => void;
 }) {
   const server = useServer();

@@ -151,7 +151,9 @@ function Navigation({ onNavigate }: { readonly onNavigate?: () => void }) {
         </button>
       )}
       <SessionList
-        refreshKey={refreshKey + (route.name === "chat" && route.sessionId ? 1 : 0)}
+        // Reloaded by New chat and when a chat gets its id (its first message), not when another chat is opened
+        // (that would lose the list's scroll). Two parts, so the two changes cannot cancel out.
+        refreshKey={`${refreshKey}:${route.name === "chat" && route.sessionId ? "open" : "none"}`}
         {...(onNavigate ? { onNavigate } : {})}
       />
       <div className="tf-nav-footer">

@@ -81,8 +81,8 @@ describe("chat", () => {
       typeof cost === "number" && cost >= 0.01,
       `the session has a cost: ${JSON.stringify(read.data)}`,
     );
-    // The history shows the session's total once the list is read again.
-    await page.goto("/");
+    // New chat reads the history again, which shows the session's total.
+    await page.getByRole("button", { name: "New chat", exact: true }).click();
     const row = page.locator(".tf-session", { has: page.locator(`a[href="/sessions/${session.data.id}"]`) });
     await row.locator(".tf-session-cost").waitFor();
     assert.equal((await row.locator(".tf-session-cost").innerText()).trim(), `· $${cost.toFixed(2)}`);
