@@ -155,7 +155,6 @@ pub(crate) fn model_span(model: &str) -> Span {
         gen_ai.usage.cache_read.input_tokens = tracing::field::Empty,
         gen_ai.usage.cache_creation.input_tokens = tracing::field::Empty,
         gen_ai.usage.reasoning.output_tokens = tracing::field::Empty,
-        gen_ai.response.finish_reasons = tracing::field::Empty,
         trueforge.cost_usd = tracing::field::Empty,
         error.type = tracing::field::Empty,
         otel.status_code = tracing::field::Empty,
@@ -194,11 +193,8 @@ pub(crate) fn model_span_answered(span: &Span, answer: Result<(&Usage, &FinishRe
         FinishReason::Error(_) => "error",
         FinishReason::Other(other) => other.as_str(),
     };
-    // The convention's value is a list; a tracing field is a scalar: the one reason, as a list's JSON.
-    span.record(
-        "gen_ai.response.finish_reasons",
-        format!("[\"{}\"]", reason.replace(['"', '\\'], "")).as_str(),
-    );
+    // The convention's value is a list, which a tracing field cannot hold: set on the OpenTelemetry side.
+    trueforge_telemetry::set_string_list(span, "gen_ai.response.finish_reasons", &[reason]);
 }
 
 /// OpenTelemetry attributes are signed: tracing's unsigned fields would reach the exporter as text.

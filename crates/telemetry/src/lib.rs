@@ -117,6 +117,16 @@ pub fn adopt_under_current(span: &tracing::Span) {
     }
 }
 
+/// Sets a list of strings as an attribute of `span`'s OpenTelemetry span (a `tracing` field holds only a
+/// scalar, and the GenAI conventions' `gen_ai.response.finish_reasons` is a list). Nothing with tracing off.
+pub fn set_string_list(span: &tracing::Span, key: &'static str, values: &[&str]) {
+    if !enabled() {
+        return;
+    }
+    let values: Vec<opentelemetry::StringValue> = values.iter().map(|value| (*value).to_owned().into()).collect();
+    span.set_attribute(key, opentelemetry::Value::Array(opentelemetry::Array::String(values)));
+}
+
 /// The trace id of `span` in hex, for log lines; `None` with tracing off.
 pub fn trace_id_of(span: &tracing::Span) -> Option<String> {
     if !enabled() {
