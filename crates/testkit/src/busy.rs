@@ -44,6 +44,8 @@ impl BusyClock {
 
     /// Marks one request in progress until the guard drops.
     pub fn enter(self: &Arc<Self>) -> BusyGuard {
+        // The parent enters before and leaves after (see `drop`), so its stretch covers this clock's.
+        let parent = self.parent.get().map(|parent| Box::new(parent.enter()));
         {
             let mut state = lock(&self.state);
             if state.in_flight == 0 {
@@ -53,7 +55,7 @@ impl BusyClock {
         }
         BusyGuard {
             clock: self.clone(),
-            parent: self.parent.get().map(|parent| Box::new(parent.enter())),
+            parent,
         }
     }
 
